@@ -1,0 +1,26 @@
+# rlf_library(NAME SOURCES ... DEPS ...): a static library rooted at the project
+# root for includes ("model/config.h").
+function(rlf_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# rlf_test(NAME SOURCES ... DEPS ... [LABELS ...]): a GoogleTest executable whose
+# tests are registered with CTest. Tests find shared/, the oracle interpreter
+# and the build tree through defaults compiled into rlf_test_support
+# (tests/CMakeLists.txt), which the environment may override.
+function(rlf_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} rlf_test_support GTest::gtest GTest::gtest_main)
+  set(props TIMEOUT ${ARG_TIMEOUT})
+  if(ARG_LABELS)
+    list(APPEND props LABELS "${ARG_LABELS}")
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 120 PROPERTIES ${props})
+endfunction()

@@ -1,0 +1,82 @@
+#include "tests/support/test_env.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+
+namespace rlf::test {
+
+namespace fs = std::filesystem;
+
+static std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? std::string(v) : fallback;
+}
+
+fs::path shared_path(const std::string& rel) { return fs::path(env_or("RLF_SHARED", RLF_DEFAULT_SHARED)) / rel; }
+fs::path source_path(const std::string& rel) { return fs::path(env_or("RLF_SOURCE_DIR", RLF_DEFAULT_SOURCE_DIR)) / rel; }
+fs::path binary_path(const std::string& rel) { return fs::path(env_or("RLF_BINARY_DIR", RLF_DEFAULT_BINARY_DIR)) / rel; }
+
+std::string oracle_python() {
+  std::string p = env_or("RLF_ORACLE_PYTHON", RLF_DEFAULT_ORACLE_PYTHON);
+  if (p.empty() || !fs::exists(p)) return "";
+  return p;
+}
+
+TempDir::TempDir() {
+  std::random_device rd;
+  std::mt19937_64 gen(rd());
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    fs::path p = fs::temp_directory_path() / ("rlf-test-" + std::to_string(gen()));
+    std::error_code ec;
+    if (fs::create_directory(p, ec)) {
+      path_ = p;
+      return;
+    }
+  }
+  throw std::runtime_error("cannot create a temporary directory");
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+CommandResult run_command(const std::string& command) {
+  CommandResult r;
+  std::string full = command + " 2>&1";
+  FILE* pipe = popen(full.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+CommandResult run_oracle_python(const std::string& python_source, const std::string& args) {
+  TempDir dir;
+  fs::path script = dir / "oracle.py";
+  std::ofstream(script) << python_source;
+  CommandResult r = run_command(shell_quote(oracle_python()) + " " + shell_quote(script.string()) + " " + args);
+  if (r.exit_code != 0) ADD_FAILURE() << "oracle script failed (exit " << r.exit_code << "):\n" << r.output;
+  return r;
+}
+
+}  // namespace rlf::test

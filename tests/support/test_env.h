@@ -1,0 +1,68 @@
+// Test environment: where shared/ data lives, the oracle Python interpreter,
+// and small helpers shared by every suite.
+//
+// Defaults are compiled in from CMake (RLF_SHARED_DIR, RLF_ORACLE_PYTHON: the
+// virtual environment with transformers/tokenizers/math-verify that
+// scripts/test.sh creates); the environment variables RLF_SHARED,
+// RLF_ORACLE_PYTHON, RLF_BINARY_DIR and RLF_SOURCE_DIR override them. Tests that need the oracle call
+// require_oracle(): it skips when no interpreter is configured, unless
+// RLF_REQUIRE_ORACLE=1 (set by scripts/test.sh), in which case it fails, so CI
+// can never silently skip an outside reference.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace rlf::test {
+
+// Path inside shared/, e.g. shared_path("models/stories260K/stories260K.bin").
+std::filesystem::path shared_path(const std::string& rel);
+
+// Path inside the source tree / build tree.
+std::filesystem::path source_path(const std::string& rel);
+std::filesystem::path binary_path(const std::string& rel);
+
+// The oracle interpreter, or "" when none is configured.
+std::string oracle_python();
+
+// A fresh temporary directory, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& rel) const { return path_ / rel; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a shell command, capturing stdout+stderr.
+CommandResult run_command(const std::string& command);
+
+// Runs `python_source` with the oracle interpreter and the given arguments
+// (each shell-quoted). Fails the test (ADD_FAILURE) on a non-zero exit.
+CommandResult run_oracle_python(const std::string& python_source, const std::string& args = "");
+
+// Quotes one argument for /bin/sh.
+std::string shell_quote(const std::string& s);
+
+}  // namespace rlf::test
+
+// Skips the current test when the oracle Python is missing (fails instead when
+// RLF_REQUIRE_ORACLE=1).
+#define RLF_REQUIRE_ORACLE()                                                          \
+  do {                                                                                \
+    if (::rlf::test::oracle_python().empty()) {                                       \
+      const char* req = std::getenv("RLF_REQUIRE_ORACLE");                            \
+      if (req && std::string(req) == "1") FAIL() << "oracle Python required but not configured"; \
+      GTEST_SKIP() << "no oracle Python (run scripts/test.sh to create it)";          \
+    }                                                                                 \
+  } while (0)

@@ -1,0 +1,17 @@
+#include "util/json_util.h"
+
+#include "util/fs.h"
+
+namespace rlf {
+
+Json parse_json(const std::string& text, const std::string& source) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    fail(source, ": malformed JSON at byte ", e.byte, ": ", e.what());
+  }
+}
+
+Json read_json_file(const std::string& path) { return parse_json(read_file(path), "'" + path + "'"); }
+
+}  // namespace rlf
