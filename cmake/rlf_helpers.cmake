@@ -16,6 +16,17 @@ function(rlf_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
+  # Developers working on one part while others edit theirs may configure with
+  # -DRLF_DEV_SKIP_INCOMPLETE_TESTS=ON: test targets with missing sources are
+  # skipped with a warning. Never set in scripts/test.sh or CI.
+  if(RLF_DEV_SKIP_INCOMPLETE_TESTS)
+    foreach(src ${ARG_SOURCES})
+      if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${src})
+        message(WARNING "skipping test target ${name}: ${src} does not exist yet")
+        return()
+      endif()
+    endforeach()
+  endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} rlf_test_support GTest::gtest GTest::gtest_main)
   set(props TIMEOUT ${ARG_TIMEOUT})

@@ -77,11 +77,12 @@ ModelConfig ModelConfig::from_hf_json(const Json& j, const std::string& source) 
     c.attention_bias = json_get_or<bool>(j, "attention_bias", false, source);
     c.o_bias = c.attention_bias;
   }
-  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_token_id = j["bos_token_id"].get<int64_t>();
-  if (j.contains("eos_token_id")) {
-    const Json& e = j["eos_token_id"];
-    if (e.is_number_integer()) c.eos_token_ids = {e.get<int64_t>()};
-    else if (e.is_array()) c.eos_token_ids = json_require<std::vector<int64_t>>(j, "eos_token_id", source);
+  if (j.contains("bos_token_id") && !j["bos_token_id"].is_null())
+    c.bos_token_id = json_require<int64_t>(j, "bos_token_id", source);
+  if (j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
+    // One id or a list of ids (Llama 3); anything else is a wrong type.
+    if (j["eos_token_id"].is_array()) c.eos_token_ids = json_require<std::vector<int64_t>>(j, "eos_token_id", source);
+    else c.eos_token_ids = {json_require<int64_t>(j, "eos_token_id", source)};
   }
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
     const Json& rs = j["rope_scaling"];

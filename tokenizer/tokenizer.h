@@ -40,6 +40,12 @@ class Tokenizer {
   virtual std::optional<int32_t> bos_id() const = 0;
   virtual std::optional<int32_t> eos_id() const = 0;
   virtual bool is_special(int32_t id) const = 0;
+
+  // The Jinja chat template from tokenizer_config.json ("" when none); see
+  // chat_template.h for rendering.
+  virtual std::string chat_template() const { return {}; }
+  // A short name for reports (the model directory or file stem).
+  virtual std::string name() const { return {}; }
 };
 
 // Loads a tokenizer from a tokenizer.json file, a directory holding
@@ -47,9 +53,19 @@ class Tokenizer {
 // or a llama2.c tok*.bin. Throws rlf::Error naming the file and field.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
 
+// transformers' clean_up_tokenization (applied by its decode() when
+// tokenizer_config.json has clean_up_tokenization_spaces: true): removes the
+// space before . ? ! , and English contractions. Lossy; rlf's decode() does
+// not apply it.
+std::string clean_up_tokenization_spaces(std::string_view text);
+
 // Incremental decoder for streaming: feed ids one at a time, get back only the
 // complete UTF-8 text that became available (partial multi-byte characters are
-// held back until completed).
+// held back until completed). The concatenation of every push() and finish()
+// equals tok.decode(all ids, skip_special). Works like tokenizers'
+// DecodeStream: it decodes a short window that starts with already-emitted
+// tokens, so first-token rules (a stripped leading space) apply to the
+// window's prefix and its extension alike and cancel out.
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tok, bool skip_special = true);
@@ -61,8 +77,8 @@ class StreamDecoder {
  private:
   const Tokenizer& tok_;
   bool skip_special_;
-  std::vector<int32_t> ids_;
-  size_t emitted_bytes_ = 0;
+  std::vector<int32_t> ids_;  // the window: ids_[0, read_) are already emitted
+  size_t read_ = 0;
 };
 
 }  // namespace rlf

@@ -9,6 +9,8 @@ Json parse_json(const std::string& text, const std::string& source) {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
     fail(source, ": malformed JSON at byte ", e.byte, ": ", e.what());
+  } catch (const Json::exception& e) {  // e.g. a number out of range (1e400)
+    fail(source, ": invalid JSON: ", e.what());
   }
 }
 

@@ -1,0 +1,48 @@
+// rlf bench generate: batched generation throughput (see bench/generate_bench.h).
+#include <iostream>
+
+#include "apps/cli/commands.h"
+#include "apps/cli/runtime.h"
+#include "bench/generate_bench.h"
+
+namespace rlf::cli {
+
+CommandSpec make_bench_generate_command() {
+  CommandSpec c;
+  c.name = "bench generate";
+  c.summary = "measure batched generation throughput (tokens/s) on a model shape or directory";
+  c.options = {
+      {"shape", OptKind::String, "stories110M", "stories260K|stories15M|stories42M|stories110M (random weights) or a model path", "SHAPE"},
+      {"batch", OptKind::Int, "16", "concurrent sequences", "N"},
+      {"dtype", OptKind::String, "bf16", "fp32 or bf16", "DTYPE"},
+      {"new-tokens", OptKind::Int, "128", "tokens generated per sequence", "N"},
+      {"prompt-len", OptKind::Int, "16", "random prompt tokens per sequence", "N"},
+      {"repeats", OptKind::Int, "3", "timed runs (median reported) after one warm-up", "N"},
+      {"seed", OptKind::Int, "0", "seed for weights, prompts and sampling", "N"},
+      {"json", OptKind::Flag, "false", "print one JSON object", ""},
+  };
+  c.run = [](const Args& a) {
+    GenerateBenchOptions o;
+    o.shape = a.str("shape");
+    o.batch = a.integer("batch");
+    o.dtype = a.str("dtype");
+    o.device = a.str("device");
+    o.new_tokens = a.integer("new-tokens");
+    o.prompt_len = a.integer("prompt-len");
+    o.repeats = a.integer("repeats");
+    o.seed = static_cast<uint64_t>(a.integer("seed"));
+    configure_threads(a);
+    Json j = run_generate_bench(o);
+    if (a.flag("json")) {
+      std::cout << j.dump() << "\n";
+    } else {
+      std::cout << j["shape"].get<std::string>() << " " << j["dtype"].get<std::string>() << " batch " << o.batch << ": "
+                << j["tokens_per_s"].get<double>() << " tokens/s (" << j["ms_per_step"].get<double>() << " ms/step, "
+                << j["params"].get<int64_t>() << " params, " << j["threads"].get<int>() << " threads)\n";
+    }
+    return 0;
+  };
+  return c;
+}
+
+}  // namespace rlf::cli

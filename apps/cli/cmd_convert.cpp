@@ -1,0 +1,51 @@
+// rlf convert: llama2.c checkpoint (or a HF directory) -> Hugging Face directory.
+#include <iostream>
+
+#include "apps/cli/commands.h"
+#include "apps/cli/runtime.h"
+#include "model/loader.h"
+#include "util/error.h"
+
+namespace rlf::cli {
+
+namespace {
+
+int run_convert(const Args& args) {
+  configure_threads(args);
+  const std::string in = args.positional().at(0), out = args.positional().at(1);
+  LoadedModel m = load_model(in);
+  SaveOptions so;
+  so.dtype = args.str("dtype");
+  so.tokenizer_source = args.given("tokenizer") ? std::filesystem::path(args.str("tokenizer")) : m.tokenizer;
+  if (m.format == "llama2c") {
+    // llama2.c models mark the end of a story with BOS (run.c stops there).
+    GenerationDefaults g;
+    g.bos_token_id = 1;
+    g.eos_token_ids = {2, 1};
+    so.generation = g;
+  } else if (m.generation.bos_token_id || !m.generation.eos_token_ids.empty()) {
+    so.generation = m.generation;
+  }
+  save_model(*m.model, out, so);
+  std::cout << "converted " << in << " (" << m.format << ") -> " << out << " (Hugging Face, "
+            << (so.dtype.empty() ? std::string("fp32") : so.dtype) << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+CommandSpec make_convert_command() {
+  CommandSpec c;
+  c.name = "convert";
+  c.summary = "convert a llama2.c checkpoint (or a HF directory) into a Hugging Face directory";
+  c.usage = "INPUT OUTPUT_DIR";
+  c.n_positional_min = c.n_positional_max = 2;
+  c.options = {
+      {"dtype", OptKind::String, "", "dtype written: fp32, bf16 or fp16 (default: fp32)", "DTYPE"},
+      {"tokenizer", OptKind::String, "", "tokenizer to copy alongside (default: the one next to INPUT)", "PATH"},
+  };
+  c.run = run_convert;
+  return c;
+}
+
+}  // namespace rlf::cli

@@ -1,0 +1,154 @@
+// rlf generate: sample completions from a model, like llama2.c's run.c for
+// one prompt, or for every prompt of a JSONL file with n samples each.
+#include <iostream>
+
+#include "apps/cli/commands.h"
+#include "apps/cli/runtime.h"
+#include "rollout/engine.h"
+#include "rollout/policy.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json_util.h"
+
+namespace rlf::cli {
+
+namespace {
+
+struct PromptItem {
+  std::string text;
+  SamplingParams params;
+  int64_t n = 1;
+};
+
+std::vector<PromptItem> read_prompts(const std::string& path, const PromptItem& defaults) {
+  std::vector<PromptItem> items;
+  auto lines = split_lines(read_file_maybe_gz(path));
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
+    const std::string where = "'" + path + "' line " + std::to_string(i + 1);
+    Json j = parse_json(lines[i], where);
+    PromptItem item = defaults;
+    if (j.is_string()) {
+      item.text = j.get<std::string>();
+    } else {
+      check(j.is_object(), where, ": expected a JSON object with a \"prompt\" field");
+      if (j.contains("prompt")) item.text = json_require<std::string>(j, "prompt", where);
+      else if (j.contains("question")) item.text = json_require<std::string>(j, "question", where);
+      else fail(where, ": missing field \"prompt\"");
+      item.n = json_get_or<int64_t>(j, "n", item.n, where);
+      item.params.max_new_tokens = json_get_or<int64_t>(j, "max_new_tokens", item.params.max_new_tokens, where);
+      item.params.temperature = json_get_or<double>(j, "temperature", item.params.temperature, where);
+      if (j.contains("seed")) item.params.seed = json_require<uint64_t>(j, "seed", where);
+    }
+    items.push_back(std::move(item));
+  }
+  check(!items.empty(), "'", path, "' holds no prompts");
+  return items;
+}
+
+int run_generate(const Args& args) {
+  configure_threads(args);
+  LoadOptions load;
+  load.dtype = args.str("dtype");
+  load.device = args.str("device");
+  Policy policy = load_policy(args.str("model"), args.str("tokenizer"), load);
+
+  PromptItem defaults;
+  SamplingParams& sp = defaults.params;
+  sp.temperature = args.number("temperature");
+  sp.top_k = args.integer("top-k");
+  sp.top_p = args.number("top-p");
+  sp.min_p = args.number("min-p");
+  sp.max_new_tokens = args.integer("max-new-tokens");
+  sp.stop_strings = args.list("stop");
+  for (const auto& s : args.list("stop-id")) sp.stop_token_ids.push_back(static_cast<int32_t>(std::stoll(s)));
+  if (args.given("seed")) sp.seed = static_cast<uint64_t>(args.integer("seed"));
+  sp.ignore_eos = args.flag("ignore-eos");
+  defaults.n = args.integer("n");
+
+  std::vector<PromptItem> items;
+  check(args.given("prompt") != args.given("prompts"), "rlf generate: give exactly one of --prompt TEXT or --prompts FILE.jsonl");
+  if (args.given("prompt")) {
+    defaults.text = args.str("prompt");
+    items.push_back(defaults);
+  } else {
+    items = read_prompts(args.str("prompts"), defaults);
+  }
+
+  std::vector<GenerationRequest> requests;
+  for (const auto& it : items) {
+    GenerationRequest r;
+    r.prompt_ids = policy.tokenizer->encode(it.text, /*add_special=*/!args.flag("no-bos"));
+    if (r.prompt_ids.empty()) {
+      check(policy.tokenizer->bos_id().has_value(), "the prompt encodes to no tokens and the tokenizer has no BOS token");
+      r.prompt_ids.push_back(*policy.tokenizer->bos_id());
+    }
+    r.n = it.n;
+    r.params = it.params;
+    requests.push_back(std::move(r));
+  }
+
+  EngineOptions eo;
+  eo.max_batch_rows = args.integer("max-batch");
+  eo.eos_token_ids = policy.eos_token_ids;
+  eo.seed = static_cast<uint64_t>(args.integer("seed"));
+  RolloutEngine engine(policy.model(), policy.tokenizer, eo);
+  auto results = engine.generate(requests);
+
+  for (const auto& s : results) {
+    const std::string& prompt = items[s.request_index].text;
+    if (args.flag("json")) {
+      Json j;
+      j["request"] = s.request_index;
+      j["sample"] = s.sample_index;
+      j["prompt"] = prompt;
+      j["text"] = s.text;
+      j["prompt_ids"] = s.prompt_ids;
+      j["completion_ids"] = s.completion_ids;
+      j["logprobs"] = s.logprobs;
+      j["finish_reason"] = finish_reason_name(s.finish_reason);
+      j["stop"] = s.stop;
+      std::cout << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+    } else {
+      if (results.size() > 1) std::cout << "=== prompt " << s.request_index << " sample " << s.sample_index << " ("
+                                        << finish_reason_name(s.finish_reason) << ")\n";
+      std::cout << prompt << s.text << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandSpec make_generate_command() {
+  CommandSpec c;
+  c.name = "generate";
+  c.summary = "sample completions from a model (a Hugging Face directory or a llama2.c .bin)";
+  c.options = {
+      {"model", OptKind::String, "", "model: a Hugging Face directory or a llama2.c checkpoint (.bin)", "PATH"},
+      {"tokenizer", OptKind::String, "", "tokenizer.json, a directory with one, or a llama2.c tok*.bin (default: the model's)", "PATH"},
+      {"prompt", OptKind::String, "", "prompt text", "TEXT"},
+      {"prompts", OptKind::String, "", "JSONL file of prompts ({\"prompt\": ..., optional n, max_new_tokens, temperature, seed})", "FILE"},
+      {"n", OptKind::Int, "1", "samples per prompt", "N"},
+      {"temperature", OptKind::Float, "1.0", "sampling temperature; 0 = greedy", "T"},
+      {"top-k", OptKind::Int, "0", "keep the k most likely tokens; 0 = off", "K"},
+      {"top-p", OptKind::Float, "1.0", "nucleus sampling mass; 1 = off", "P"},
+      {"min-p", OptKind::Float, "0.0", "drop tokens below min-p times the top probability; 0 = off", "P"},
+      {"max-new-tokens", OptKind::Int, "256", "completion length limit in tokens", "N"},
+      {"stop", OptKind::List, "", "stop string (excluded from the output)", "TEXT"},
+      {"stop-id", OptKind::List, "", "extra token id that ends a completion", "ID"},
+      {"seed", OptKind::Int, "0", "random seed (same seed and options: same output)", "N"},
+      {"ignore-eos", OptKind::Flag, "false", "keep generating past EOS", ""},
+      {"no-bos", OptKind::Flag, "false", "do not add the tokenizer's BOS/special tokens to the prompt", ""},
+      {"max-batch", OptKind::Int, "64", "sequences decoded together", "N"},
+      {"dtype", OptKind::String, "fp32", "compute dtype: fp32 or bf16", "DTYPE"},
+      {"json", OptKind::Flag, "false", "print one JSON object per completion (ids, log-probs, finish reason)", ""},
+  };
+  c.run = [](const Args& a) {
+    check(a.given("model"), "rlf generate: --model PATH is required");
+    return run_generate(a);
+  };
+  return c;
+}
+
+}  // namespace rlf::cli

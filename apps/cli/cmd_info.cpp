@@ -1,0 +1,66 @@
+// rlf info: what a model is (architecture, size, dtype, vocabulary).
+#include <iostream>
+
+#include "apps/cli/commands.h"
+#include "apps/cli/runtime.h"
+#include "model/loader.h"
+#include "util/error.h"
+
+namespace rlf::cli {
+
+namespace {
+
+int run_info(const Args& args) {
+  configure_threads(args);
+  LoadOptions load;
+  load.dtype = args.str("dtype");
+  LoadedModel m = load_model(args.positional().at(0), load);
+  const ModelConfig& c = m.config;
+  int64_t n_params = 0;
+  for (const auto& p : m.model->parameters()) n_params += p.numel();
+  Json j;
+  j["path"] = m.source.string();
+  j["format"] = m.format;
+  j["architecture"] = c.architecture;
+  j["model_type"] = c.model_type;
+  j["params"] = n_params;
+  j["stored_dtype"] = m.format == "llama2c" ? "float32" : c.torch_dtype;
+  j["dtype"] = dtype_name(m.model->dtype());
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["intermediate_size"] = c.intermediate_size;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["num_key_value_heads"] = c.num_key_value_heads;
+  j["head_dim"] = c.resolved_head_dim();
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["rope_theta"] = c.rope_theta;
+  j["rope_scaling"] = c.rope_scaling.type.empty() ? Json(nullptr) : Json(c.rope_scaling.type);
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  j["attention_bias"] = c.attention_bias;
+  j["tokenizer"] = m.tokenizer.string();
+  if (args.flag("json")) {
+    std::cout << j.dump() << "\n";
+  } else {
+    for (auto& [k, v] : j.items()) std::cout << k << ": " << (v.is_string() ? v.get<std::string>() : v.dump()) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandSpec make_info_command() {
+  CommandSpec c;
+  c.name = "info";
+  c.summary = "describe a model: architecture, parameter count, dtype, vocabulary";
+  c.usage = "MODEL";
+  c.n_positional_min = c.n_positional_max = 1;
+  c.options = {
+      {"dtype", OptKind::String, "", "load in this dtype (fp32, bf16); default: fp32", "DTYPE"},
+      {"json", OptKind::Flag, "false", "print one JSON object", ""},
+  };
+  c.run = run_info;
+  return c;
+}
+
+}  // namespace rlf::cli

@@ -1,0 +1,21 @@
+#include "apps/cli/commands.h"
+
+namespace rlf::cli {
+
+const std::vector<CommandSpec>& command_table() {
+  static const std::vector<CommandSpec> table = {
+      make_generate_command(),
+      make_tokenize_command(),
+      make_convert_command(),
+      make_info_command(),
+      make_bench_generate_command(),
+      make_bench_tokenize_command(),
+      make_verify_math_command(),
+      make_exec_command(),
+      make_verify_code_command(),
+      make_bench_exec_command(),
+  };
+  return table;
+}
+
+}  // namespace rlf::cli

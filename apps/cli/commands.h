@@ -1,0 +1,20 @@
+// One factory per `rlf` command; each lives in its own cmd_<name>.cpp.
+// commands.cpp lists them, in help order, in the binary's command table.
+#pragma once
+
+#include "apps/cli/cli.h"
+
+namespace rlf::cli {
+
+CommandSpec make_generate_command();
+CommandSpec make_tokenize_command();
+CommandSpec make_convert_command();
+CommandSpec make_info_command();
+CommandSpec make_bench_generate_command();
+CommandSpec make_bench_tokenize_command();
+CommandSpec make_exec_command();
+CommandSpec make_verify_code_command();
+CommandSpec make_bench_exec_command();
+CommandSpec make_verify_math_command();
+
+}  // namespace rlf::cli

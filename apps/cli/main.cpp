@@ -1,0 +1,28 @@
+// The program's edge: parse the command line against the table, run the
+// command, and turn any error into one line on stderr and exit code 1.
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "apps/cli/cli.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << rlf::cli::global_help();
+    return args.empty() ? 2 : 0;
+  }
+  try {
+    rlf::cli::Args parsed;
+    const rlf::cli::CommandSpec& cmd = rlf::cli::parse_command_line(args, parsed);
+    if (parsed.flag("help")) {
+      std::cout << rlf::cli::command_help(cmd);
+      return 0;
+    }
+    return cmd.run(parsed);
+  } catch (const std::exception& e) {
+    std::cerr << "rlf: error: " << e.what() << "\n";
+    return 1;
+  }
+}

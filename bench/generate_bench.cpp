@@ -1,0 +1,100 @@
+#include "bench/generate_bench.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "model/loader.h"
+#include "rollout/engine.h"
+#include "util/error.h"
+
+namespace rlf {
+
+void GenerateBenchOptions::validate() const {
+  check(batch > 0, "bench: --batch must be > 0");
+  check(new_tokens > 0, "bench: --new-tokens must be > 0");
+  check(prompt_len > 0, "bench: --prompt-len must be > 0");
+  check(repeats > 0, "bench: --repeats must be > 0");
+}
+
+Json run_generate_bench(const GenerateBenchOptions& o) {
+  o.validate();
+  const torch::ScalarType dtype = parse_dtype(o.dtype);
+  const torch::Device device = parse_device(o.device);
+  CausalLM model{nullptr};
+  std::string source;
+  if (std::filesystem::exists(o.shape)) {
+    LoadOptions lo;
+    lo.dtype = o.dtype;
+    lo.device = o.device;
+    model = load_model(o.shape, lo).model;
+    source = "weights";
+  } else {
+    model = make_random_model(ModelConfig::preset(o.shape), o.seed, dtype, device);
+    source = "random";
+  }
+  model->eval();
+  const ModelConfig& c = model->config();
+  check(o.prompt_len + o.new_tokens <= c.max_position_embeddings, "bench: prompt-len + new-tokens (",
+        o.prompt_len + o.new_tokens, ") exceeds the model's context (", c.max_position_embeddings, ")");
+
+  Rng rng(o.seed);
+  std::vector<GenerationRequest> requests;
+  for (int64_t b = 0; b < o.batch; ++b) {
+    GenerationRequest r;
+    for (int64_t t = 0; t < o.prompt_len; ++t) r.prompt_ids.push_back(static_cast<int32_t>(rng.next() % c.vocab_size));
+    r.params.temperature = 1.0;
+    r.params.max_new_tokens = o.new_tokens;
+    r.params.ignore_eos = true;
+    r.params.seed = static_cast<uint64_t>(b);
+    requests.push_back(std::move(r));
+  }
+  EngineOptions eo;
+  eo.max_batch_rows = o.batch;
+  RolloutEngine engine(model, nullptr, eo);
+  engine.generate(requests);  // warm-up (allocates the cache, primes kernels)
+
+  std::vector<double> walls, decode_rates, step_ms;
+  int64_t generated = 0;
+  for (int64_t r = 0; r < o.repeats; ++r) {
+    engine.reset_stats();
+    auto t0 = std::chrono::steady_clock::now();
+    auto out = engine.generate(requests);
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    generated = 0;
+    for (const auto& s : out) generated += static_cast<int64_t>(s.completion_ids.size());
+    const auto& st = engine.stats();
+    walls.push_back(wall);
+    decode_rates.push_back(st.decode_s > 0 ? (st.n_decode_tokens - o.batch) / st.decode_s : 0);
+    step_ms.push_back(st.n_steps > 0 ? 1e3 * st.decode_s / st.n_steps : 0);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double wall = median(walls);
+  int64_t n_params = 0;
+  for (const auto& p : model->parameters()) n_params += p.numel();
+  Json j;
+  j["shape"] = o.shape;
+  j["weights"] = source;
+  j["batch"] = o.batch;
+  j["dtype"] = dtype_name(dtype);
+  j["device"] = device.str();
+  j["threads"] = at::get_num_threads();
+  j["params"] = n_params;
+  j["prompt_len"] = o.prompt_len;
+  j["new_tokens"] = o.new_tokens;
+  j["generated_tokens"] = generated;
+  j["wall_s"] = wall;
+  j["tokens_per_s"] = generated / wall;
+  j["decode_tokens_per_s"] = median(decode_rates);
+  j["ms_per_step"] = median(step_ms);
+  j["repeats"] = o.repeats;
+  j["kv_cache_mb"] = engine.cache_bytes() / 1e6;
+  return j;
+}
+
+}  // namespace rlf

@@ -1,0 +1,31 @@
+// The generation benchmark behind `rlf bench generate`: batched sampling from
+// a randomly initialised model of a named shape (or a model directory),
+// measuring aggregate tokens per second.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "util/json_util.h"
+
+namespace rlf {
+
+struct GenerateBenchOptions {
+  std::string shape = "stories110M";  // preset name (stories15M, stories110M, ...) or a model path
+  int64_t batch = 16;                 // concurrent sequences (distinct random prompts)
+  std::string dtype = "bf16";         // fp32 | bf16
+  std::string device = "cpu";
+  int64_t new_tokens = 128;           // tokens generated per sequence (EOS ignored)
+  int64_t prompt_len = 16;            // random prompt tokens per sequence
+  int64_t repeats = 1;                // timed runs; the median is reported
+  uint64_t seed = 0;
+
+  void validate() const;
+};
+
+// Runs one warm-up generation, then `repeats` timed ones; returns a JSON
+// object with tokens_per_s (generated tokens / wall time, prefill included),
+// decode_tokens_per_s, ms_per_step, batch, dtype, params, ...
+Json run_generate_bench(const GenerateBenchOptions& options);
+
+}  // namespace rlf

@@ -1,0 +1,70 @@
+#include "model/checkpoint_layout.h"
+
+#include <set>
+
+#include "util/error.h"
+
+namespace rlf {
+
+std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
+  const int64_t d = config.hidden_size, hd = config.resolved_head_dim();
+  const int64_t q = config.num_attention_heads * hd, kv = config.num_key_value_heads * hd;
+  const int64_t ff = config.intermediate_size;
+  std::vector<ExpectedTensor> out;
+  out.push_back({"model.embed_tokens.weight", {config.vocab_size, d}});
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    out.push_back({p + "input_layernorm.weight", {d}});
+    out.push_back({p + "self_attn.q_proj.weight", {q, d}});
+    if (config.attention_bias) out.push_back({p + "self_attn.q_proj.bias", {q}});
+    out.push_back({p + "self_attn.k_proj.weight", {kv, d}});
+    if (config.attention_bias) out.push_back({p + "self_attn.k_proj.bias", {kv}});
+    out.push_back({p + "self_attn.v_proj.weight", {kv, d}});
+    if (config.attention_bias) out.push_back({p + "self_attn.v_proj.bias", {kv}});
+    out.push_back({p + "self_attn.o_proj.weight", {d, q}});
+    if (config.o_bias) out.push_back({p + "self_attn.o_proj.bias", {d}});
+    out.push_back({p + "post_attention_layernorm.weight", {d}});
+    out.push_back({p + "mlp.gate_proj.weight", {ff, d}});
+    if (config.mlp_bias) out.push_back({p + "mlp.gate_proj.bias", {ff}});
+    out.push_back({p + "mlp.up_proj.weight", {ff, d}});
+    if (config.mlp_bias) out.push_back({p + "mlp.up_proj.bias", {ff}});
+    out.push_back({p + "mlp.down_proj.weight", {d, ff}});
+    if (config.mlp_bias) out.push_back({p + "mlp.down_proj.bias", {d}});
+  }
+  out.push_back({"model.norm.weight", {d}});
+  if (!config.tie_word_embeddings) out.push_back({"lm_head.weight", {config.vocab_size, d}});
+  return out;
+}
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+void check_tensors(const ModelConfig& config, const TensorMap& tensors, const std::string& source) {
+  std::set<std::string> expected_names;
+  for (const auto& e : expected_tensors(config)) {
+    expected_names.insert(e.name);
+    auto it = tensors.find(e.name);
+    check(it != tensors.end(), source, ": missing tensor '", e.name, "' (expected shape ", shape_string(e.shape),
+          "; the checkpoint does not match its config.json)");
+    const TensorView& v = it->second;
+    check(v.shape == e.shape, source, ": tensor '", e.name, "' has shape ", shape_string(v.shape), ", expected ",
+          shape_string(e.shape), " from the config");
+    check(is_weight_dtype(v.dtype), source, ": tensor '", e.name, "' has dtype ", dtype_name(v.dtype),
+          " (model weights must be F32, F16 or BF16)");
+  }
+  for (const auto& [name, v] : tensors) {
+    if (expected_names.count(name) || ends_with(name, ".rotary_emb.inv_freq")) continue;
+    if (name == "lm_head.weight" && config.tie_word_embeddings &&
+        v.shape == std::vector<int64_t>{config.vocab_size, config.hidden_size})
+      continue;
+    fail(source, ": unexpected tensor '", name, "' with shape ", shape_string(v.shape),
+         " (not a parameter of this model config; wrong config.json?)");
+  }
+}
+
+}  // namespace rlf

@@ -1,0 +1,163 @@
+#include "model/loader.h"
+
+#include "model/checkpoint_layout.h"
+#include "model/llama2c.h"
+#include "model/safetensors.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace rlf {
+
+namespace {
+
+torch::ScalarType torch_dtype(DType d, const std::string& what) {
+  switch (d) {
+    case DType::F32: return torch::kFloat32;
+    case DType::F16: return torch::kFloat16;
+    case DType::BF16: return torch::kBFloat16;
+    case DType::F64: return torch::kFloat64;
+    case DType::I64: return torch::kInt64;
+    case DType::I32: return torch::kInt32;
+    case DType::U8: return torch::kUInt8;
+    case DType::I8: return torch::kInt8;
+    case DType::I16: return torch::kInt16;
+    case DType::BOOL: return torch::kBool;
+    default: fail(what, ": dtype ", dtype_name(d), " has no LibTorch equivalent");
+  }
+}
+
+DType file_dtype(torch::ScalarType t) {
+  if (t == torch::kFloat32) return DType::F32;
+  if (t == torch::kFloat16) return DType::F16;
+  if (t == torch::kBFloat16) return DType::BF16;
+  fail("cannot save tensors of dtype ", c10::toString(t), " (use fp32, bf16 or fp16)");
+}
+
+std::string hf_torch_dtype(torch::ScalarType t) {
+  if (t == torch::kFloat32) return "float32";
+  if (t == torch::kFloat16) return "float16";
+  return "bfloat16";
+}
+
+}  // namespace
+
+torch::Tensor tensor_from_view(const TensorView& view) {
+  return torch::from_blob(const_cast<uint8_t*>(view.data), view.shape,
+                          torch::TensorOptions().dtype(torch_dtype(view.dtype, "tensor")));
+}
+
+void load_weights(CausalLMImpl& model, const TensorMap& tensors, const std::string& source) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.named_parameters()) {
+    const std::string& name = p.key();
+    auto it = tensors.find(name);
+    check(it != tensors.end(), source, ": missing tensor '", name, "'");
+    const TensorView& v = it->second;
+    torch::Tensor& param = p.value();
+    check(v.shape == param.sizes().vec(), source, ": tensor '", name, "' has shape ", shape_string(v.shape),
+          " but the model expects ", shape_string(param.sizes().vec()));
+    torch::Tensor src = tensor_from_view(v);
+    if (v.interleaved_rope_heads > 0) {
+      // llama2.c interleaved RoPE rows -> rotate-half: [h, hd/2, 2, D] -> [h, 2, hd/2, D].
+      const int64_t h = v.interleaved_rope_heads, rows = v.shape[0], cols = v.shape[1];
+      src = src.view({h, rows / h / 2, 2, cols}).transpose(1, 2).reshape({rows, cols});
+    }
+    param.copy_(src);  // the one copy (with dtype conversion and device transfer)
+  }
+}
+
+CausalLM make_random_model(const ModelConfig& config, uint64_t seed, torch::ScalarType dtype, torch::Device device) {
+  CausalLM model(config);
+  model->init_random(seed);
+  model->to(device, dtype);
+  model->refresh_rope();
+  return model;
+}
+
+static std::filesystem::path find_tokenizer_near(const std::filesystem::path& path, const std::string& format) {
+  namespace fs = std::filesystem;
+  // HF directory: its tokenizer.json, else a llama2.c tokenizer saved by `rlf convert`.
+  if (format == "hf" && fs::exists(path / "tokenizer.json")) return path / "tokenizer.json";
+  // llama2.c: tokenizer.bin or tok*.bin beside the checkpoint (or inside the directory).
+  fs::path dir = format == "hf" ? path : (path.parent_path().empty() ? fs::path(".") : path.parent_path());
+  if (fs::exists(dir / "tokenizer.bin")) return dir / "tokenizer.bin";
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(dir, ec)) {
+    std::string n = e.path().filename().string();
+    if (n.rfind("tok", 0) == 0 && e.path().extension() == ".bin" && e.path() != path) return e.path();
+  }
+  return {};
+}
+
+LoadedModel load_model(const std::filesystem::path& path, const LoadOptions& options) {
+  namespace fs = std::filesystem;
+  return with_context("loading model '" + path.string() + "'", [&] {
+    check(fs::exists(path), "no such file or directory");
+    LoadedModel out;
+    out.source = path;
+    const torch::Device device = parse_device(options.device);
+    const torch::ScalarType dtype = options.dtype.empty() ? torch::kFloat32 : parse_dtype(options.dtype);
+    auto build = [&](const TensorMap& tensors, const std::string& source) {
+      CausalLM model(out.config);
+      load_weights(*model, tensors, source);
+      model->to(device, dtype);
+      model->refresh_rope();
+      return model;
+    };
+    if (fs::is_directory(path)) {
+      HfModelDir dir(path);
+      dir.check_tensors();
+      out.format = "hf";
+      out.config = dir.config();
+      out.generation = dir.generation();
+      out.model = build(dir.tensors(), dir.weights_path().string());
+    } else {
+      Llama2cCheckpoint ckpt(path);
+      out.format = "llama2c";
+      out.config = ckpt.config();
+      out.model = build(ckpt.tensors(), path.string());
+    }
+    out.tokenizer = find_tokenizer_near(path, out.format);
+    return out;
+  });
+}
+
+void save_model(CausalLMImpl& model, const std::filesystem::path& dir, const SaveOptions& options) {
+  namespace fs = std::filesystem;
+  with_context("saving model to '" + dir.string() + "'", [&] {
+    torch::NoGradGuard no_grad;
+    const torch::ScalarType dtype = options.dtype.empty() ? model.dtype() : parse_dtype(options.dtype);
+    ModelConfig config = model.config();
+    config.torch_dtype = hf_torch_dtype(dtype);
+    HfDirWriteOptions files;
+    files.generation = options.generation;
+    if (!options.tokenizer_source.empty()) {
+      files.tokenizer_source =
+          fs::is_directory(options.tokenizer_source) ? options.tokenizer_source : options.tokenizer_source.parent_path();
+    }
+    fs::create_directories(dir);
+    // Tensors to write, converted to the file dtype on the CPU (kept alive during the write).
+    std::vector<torch::Tensor> keep;
+    std::vector<SafetensorsWriteEntry> entries;
+    for (auto& p : model.named_parameters()) {
+      auto t = p.value().detach().to(torch::kCPU, dtype).contiguous();
+      keep.push_back(t);
+      SafetensorsWriteEntry e;
+      e.name = p.key();
+      e.dtype = file_dtype(dtype);
+      e.shape = t.sizes().vec();
+      e.data = t.data_ptr();
+      e.nbytes = static_cast<size_t>(t.numel()) * t.element_size();
+      entries.push_back(std::move(e));
+    }
+    write_safetensors(dir / "model.safetensors", entries, {{"format", "pt"}});
+    write_hf_dir_files(dir, config, files);
+    // A tokenizer.json given as a file (not a directory) or a llama2.c tokenizer is copied as is.
+    if (!options.tokenizer_source.empty() && !fs::is_directory(options.tokenizer_source) &&
+        options.tokenizer_source.extension() == ".bin") {
+      write_file_atomic(dir / options.tokenizer_source.filename(), read_file(options.tokenizer_source));
+    }
+  });
+}
+
+}  // namespace rlf

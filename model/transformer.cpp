@@ -1,0 +1,208 @@
+#include "model/transformer.h"
+
+#include <cmath>
+
+#include "util/error.h"
+
+namespace rlf {
+
+// ---- RMSNorm ---------------------------------------------------------------
+
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
+  weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  // As in transformers: normalise in fp32, cast back, then scale.
+  auto h = x.to(torch::kFloat32);
+  auto variance = h.pow(2).mean(-1, /*keepdim=*/true);
+  h = h * torch::rsqrt(variance + eps_);
+  return weight * h.to(x.scalar_type());
+}
+
+// ---- Attention -------------------------------------------------------------
+
+AttentionImpl::AttentionImpl(const ModelConfig& c)
+    : n_heads_(c.num_attention_heads), n_kv_heads_(c.num_key_value_heads), head_dim_(c.resolved_head_dim()) {
+  const int64_t d = c.hidden_size;
+  auto lin = [](int64_t in, int64_t out, bool bias) { return torch::nn::LinearOptions(in, out).bias(bias); };
+  q_proj = register_module("q_proj", torch::nn::Linear(lin(d, n_heads_ * head_dim_, c.attention_bias)));
+  k_proj = register_module("k_proj", torch::nn::Linear(lin(d, n_kv_heads_ * head_dim_, c.attention_bias)));
+  v_proj = register_module("v_proj", torch::nn::Linear(lin(d, n_kv_heads_ * head_dim_, c.attention_bias)));
+  o_proj = register_module("o_proj", torch::nn::Linear(lin(n_heads_ * head_dim_, d, c.o_bias)));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                     const torch::Tensor& positions, torch::Tensor* cache_k, torch::Tensor* cache_v,
+                                     int64_t n_keys, const torch::Tensor& key_mask) {
+  const int64_t B = x.size(0), T = x.size(1), K = n_kv_heads_, G = n_heads_ / n_kv_heads_, hd = head_dim_;
+  auto q = RotaryEmbedding::apply(q_proj(x).view({B, T, n_heads_, hd}), cos, sin);  // [B, T, H, hd]
+  auto k = RotaryEmbedding::apply(k_proj(x).view({B, T, K, hd}), cos, sin);         // [B, T, K, hd]
+  auto v = v_proj(x).view({B, T, K, hd});                                           // [B, T, K, hd]
+  k = k.transpose(1, 2);  // [B, K, T, hd]
+  v = v.transpose(1, 2);  // [B, K, T, hd]
+
+  torch::Tensor keys, values, allowed;  // keys/values [B, K, S, hd]; allowed [B, 1, T, S] (bool)
+  if (cache_k) {
+    // Write this call's keys at their positions, then attend to 0..max position.
+    auto idx = positions.view({B, 1, T, 1}).expand({B, K, T, hd});
+    cache_k->scatter_(2, idx, k);
+    cache_v->scatter_(2, idx, v);
+    keys = cache_k->narrow(2, 0, n_keys);
+    values = cache_v->narrow(2, 0, n_keys);
+    auto key_pos = torch::arange(n_keys, positions.options()).view({1, 1, 1, n_keys});
+    allowed = key_pos <= positions.view({B, 1, T, 1});
+  } else {
+    keys = k;
+    values = v;
+    allowed = positions.view({B, 1, 1, T}) <= positions.view({B, 1, T, 1});  // causal by position
+    if (key_mask.defined()) allowed = allowed & key_mask.view({B, 1, 1, T});
+  }
+  const int64_t S = keys.size(2);
+  // Queries grouped by their kv head: [B, K, G*T, hd], so no key/value repetition.
+  auto qg = q.view({B, T, K, G, hd}).permute({0, 2, 3, 1, 4}).reshape({B, K, G * T, hd});
+  auto scores = torch::matmul(qg, keys.transpose(2, 3)) * (1.0 / std::sqrt(static_cast<double>(hd)));  // [B, K, G*T, S]
+  scores = scores.view({B, K, G, T, S});
+  auto mask = allowed.view({B, 1, 1, T, S});
+  auto probs = torch::softmax(scores.to(torch::kFloat32).masked_fill(mask.logical_not(), -INFINITY), -1)
+                   .to(x.scalar_type());  // [B, K, G, T, S]
+  auto out = torch::matmul(probs.view({B, K, G * T, S}), values);               // [B, K, G*T, hd]
+  out = out.view({B, K, G, T, hd}).permute({0, 3, 1, 2, 4}).reshape({B, T, n_heads_ * hd});
+  return o_proj(out);
+}
+
+// ---- MLP / layer -----------------------------------------------------------
+
+MLPImpl::MLPImpl(const ModelConfig& c) {
+  auto lin = [&](int64_t in, int64_t out) { return torch::nn::LinearOptions(in, out).bias(c.mlp_bias); };
+  gate_proj = register_module("gate_proj", torch::nn::Linear(lin(c.hidden_size, c.intermediate_size)));
+  up_proj = register_module("up_proj", torch::nn::Linear(lin(c.hidden_size, c.intermediate_size)));
+  down_proj = register_module("down_proj", torch::nn::Linear(lin(c.intermediate_size, c.hidden_size)));
+}
+
+torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
+  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+}
+
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
+  self_attn = register_module("self_attn", Attention(c));
+  mlp = register_module("mlp", MLP(c));
+  input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+  post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                        const torch::Tensor& positions, torch::Tensor* cache_k,
+                                        torch::Tensor* cache_v, int64_t n_keys, const torch::Tensor& key_mask) {
+  auto h = x + self_attn->forward(input_layernorm(x), cos, sin, positions, cache_k, cache_v, n_keys, key_mask);
+  return h + mlp(post_attention_layernorm(h));
+}
+
+DecoderStackImpl::DecoderStackImpl(const ModelConfig& c) {
+  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(DecoderLayer(c));
+  norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+// ---- CausalLM --------------------------------------------------------------
+
+CausalLMImpl::CausalLMImpl(const ModelConfig& config) : config_(config) {
+  config_.validate();
+  model = register_module("model", DecoderStack(config_));
+  if (!config_.tie_word_embeddings)
+    lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(config_.hidden_size, config_.vocab_size).bias(false)));
+  refresh_rope();
+}
+
+torch::ScalarType CausalLMImpl::dtype() const { return model->norm->weight.scalar_type(); }
+torch::Device CausalLMImpl::device() const { return model->norm->weight.device(); }
+
+void CausalLMImpl::refresh_rope() { rope_ = RotaryEmbedding(config_, config_.max_position_embeddings, device()); }
+
+torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const torch::Tensor& positions,
+                                           KVCache* cache, const torch::Tensor& key_mask) {
+  check(input_ids.dim() == 2 && positions.sizes() == input_ids.sizes(),
+        "CausalLM::forward_hidden: input_ids and positions must both be [B, T]");
+  if (cache) check(cache->n_rows() == input_ids.size(0), "CausalLM::forward_hidden: cache has ", cache->n_rows(),
+                   " rows for a batch of ", input_ids.size(0));
+  check(positions.numel() > 0, "CausalLM::forward_hidden: empty input");
+  check(positions.device() == device(), "positions are on ", positions.device(), " but the model is on ", device());
+  const int64_t max_pos = positions.max().item<int64_t>();  // the one host sync of a step
+  check(max_pos < rope_.max_positions(), "position ", max_pos, " is beyond max_position_embeddings (",
+        config_.max_position_embeddings, "): shorten the prompt or the number of new tokens");
+  if (cache) check(max_pos < cache->max_len(), "position ", max_pos, " is beyond the KV cache length (", cache->max_len(), ")");
+  auto [cos, sin] = rope_.lookup(positions, dtype());
+  auto h = model->embed_tokens(input_ids);
+  const int64_t L = static_cast<int64_t>(model->layers->size());
+  for (int64_t l = 0; l < L; ++l) {
+    auto layer = model->layers->ptr<DecoderLayerImpl>(l);
+    h = layer->forward(h, cos, sin, positions, cache ? &cache->keys(l) : nullptr, cache ? &cache->values(l) : nullptr,
+                       max_pos + 1, key_mask);
+  }
+  return model->norm(h);
+}
+
+torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
+  if (lm_head) return lm_head(hidden);
+  return torch::nn::functional::linear(hidden, model->embed_tokens->weight);
+}
+
+torch::Tensor CausalLMImpl::token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets) {
+  const int64_t T = hidden.size(1);
+  const int64_t chunk = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, hidden.size(0)));
+  std::vector<torch::Tensor> parts;
+  for (int64_t t0 = 0; t0 < T; t0 += chunk) {
+    const int64_t n = std::min(chunk, T - t0);
+    auto lg = logits(hidden.narrow(1, t0, n)).to(torch::kFloat32);  // [B, n, V]
+    auto tgt = targets.narrow(1, t0, n).unsqueeze(-1);
+    parts.push_back(lg.gather(-1, tgt).squeeze(-1) - torch::logsumexp(lg, -1));
+  }
+  return parts.size() == 1 ? parts[0] : torch::cat(parts, 1);
+}
+
+torch::Tensor CausalLMImpl::forward(const torch::Tensor& input_ids) {
+  auto positions = torch::arange(input_ids.size(1), input_ids.options()).unsqueeze(0).expand_as(input_ids).contiguous();
+  return logits(forward_hidden(input_ids, positions));
+}
+
+void CausalLMImpl::init_random(uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::detail::createCPUGenerator(seed);
+  for (auto& p : named_parameters()) {
+    const std::string& name = p.key();
+    auto& t = p.value();
+    torch::Tensor v;
+    if (name.find("norm") != std::string::npos) v = torch::ones(t.sizes(), torch::kFloat32);
+    else if (name.size() > 5 && name.substr(name.size() - 5) == ".bias") v = torch::zeros(t.sizes(), torch::kFloat32);
+    else v = at::normal(0.0, 0.02, t.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32));
+    t.copy_(v);
+  }
+}
+
+torch::ScalarType parse_dtype(const std::string& name) {
+  if (name == "fp32" || name == "float32" || name == "f32") return torch::kFloat32;
+  if (name == "bf16" || name == "bfloat16") return torch::kBFloat16;
+  if (name == "fp16" || name == "float16" || name == "f16") return torch::kFloat16;
+  fail("unknown dtype '", name, "' (use fp32, bf16 or fp16)");
+}
+
+std::string dtype_name(torch::ScalarType t) {
+  if (t == torch::kFloat32) return "fp32";
+  if (t == torch::kBFloat16) return "bf16";
+  if (t == torch::kFloat16) return "fp16";
+  return c10::toString(t);
+}
+
+torch::Device parse_device(const std::string& name) {
+  torch::Device d = torch::kCPU;
+  try {
+    d = torch::Device(name);
+  } catch (const std::exception&) {
+    fail("unknown device '", name, "' (use cpu, cuda or cuda:N)");
+  }
+  if (d.is_cuda()) check(torch::cuda::is_available(), "device '", name, "' requested but CUDA is not available in this build/machine");
+  return d;
+}
+
+}  // namespace rlf

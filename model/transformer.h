@@ -1,0 +1,132 @@
+// The Llama-family decoder (Llama 2/3, Mistral, Qwen2, SmolLM, TinyLlama) as a
+// LibTorch module: RMSNorm, RoPE, grouped-query attention, SwiGLU MLP, tied or
+// untied embeddings, optional q/k/v (and o) biases.
+//
+// Parameter names are Hugging Face's ("model.layers.0.self_attn.q_proj.weight",
+// "lm_head.weight"), so a safetensors checkpoint maps onto named_parameters()
+// without a renaming table.
+//
+// One forward code path serves the rollout engine (with a KVCache) and the
+// trainer (without): the log-probs a rollout returns and the ones the trainer
+// recomputes come from the same functions.
+//
+// Shapes: B batch rows, T tokens per row in this call, S key positions,
+// D hidden size, H query heads, K kv heads, G = H / K, hd head dim, V vocab.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "model/config.h"
+#include "model/kv_cache.h"
+#include "model/rope.h"
+
+namespace rlf {
+
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x);  // computed in fp32, returned in x's dtype
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const ModelConfig& config);
+  // x [B, T, D]; cos/sin [B, T, hd]; positions [B, T]. With a cache, this
+  // call's keys/values are written at `positions` and queries attend to cached
+  // keys 0..position. Without one, keys are this call's tokens (causal by
+  // position, and `key_mask` [B, T] bool marks real tokens when given).
+  // `n_keys` (cache only) = 1 + the largest position in this call.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& positions, torch::Tensor* cache_k, torch::Tensor* cache_v,
+                        int64_t n_keys, const torch::Tensor& key_mask);
+
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+
+ private:
+  int64_t n_heads_, n_kv_heads_, head_dim_;
+};
+TORCH_MODULE(Attention);
+
+class MLPImpl : public torch::nn::Module {
+ public:
+  explicit MLPImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(MLP);
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit DecoderLayerImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& positions, torch::Tensor* cache_k, torch::Tensor* cache_v,
+                        int64_t n_keys, const torch::Tensor& key_mask);
+  Attention self_attn{nullptr};
+  MLP mlp{nullptr};
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+// "model." prefix in Hugging Face checkpoints.
+class DecoderStackImpl : public torch::nn::Module {
+ public:
+  explicit DecoderStackImpl(const ModelConfig& config);
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  RMSNorm norm{nullptr};
+};
+TORCH_MODULE(DecoderStack);
+
+class CausalLMImpl : public torch::nn::Module {
+ public:
+  explicit CausalLMImpl(const ModelConfig& config);
+
+  const ModelConfig& config() const { return config_; }
+  torch::ScalarType dtype() const;
+  torch::Device device() const;
+
+  // Final-norm hidden states [B, T, D] for input_ids [B, T] (int64) at
+  // positions [B, T]. `cache` (optional) must have B rows. `key_mask` (optional,
+  // no cache only) [B, T] bool: false for padding tokens.
+  torch::Tensor forward_hidden(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache = nullptr,
+                               const torch::Tensor& key_mask = {});
+
+  // Logits [B, T, V] in the model's dtype.
+  torch::Tensor logits(const torch::Tensor& hidden);
+
+  // log p(targets) [B, T] in fp32, computed chunk by chunk over T so that at
+  // most one [B, T, V] fp32 tensor exists (the one autograd keeps).
+  torch::Tensor token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets);
+
+  // Convenience: logits for input_ids [B, T] at positions 0..T-1.
+  torch::Tensor forward(const torch::Tensor& input_ids);
+
+  // Re-initialises all weights as a fresh random model (normal(0, 0.02)
+  // projections/embeddings, ones for norms, zeros for biases).
+  void init_random(uint64_t seed);
+
+  // Rebuilds the RoPE tables on the model's current device (call after .to()).
+  void refresh_rope();
+
+  DecoderStack model{nullptr};
+  torch::nn::Linear lm_head{nullptr};  // null when tie_word_embeddings
+
+ private:
+  ModelConfig config_;
+  RotaryEmbedding rope_;
+};
+TORCH_MODULE(CausalLM);
+
+// Parses "fp32"/"float32"/"bf16"/"bfloat16"/"fp16"/"float16".
+torch::ScalarType parse_dtype(const std::string& name);
+std::string dtype_name(torch::ScalarType t);  // "fp32", "bf16", "fp16"
+
+// Parses "cpu", "cuda", "cuda:N"; errors when CUDA is requested but unavailable.
+torch::Device parse_device(const std::string& name);
+
+}  // namespace rlf

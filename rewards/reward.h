@@ -1,0 +1,61 @@
+// The reward interface: a Reward scores a group of completions of one prompt.
+//
+// Per completion it may return a scalar score (or none, with the reason it is
+// missing: a crashed external scorer, a sandbox failure, an unparsable
+// answer...), optional per-token rewards, and a short text explaining the
+// score — critiques and reflections (later issues) build on that text.
+// A failing reward affects only its own samples: implementations catch their
+// own errors per completion and report them as missing scores.
+//
+// Rewards are created by name from a config table (rewards/registry.h), so a
+// config can name any of them: [[reward]] type = "math", weight = 1.0, ...
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/json_util.h"
+
+namespace rlf {
+
+// One completion to score.
+struct RewardSample {
+  std::string completion;               // decoded completion text (stop string and EOS removed)
+  std::vector<int32_t> completion_ids;  // its tokens
+  std::string finish_reason;            // "stop" | "length"
+};
+
+// The completions of one prompt, with the prompt's dataset record.
+struct RewardGroup {
+  std::string prompt;                 // prompt text as the model saw it (after any chat template)
+  std::string reference;              // reference answer/solution ("" when the dataset has none)
+  Json record;                        // the whole dataset record (tests, keywords, metadata...)
+  int64_t max_new_tokens = 0;         // the completion length limit used (for length penalties)
+  std::vector<RewardSample> samples;  // the group (G completions)
+};
+
+struct RewardResult {
+  std::optional<double> score;        // unset = missing (no gradient from this reward)
+  std::string missing_reason;         // why the score is missing
+  std::vector<float> token_rewards;   // optional, one per completion token (empty = none)
+  std::string explanation;            // optional short text: why this score
+};
+
+class Reward {
+ public:
+  virtual ~Reward() = default;
+  // The name used in logs and metrics ("math", "format", ...).
+  virtual std::string name() const = 0;
+  // One result per sample, in order. Must not throw for a bad completion;
+  // throws rlf::Error only for misuse (e.g. a record without the field it needs).
+  virtual std::vector<RewardResult> score(const RewardGroup& group) = 0;
+  // Checks at start-up, before any training step, that a dataset record has
+  // what this reward needs (a reference answer, tests, keywords...); throws
+  // rlf::Error naming `where` (file:line) and the missing field. Default: ok.
+  virtual void check_record(const Json& record, const std::string& reference, const std::string& where) const {}
+};
+
+}  // namespace rlf

@@ -1,0 +1,258 @@
+#include "rollout/engine.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+
+#include "util/error.h"
+
+namespace rlf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+const char* finish_reason_name(FinishReason r) { return r == FinishReason::Stop ? "stop" : "length"; }
+
+void EngineOptions::validate() const {
+  check(max_batch_rows > 0, "engine: max_batch_rows must be > 0 (got ", max_batch_rows, ")");
+  check(max_seq_len >= 0, "engine: max_seq_len must be >= 0 (got ", max_seq_len, "; 0 = the model's limit)");
+}
+
+// One sequence being decoded; its index in the row vector is its cache row.
+struct RolloutEngine::Row {
+  int64_t request = 0;
+  int64_t sample = 0;
+  const GenerationRequest* req = nullptr;
+  int64_t limit = 0;  // max prompt + completion tokens for this row
+  std::vector<int32_t> completion;
+  std::vector<float> logprobs;
+  Rng rng{0};
+  std::unique_ptr<StreamDecoder> decoder;
+  std::string text;
+  bool finished = false;
+  FinishReason reason = FinishReason::Length;
+  std::string stop;
+
+  int64_t length() const { return static_cast<int64_t>(req->prompt_ids.size() + completion.size()); }
+};
+
+// Groups waiting for rows: (request, first sample, count).
+struct Queue {
+  struct Item {
+    int64_t request, first, count;
+  };
+  std::deque<Item> items;
+};
+
+RolloutEngine::RolloutEngine(CausalLM model, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options)
+    : model_(std::move(model)), tokenizer_(std::move(tokenizer)), options_(std::move(options)) {
+  options_.validate();
+  next_seed_ = options_.seed;
+}
+
+void RolloutEngine::reserve_cache(int64_t n_rows, int64_t max_len) {
+  if (cache_.reserved() && cache_.n_rows() >= n_rows && cache_.max_len() >= max_len) return;
+  cache_.release();
+  cache_ = KVCache(model_->config(), n_rows, max_len, model_->dtype(), model_->device());
+}
+
+void RolloutEngine::release_cache() { cache_.release(); }
+
+bool RolloutEngine::finish_if_done(Row& row, std::vector<GeneratedSequence>& done) {
+  (void)done;
+  const SamplingParams& p = row.req->params;
+  const int32_t tok = row.completion.back();
+  if (!p.ignore_eos && std::find(options_.eos_token_ids.begin(), options_.eos_token_ids.end(), tok) != options_.eos_token_ids.end()) {
+    row.finished = true, row.reason = FinishReason::Stop, row.stop = "eos";
+  } else if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), tok) != p.stop_token_ids.end()) {
+    row.finished = true, row.reason = FinishReason::Stop, row.stop = "id:" + std::to_string(tok);
+  } else if (row.decoder) {
+    const size_t before = row.text.size();
+    row.text += row.decoder->push(tok);
+    for (const auto& s : p.stop_strings) {
+      size_t from = before >= s.size() ? before - s.size() + 1 : 0;
+      size_t at = row.text.find(s, from);
+      if (at != std::string::npos) {
+        row.text.resize(at);
+        row.finished = true, row.reason = FinishReason::Stop, row.stop = s;
+        break;
+      }
+    }
+  }
+  if (!row.finished && (static_cast<int64_t>(row.completion.size()) >= p.max_new_tokens || row.length() >= row.limit)) {
+    row.finished = true, row.reason = FinishReason::Length, row.stop = "";
+  }
+  if (row.finished && row.decoder && row.reason != FinishReason::Stop) row.text += row.decoder->finish();
+  return row.finished;
+}
+
+void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<GeneratedSequence>& done,
+                          const std::vector<GenerationRequest>& requests) {
+  torch::NoGradGuard no_grad;
+  const auto device = model_->device();
+  while (!queue.items.empty() && static_cast<int64_t>(rows.size()) < cache_.n_rows()) {
+    auto& item = queue.items.front();
+    const int64_t free_rows = cache_.n_rows() - static_cast<int64_t>(rows.size());
+    const int64_t n = std::min(item.count, free_rows);
+    const GenerationRequest& req = requests[item.request];
+    const int64_t P = static_cast<int64_t>(req.prompt_ids.size());
+    const int64_t row0 = static_cast<int64_t>(rows.size());
+
+    // Prefill the prompt once into row0, then share its cache with the group.
+    auto t0 = Clock::now();
+    std::vector<int64_t> ids(req.prompt_ids.begin(), req.prompt_ids.end());
+    auto input = torch::tensor(ids, torch::kInt64).view({1, P}).to(device);
+    auto positions = torch::arange(P, torch::TensorOptions().dtype(torch::kInt64).device(device)).view({1, P});
+    KVCache view = cache_.rows(row0, 1);
+    auto hidden = model_->forward_hidden(input, positions, &view);
+    auto last = model_->logits(hidden.narrow(1, P - 1, 1)).to(torch::kFloat32).to(torch::kCPU).contiguous();
+    cache_.broadcast_prefix(row0, row0 + 1, n - 1, P);
+    stats_.prefill_s += seconds_since(t0);
+    stats_.n_prefill_tokens += P;
+
+    const float* lg = last.data_ptr<float>();
+    const int64_t V = last.size(-1);
+    SamplerScratch scratch;
+    for (int64_t j = 0; j < n; ++j) {
+      Row row;
+      row.request = item.request;
+      row.sample = item.first + j;
+      row.req = &req;
+      const int64_t model_limit = options_.max_seq_len > 0 ? options_.max_seq_len : model_->config().max_position_embeddings;
+      row.limit = std::min(P + req.params.max_new_tokens, model_limit);
+      uint64_t base = req.params.seed ? *req.params.seed : 0;
+      row.rng = Rng(mix_seed(base ^ mix_seed(static_cast<uint64_t>(row.sample) + 1)));
+      if (tokenizer_) {
+        // Prime the decoder with the prompt's tail so the completion's first
+        // token decodes as a continuation (e.g. keeps its leading space).
+        row.decoder = std::make_unique<StreamDecoder>(*tokenizer_, /*skip_special=*/true);
+        for (int64_t k = std::max<int64_t>(0, P - 8); k < P; ++k) row.decoder->push(req.prompt_ids[k]);
+      }
+      auto tok = sample_token(lg, V, req.params, row.rng, scratch);
+      row.completion.push_back(tok.id);
+      row.logprobs.push_back(tok.logprob);
+      rows.push_back(std::move(row));
+      finish_if_done(rows.back(), done);
+    }
+    stats_.n_decode_tokens += n;
+    item.first += n;
+    item.count -= n;
+    if (item.count == 0) queue.items.pop_front();
+    compact(rows, done);
+  }
+}
+
+void RolloutEngine::decode_step(std::vector<Row>& rows) {
+  torch::NoGradGuard no_grad;
+  auto t0 = Clock::now();
+  const auto device = model_->device();
+  const int64_t n = static_cast<int64_t>(rows.size());
+  std::vector<int64_t> ids(n), pos(n);
+  for (int64_t i = 0; i < n; ++i) {
+    ids[i] = rows[i].completion.back();
+    pos[i] = rows[i].length() - 1;
+  }
+  auto input = torch::tensor(ids, torch::kInt64).view({n, 1}).to(device);
+  auto positions = torch::tensor(pos, torch::kInt64).view({n, 1}).to(device);
+  KVCache view = cache_.rows(0, n);
+  auto hidden = model_->forward_hidden(input, positions, &view);
+  auto logits = model_->logits(hidden).to(torch::kFloat32).to(torch::kCPU).contiguous();  // [n, 1, V]
+  const float* lg = logits.data_ptr<float>();
+  const int64_t V = logits.size(-1);
+  at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+    thread_local SamplerScratch scratch;
+    for (int64_t i = begin; i < end; ++i) {
+      auto tok = sample_token(lg + i * V, V, rows[i].req->params, rows[i].rng, scratch);
+      rows[i].completion.push_back(tok.id);
+      rows[i].logprobs.push_back(tok.logprob);
+    }
+  });
+  stats_.n_decode_tokens += n;
+  stats_.n_steps += 1;
+  stats_.decode_s += seconds_since(t0);
+}
+
+void RolloutEngine::compact(std::vector<Row>& rows, std::vector<GeneratedSequence>& done) {
+  auto emit = [&](Row& r) {
+    GeneratedSequence s;
+    s.request_index = r.request;
+    s.sample_index = r.sample;
+    s.prompt_ids = r.req->prompt_ids;
+    s.completion_ids = std::move(r.completion);
+    s.logprobs = std::move(r.logprobs);
+    s.finish_reason = r.reason;
+    s.stop = std::move(r.stop);
+    s.text = std::move(r.text);
+    done.push_back(std::move(s));
+  };
+  // Fill each finished row's slot with the last live row (one cache copy each).
+  size_t i = 0;
+  while (i < rows.size()) {
+    if (!rows[i].finished) {
+      ++i;
+      continue;
+    }
+    emit(rows[i]);
+    while (rows.size() > i + 1 && rows.back().finished) {
+      emit(rows.back());
+      rows.pop_back();
+    }
+    if (rows.size() > i + 1) {
+      const int64_t src = static_cast<int64_t>(rows.size()) - 1;
+      cache_.move_row(src, static_cast<int64_t>(i), rows.back().length() - 1);
+      rows[i] = std::move(rows.back());
+    }
+    rows.pop_back();
+  }
+}
+
+std::vector<GeneratedSequence> RolloutEngine::generate(const std::vector<GenerationRequest>& requests) {
+  const int64_t model_limit = options_.max_seq_len > 0 ? options_.max_seq_len : model_->config().max_position_embeddings;
+  int64_t total = 0, max_len = 1;
+  Queue queue;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const auto& req = requests[r];
+    const std::string where = "generation request " + std::to_string(r);
+    with_context(where, [&] { req.params.validate(); });
+    check(!req.prompt_ids.empty(), where, ": the prompt is empty (add at least a BOS token)");
+    check(req.n > 0, where, ": n must be > 0 (got ", req.n, ")");
+    const int64_t P = static_cast<int64_t>(req.prompt_ids.size());
+    check(P < model_limit, where, ": the prompt has ", P, " tokens but the context limit is ", model_limit,
+          " (max_position_embeddings or --max-seq-len)");
+    for (int32_t id : req.prompt_ids)
+      check(id >= 0 && id < model_->config().vocab_size, where, ": token id ", id, " is outside the vocabulary (",
+            model_->config().vocab_size, ")");
+    check(req.params.stop_strings.empty() || tokenizer_, where, ": stop strings need a tokenizer");
+    max_len = std::max(max_len, std::min(P + req.params.max_new_tokens, model_limit));
+    total += req.n;
+    queue.items.push_back({static_cast<int64_t>(r), 0, req.n});
+  }
+  std::vector<GenerationRequest> seeded = requests;  // requests without a seed get one, in order
+  for (auto& req : seeded)
+    if (!req.params.seed) req.params.seed = mix_seed(next_seed_++);
+  if (total == 0) return {};
+  reserve_cache(std::min(options_.max_batch_rows, total), max_len);
+
+  std::vector<Row> rows;
+  std::vector<GeneratedSequence> done;
+  done.reserve(static_cast<size_t>(total));
+  while (!queue.items.empty() || !rows.empty()) {
+    admit(queue, rows, done, seeded);
+    if (rows.empty()) continue;
+    decode_step(rows);
+    for (auto& row : rows) finish_if_done(row, done);
+    compact(rows, done);
+  }
+  std::sort(done.begin(), done.end(), [](const auto& a, const auto& b) {
+    return a.request_index != b.request_index ? a.request_index < b.request_index : a.sample_index < b.sample_index;
+  });
+  return done;
+}
+
+}  // namespace rlf

@@ -1,0 +1,189 @@
+// The rollout engine: batched KV-cache generation must give exactly what
+// one-at-a-time generation gives, share a group's prompt prefill, honour every
+// sampling parameter, be reproducible by seed, and return the log-probs the
+// trainer's forward computes.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "model/loader.h"
+#include "rollout/engine.h"
+#include "tests/support/test_env.h"
+
+namespace rlf {
+namespace {
+
+CausalLM tiny_model(uint64_t seed = 11) {
+  ModelConfig c = ModelConfig::preset("stories260K");
+  c.num_hidden_layers = 2;
+  return make_random_model(c, seed, torch::kFloat32, torch::kCPU);
+}
+
+std::vector<int32_t> prompt(int64_t len, int32_t start) {
+  std::vector<int32_t> p;
+  for (int64_t i = 0; i < len; ++i) p.push_back(static_cast<int32_t>((start + 37 * i) % 500 + 3));
+  return p;
+}
+
+GenerationRequest request(std::vector<int32_t> ids, double temperature, int64_t max_new, uint64_t seed, int64_t n = 1) {
+  GenerationRequest r;
+  r.prompt_ids = std::move(ids);
+  r.n = n;
+  r.params.temperature = temperature;
+  r.params.max_new_tokens = max_new;
+  r.params.seed = seed;
+  return r;
+}
+
+TEST(Engine, RaggedBatchEqualsEachAlone) {
+  auto model = tiny_model();
+  std::vector<GenerationRequest> reqs = {request(prompt(3, 1), 0.0, 12, 1), request(prompt(17, 2), 0.0, 9, 2),
+                                         request(prompt(8, 3), 0.8, 14, 3), request(prompt(1, 4), 1.0, 10, 4)};
+  RolloutEngine batched(model, nullptr, {});
+  auto together = batched.generate(reqs);
+  ASSERT_EQ(together.size(), reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    RolloutEngine alone(model, nullptr, {});
+    auto one = alone.generate({reqs[i]});
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_EQ(together[i].completion_ids, one[0].completion_ids) << "request " << i;
+    ASSERT_EQ(together[i].logprobs.size(), one[0].logprobs.size());
+    for (size_t t = 0; t < one[0].logprobs.size(); ++t) EXPECT_NEAR(together[i].logprobs[t], one[0].logprobs[t], 1e-4);
+  }
+}
+
+TEST(Engine, SmallBatchRowsGiveTheSameResultAsOneBigBatch) {
+  auto model = tiny_model();
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 5; ++i) reqs.push_back(request(prompt(2 + 3 * i, i), 1.0, 6 + i, 100 + i, 3));
+  RolloutEngine big(model, nullptr, {});
+  EngineOptions small_opts;
+  small_opts.max_batch_rows = 2;  // forces splitting groups and continuous refill
+  RolloutEngine small(model, nullptr, small_opts);
+  auto a = big.generate(reqs), b = small.generate(reqs);
+  ASSERT_EQ(a.size(), 15u);
+  ASSERT_EQ(b.size(), 15u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].request_index, b[i].request_index);
+    EXPECT_EQ(a[i].sample_index, b[i].sample_index);
+    EXPECT_EQ(a[i].completion_ids, b[i].completion_ids) << i;
+  }
+}
+
+TEST(Engine, GroupSharesOnePrefillAndSamplesDiffer) {
+  auto model = tiny_model();
+  RolloutEngine engine(model, nullptr, {});
+  auto out = engine.generate({request(prompt(20, 5), 1.0, 8, 42, 6)});
+  EXPECT_EQ(engine.stats().n_prefill_tokens, 20);  // the prompt was run once, not six times
+  ASSERT_EQ(out.size(), 6u);
+  std::set<std::vector<int32_t>> distinct;
+  for (const auto& s : out) distinct.insert(s.completion_ids);
+  EXPECT_GT(distinct.size(), 1u);
+}
+
+TEST(Engine, SameSeedSameOutputDifferentSeedDifferentOutput) {
+  auto model = tiny_model();
+  RolloutEngine e1(model, nullptr, {}), e2(model, nullptr, {});
+  auto a = e1.generate({request(prompt(4, 9), 1.0, 20, 7, 2)});
+  auto b = e2.generate({request(prompt(4, 9), 1.0, 20, 7, 2)});
+  auto c = e2.generate({request(prompt(4, 9), 1.0, 20, 8, 2)});
+  EXPECT_EQ(a[0].completion_ids, b[0].completion_ids);
+  EXPECT_EQ(a[1].completion_ids, b[1].completion_ids);
+  EXPECT_NE(a[0].completion_ids, c[0].completion_ids);
+}
+
+TEST(Engine, LogprobsEqualTheTrainersFullForward) {
+  auto model = tiny_model();
+  RolloutEngine engine(model, nullptr, {});
+  auto out = engine.generate({request(prompt(6, 2), 1.0, 16, 3), request(prompt(11, 4), 0.7, 16, 5)});
+  torch::NoGradGuard ng;
+  for (const auto& s : out) {
+    std::vector<int64_t> all(s.prompt_ids.begin(), s.prompt_ids.end());
+    all.insert(all.end(), s.completion_ids.begin(), s.completion_ids.end());
+    const int64_t T = static_cast<int64_t>(all.size()) - 1;
+    auto ids = torch::tensor(std::vector<int64_t>(all.begin(), all.end() - 1)).view({1, T});
+    auto tgt = torch::tensor(std::vector<int64_t>(all.begin() + 1, all.end())).view({1, T});
+    auto pos = torch::arange(T, torch::kInt64).view({1, T});
+    auto lp = model->token_logprobs(model->forward_hidden(ids, pos), tgt)[0];
+    const int64_t P = static_cast<int64_t>(s.prompt_ids.size());
+    for (size_t t = 0; t < s.logprobs.size(); ++t)
+      EXPECT_NEAR(s.logprobs[t], lp[P - 1 + static_cast<int64_t>(t)].item<float>(), 2e-5) << "token " << t;
+  }
+}
+
+TEST(Engine, FinishReasonsAndStopIds) {
+  auto model = tiny_model();
+  // Greedy output tells us which token comes third; stopping on it must end there.
+  RolloutEngine probe(model, nullptr, {});
+  auto free_run = probe.generate({request(prompt(5, 1), 0.0, 10, 1)});
+  ASSERT_EQ(free_run[0].completion_ids.size(), 10u);
+  EXPECT_EQ(free_run[0].finish_reason, FinishReason::Length);
+  const int32_t third = free_run[0].completion_ids[2];
+
+  auto req = request(prompt(5, 1), 0.0, 10, 1);
+  req.params.stop_token_ids = {third};
+  auto stopped = probe.generate({req});
+  EXPECT_EQ(stopped[0].finish_reason, FinishReason::Stop);
+  EXPECT_EQ(stopped[0].completion_ids.back(), third);
+  EXPECT_LE(stopped[0].completion_ids.size(), 3u);
+
+  EngineOptions eo;
+  eo.eos_token_ids = {third};
+  RolloutEngine with_eos(model, nullptr, eo);
+  auto e = with_eos.generate({request(prompt(5, 1), 0.0, 10, 1)});
+  EXPECT_EQ(e[0].stop, "eos");
+  auto ignore = request(prompt(5, 1), 0.0, 10, 1);
+  ignore.params.ignore_eos = true;
+  EXPECT_EQ(with_eos.generate({ignore})[0].completion_ids.size(), 10u);
+}
+
+TEST(Engine, TopKOneIsGreedyAndFiltersRestrictTheSupport) {
+  auto model = tiny_model();
+  RolloutEngine engine(model, nullptr, {});
+  auto greedy = engine.generate({request(prompt(5, 3), 0.0, 12, 1)});
+  auto topk = request(prompt(5, 3), 1.5, 12, 99);
+  topk.params.top_k = 1;
+  EXPECT_EQ(engine.generate({topk})[0].completion_ids, greedy[0].completion_ids);
+  auto tiny_p = request(prompt(5, 3), 1.5, 12, 99);
+  tiny_p.params.top_p = 1e-6;
+  EXPECT_EQ(engine.generate({tiny_p})[0].completion_ids, greedy[0].completion_ids);
+  auto high_min_p = request(prompt(5, 3), 1.5, 12, 99);
+  high_min_p.params.min_p = 0.999;
+  EXPECT_EQ(engine.generate({high_min_p})[0].completion_ids, greedy[0].completion_ids);
+}
+
+TEST(Engine, CacheIsReservedAndReleasedExplicitly) {
+  auto model = tiny_model();
+  RolloutEngine engine(model, nullptr, {});
+  EXPECT_EQ(engine.cache_bytes(), 0);
+  engine.reserve_cache(4, 64);
+  const int64_t reserved = engine.cache_bytes();
+  EXPECT_GT(reserved, 0);
+  engine.generate({request(prompt(3, 1), 1.0, 5, 1, 2)});
+  EXPECT_EQ(engine.cache_bytes(), reserved);  // fits: no reallocation
+  engine.release_cache();
+  EXPECT_EQ(engine.cache_bytes(), 0);
+}
+
+TEST(Engine, BadRequestsAreClearErrors) {
+  auto model = tiny_model();
+  RolloutEngine engine(model, nullptr, {});
+  auto expect_error = [&](GenerationRequest r, const std::string& needle) {
+    try {
+      engine.generate({r});
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error(request({}, 1.0, 5, 1), "the prompt is empty");
+  expect_error(request(prompt(3, 1), -1.0, 5, 1), "temperature must be >= 0");
+  expect_error(request({9999}, 1.0, 5, 1), "outside the vocabulary");
+  expect_error(request(prompt(600, 1), 1.0, 5, 1), "context limit");
+  auto r = request(prompt(3, 1), 1.0, 5, 1);
+  r.params.stop_strings = {"x"};
+  expect_error(r, "stop strings need a tokenizer");
+}
+
+}  // namespace
+}  // namespace rlf

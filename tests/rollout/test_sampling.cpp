@@ -1,0 +1,74 @@
+// The sampler alone: statistical checks with stated tolerances.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "util/error.h"
+
+#include "rollout/sampling.h"
+
+namespace rlf {
+namespace {
+
+TEST(Sampling, EmpiricalFrequenciesMatchSoftmax) {
+  std::vector<float> logits = {2.0f, 1.0f, 0.0f, -1.0f, -20.0f};
+  SamplingParams p;
+  Rng rng(1);
+  SamplerScratch s;
+  std::vector<int> counts(5, 0);
+  const int N = 200000;
+  for (int i = 0; i < N; ++i) counts[sample_token(logits.data(), 5, p, rng, s).id]++;
+  double z = 0;
+  for (float l : logits) z += std::exp(l);
+  for (int k = 0; k < 4; ++k) {
+    double expect = std::exp(logits[k]) / z;
+    double sd = std::sqrt(expect * (1 - expect) / N);
+    EXPECT_NEAR(counts[k] / double(N), expect, 5 * sd) << "token " << k;  // 5 sigma
+  }
+}
+
+TEST(Sampling, TemperatureTopKTopPMinP) {
+  std::vector<float> logits = {3.0f, 2.9f, 1.0f, 0.5f, -1.0f};
+  Rng rng(2);
+  SamplerScratch s;
+  SamplingParams k2;
+  k2.top_k = 2;
+  SamplingParams p50;
+  p50.top_p = 0.5;  // the top token alone has < 50% mass: nucleus = {0, 1}
+  SamplingParams minp;
+  minp.min_p = 0.5;  // keeps tokens with p >= 0.5 * p_max: {0, 1}
+  for (const auto* params : {&k2, &p50, &minp}) {
+    std::set<int32_t> seen;
+    for (int i = 0; i < 2000; ++i) seen.insert(sample_token(logits.data(), 5, *params, rng, s).id);
+    EXPECT_EQ(seen, (std::set<int32_t>{0, 1}));
+  }
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  EXPECT_EQ(sample_token(logits.data(), 5, greedy, rng, s).id, 0);
+}
+
+TEST(Sampling, LogprobIsAtTemperatureOne) {
+  std::vector<float> logits = {1.0f, 2.0f, 3.0f};
+  SamplingParams p;
+  p.temperature = 0.1;
+  Rng rng(3);
+  SamplerScratch s;
+  auto t = sample_token(logits.data(), 3, p, rng, s);
+  double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  EXPECT_NEAR(t.logprob, logits[t.id] - std::log(z), 1e-6);
+}
+
+TEST(Sampling, ValidationNamesTheField) {
+  SamplingParams p;
+  p.top_p = 0;
+  try {
+    p.validate();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("top_p"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace rlf
