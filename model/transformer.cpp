@@ -32,40 +32,31 @@ AttentionImpl::AttentionImpl(const ModelConfig& c)
   o_proj = register_module("o_proj", torch::nn::Linear(lin(n_heads_ * head_dim_, d, c.o_bias)));
 }
 
-torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                     const torch::Tensor& positions, torch::Tensor* cache_k, torch::Tensor* cache_v,
-                                     int64_t n_keys, const torch::Tensor& key_mask) {
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, torch::Tensor* cache_k,
+                                     torch::Tensor* cache_v) {
   const int64_t B = x.size(0), T = x.size(1), K = n_kv_heads_, G = n_heads_ / n_kv_heads_, hd = head_dim_;
-  auto q = RotaryEmbedding::apply(q_proj(x).view({B, T, n_heads_, hd}), cos, sin);  // [B, T, H, hd]
-  auto k = RotaryEmbedding::apply(k_proj(x).view({B, T, K, hd}), cos, sin);         // [B, T, K, hd]
-  auto v = v_proj(x).view({B, T, K, hd});                                           // [B, T, K, hd]
+  auto q = RotaryEmbedding::apply(q_proj(x).view({B, T, n_heads_, hd}), ctx.cos, ctx.sin);  // [B, T, H, hd]
+  auto k = RotaryEmbedding::apply(k_proj(x).view({B, T, K, hd}), ctx.cos, ctx.sin);         // [B, T, K, hd]
+  auto v = v_proj(x).view({B, T, K, hd});                                                   // [B, T, K, hd]
   k = k.transpose(1, 2);  // [B, K, T, hd]
   v = v.transpose(1, 2);  // [B, K, T, hd]
 
-  torch::Tensor keys, values, allowed;  // keys/values [B, K, S, hd]; allowed [B, 1, T, S] (bool)
+  torch::Tensor keys = k, values = v;  // [B, K, S, hd]
   if (cache_k) {
-    // Write this call's keys at their positions, then attend to 0..max position.
-    auto idx = positions.view({B, 1, T, 1}).expand({B, K, T, hd});
+    // Write this call's keys at their positions, then read keys [0, S).
+    auto idx = ctx.positions.view({B, 1, T, 1}).expand({B, K, T, hd});
     cache_k->scatter_(2, idx, k);
     cache_v->scatter_(2, idx, v);
-    keys = cache_k->narrow(2, 0, n_keys);
-    values = cache_v->narrow(2, 0, n_keys);
-    auto key_pos = torch::arange(n_keys, positions.options()).view({1, 1, 1, n_keys});
-    allowed = key_pos <= positions.view({B, 1, T, 1});
-  } else {
-    keys = k;
-    values = v;
-    allowed = positions.view({B, 1, 1, T}) <= positions.view({B, 1, T, 1});  // causal by position
-    if (key_mask.defined()) allowed = allowed & key_mask.view({B, 1, 1, T});
+    keys = cache_k->narrow(2, 0, ctx.n_keys);
+    values = cache_v->narrow(2, 0, ctx.n_keys);
   }
   const int64_t S = keys.size(2);
   // Queries grouped by their kv head: [B, K, G*T, hd], so no key/value repetition.
   auto qg = q.view({B, T, K, G, hd}).permute({0, 2, 3, 1, 4}).reshape({B, K, G * T, hd});
   auto scores = torch::matmul(qg, keys.transpose(2, 3)) * (1.0 / std::sqrt(static_cast<double>(hd)));  // [B, K, G*T, S]
-  scores = scores.view({B, K, G, T, S});
-  auto mask = allowed.view({B, 1, 1, T, S});
-  auto probs = torch::softmax(scores.to(torch::kFloat32).masked_fill(mask.logical_not(), -INFINITY), -1)
-                   .to(x.scalar_type());  // [B, K, G, T, S]
+  // Softmax in fp32 (as transformers does), back to the compute dtype.
+  auto probs = torch::softmax(scores.view({B, K, G, T, S}).to(torch::kFloat32).masked_fill(ctx.blocked, -INFINITY), -1)
+                   .to(x.scalar_type());                                        // [B, K, G, T, S]
   auto out = torch::matmul(probs.view({B, K, G * T, S}), values);               // [B, K, G*T, hd]
   out = out.view({B, K, G, T, hd}).permute({0, 3, 1, 2, 4}).reshape({B, T, n_heads_ * hd});
   return o_proj(out);
@@ -91,10 +82,9 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
   post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
 }
 
-torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                        const torch::Tensor& positions, torch::Tensor* cache_k,
-                                        torch::Tensor* cache_v, int64_t n_keys, const torch::Tensor& key_mask) {
-  auto h = x + self_attn->forward(input_layernorm(x), cos, sin, positions, cache_k, cache_v, n_keys, key_mask);
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, torch::Tensor* cache_k,
+                                        torch::Tensor* cache_v) {
+  auto h = x + self_attn->forward(input_layernorm(x), ctx, cache_k, cache_v);
   return h + mlp(post_attention_layernorm(h));
 }
 
@@ -132,13 +122,25 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
   check(max_pos < rope_.max_positions(), "position ", max_pos, " is beyond max_position_embeddings (",
         config_.max_position_embeddings, "): shorten the prompt or the number of new tokens");
   if (cache) check(max_pos < cache->max_len(), "position ", max_pos, " is beyond the KV cache length (", cache->max_len(), ")");
-  auto [cos, sin] = rope_.lookup(positions, dtype());
+  const int64_t B = input_ids.size(0), T = input_ids.size(1);
+  AttentionContext ctx;
+  std::tie(ctx.cos, ctx.sin) = rope_.lookup(positions, dtype());
+  ctx.positions = positions;
+  if (cache) {
+    ctx.n_keys = max_pos + 1;
+    auto key_pos = torch::arange(ctx.n_keys, positions.options()).view({1, 1, ctx.n_keys});
+    ctx.blocked = (key_pos > positions.view({B, T, 1})).view({B, 1, 1, T, ctx.n_keys});
+  } else {
+    ctx.n_keys = T;
+    auto blocked = positions.view({B, 1, T}) > positions.view({B, T, 1});  // causal by position
+    if (key_mask.defined()) blocked = blocked | key_mask.logical_not().view({B, 1, T});
+    ctx.blocked = blocked.view({B, 1, 1, T, T});
+  }
   auto h = model->embed_tokens(input_ids);
   const int64_t L = static_cast<int64_t>(model->layers->size());
   for (int64_t l = 0; l < L; ++l) {
     auto layer = model->layers->ptr<DecoderLayerImpl>(l);
-    h = layer->forward(h, cos, sin, positions, cache ? &cache->keys(l) : nullptr, cache ? &cache->values(l) : nullptr,
-                       max_pos + 1, key_mask);
+    h = layer->forward(h, ctx, cache ? &cache->keys(l) : nullptr, cache ? &cache->values(l) : nullptr);
   }
   return model->norm(h);
 }
@@ -149,15 +151,36 @@ torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
 }
 
 torch::Tensor CausalLMImpl::token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets) {
+  return token_logprobs_impl(hidden, targets, nullptr, false);
+}
+
+std::pair<torch::Tensor, torch::Tensor> CausalLMImpl::token_logprobs_entropy(const torch::Tensor& hidden,
+                                                                             const torch::Tensor& targets,
+                                                                             bool entropy_grad) {
+  torch::Tensor entropy;
+  auto lp = token_logprobs_impl(hidden, targets, &entropy, entropy_grad);
+  return {lp, entropy};
+}
+
+torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets,
+                                                torch::Tensor* entropy, bool entropy_grad) {
   const int64_t T = hidden.size(1);
   const int64_t chunk = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, hidden.size(0)));
-  std::vector<torch::Tensor> parts;
+  std::vector<torch::Tensor> parts, ent_parts;
   for (int64_t t0 = 0; t0 < T; t0 += chunk) {
     const int64_t n = std::min(chunk, T - t0);
     auto lg = logits(hidden.narrow(1, t0, n)).to(torch::kFloat32);  // [B, n, V]
     auto tgt = targets.narrow(1, t0, n).unsqueeze(-1);
-    parts.push_back(lg.gather(-1, tgt).squeeze(-1) - torch::logsumexp(lg, -1));
+    auto lse = torch::logsumexp(lg, -1);                             // [B, n]
+    parts.push_back(lg.gather(-1, tgt).squeeze(-1) - lse);
+    if (entropy) {
+      // H = logsumexp(l) - sum_v p_v l_v
+      auto l = entropy_grad ? lg : lg.detach();
+      auto z = entropy_grad ? lse : lse.detach();
+      ent_parts.push_back(z - (torch::softmax(l, -1) * l).sum(-1));
+    }
   }
+  if (entropy) *entropy = ent_parts.size() == 1 ? ent_parts[0] : torch::cat(ent_parts, 1);
   return parts.size() == 1 ? parts[0] : torch::cat(parts, 1);
 }
 

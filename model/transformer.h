@@ -33,17 +33,22 @@ class RMSNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RMSNorm);
 
+// What every layer's attention needs for one forward call, computed once.
+struct AttentionContext {
+  torch::Tensor cos, sin;     // [B, T, hd] rotary tables at the tokens' positions
+  torch::Tensor positions;    // [B, T] int64
+  torch::Tensor blocked;      // [B, 1, 1, T, S] bool: true where a query may NOT see a key
+  int64_t n_keys = 0;         // S: with a cache, 1 + the largest position; else T
+};
+
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const ModelConfig& config);
-  // x [B, T, D]; cos/sin [B, T, hd]; positions [B, T]. With a cache, this
-  // call's keys/values are written at `positions` and queries attend to cached
-  // keys 0..position. Without one, keys are this call's tokens (causal by
-  // position, and `key_mask` [B, T] bool marks real tokens when given).
-  // `n_keys` (cache only) = 1 + the largest position in this call.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& positions, torch::Tensor* cache_k, torch::Tensor* cache_v,
-                        int64_t n_keys, const torch::Tensor& key_mask);
+  // x [B, T, D]. With a cache, this call's keys/values are written at
+  // ctx.positions and queries attend to cached keys [0, S); without one, keys
+  // are this call's tokens. ctx.blocked masks what a query may not see.
+  torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx, torch::Tensor* cache_k,
+                        torch::Tensor* cache_v);
 
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
@@ -63,9 +68,8 @@ TORCH_MODULE(MLP);
 class DecoderLayerImpl : public torch::nn::Module {
  public:
   explicit DecoderLayerImpl(const ModelConfig& config);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& positions, torch::Tensor* cache_k, torch::Tensor* cache_v,
-                        int64_t n_keys, const torch::Tensor& key_mask);
+  torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx, torch::Tensor* cache_k,
+                        torch::Tensor* cache_v);
   Attention self_attn{nullptr};
   MLP mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -103,6 +107,12 @@ class CausalLMImpl : public torch::nn::Module {
   // most one [B, T, V] fp32 tensor exists (the one autograd keeps).
   torch::Tensor token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets);
 
+  // Like token_logprobs, also returning the entropy of each position's
+  // distribution [B, T] (fp32). With `entropy_grad` false the entropy is
+  // computed without autograd (for logging), so it costs no extra memory.
+  std::pair<torch::Tensor, torch::Tensor> token_logprobs_entropy(const torch::Tensor& hidden,
+                                                                 const torch::Tensor& targets, bool entropy_grad);
+
   // Convenience: logits for input_ids [B, T] at positions 0..T-1.
   torch::Tensor forward(const torch::Tensor& input_ids);
 
@@ -117,6 +127,8 @@ class CausalLMImpl : public torch::nn::Module {
   torch::nn::Linear lm_head{nullptr};  // null when tie_word_embeddings
 
  private:
+  torch::Tensor token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets, torch::Tensor* entropy,
+                                    bool entropy_grad);
   ModelConfig config_;
   RotaryEmbedding rope_;
 };

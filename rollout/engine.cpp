@@ -116,9 +116,6 @@ void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<Gene
     stats_.prefill_s += seconds_since(t0);
     stats_.n_prefill_tokens += P;
 
-    const float* lg = last.data_ptr<float>();
-    const int64_t V = last.size(-1);
-    SamplerScratch scratch;
     for (int64_t j = 0; j < n; ++j) {
       Row row;
       row.request = item.request;
@@ -134,12 +131,11 @@ void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<Gene
         row.decoder = std::make_unique<StreamDecoder>(*tokenizer_, /*skip_special=*/true);
         for (int64_t k = std::max<int64_t>(0, P - 8); k < P; ++k) row.decoder->push(req.prompt_ids[k]);
       }
-      auto tok = sample_token(lg, V, req.params, row.rng, scratch);
-      row.completion.push_back(tok.id);
-      row.logprobs.push_back(tok.logprob);
       rows.push_back(std::move(row));
-      finish_if_done(rows.back(), done);
     }
+    // Every sample of the group draws its first token from the shared logits.
+    sample_rows(last.view({1, -1}).expand({n, -1}).contiguous(), rows, row0);
+    for (int64_t j = 0; j < n; ++j) finish_if_done(rows[row0 + j], done);
     stats_.n_decode_tokens += n;
     item.first += n;
     item.count -= n;
@@ -162,20 +158,41 @@ void RolloutEngine::decode_step(std::vector<Row>& rows) {
   auto positions = torch::tensor(pos, torch::kInt64).view({n, 1}).to(device);
   KVCache view = cache_.rows(0, n);
   auto hidden = model_->forward_hidden(input, positions, &view);
-  auto logits = model_->logits(hidden).to(torch::kFloat32).to(torch::kCPU).contiguous();  // [n, 1, V]
-  const float* lg = logits.data_ptr<float>();
-  const int64_t V = logits.size(-1);
-  at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
-    thread_local SamplerScratch scratch;
-    for (int64_t i = begin; i < end; ++i) {
-      auto tok = sample_token(lg + i * V, V, rows[i].req->params, rows[i].rng, scratch);
-      rows[i].completion.push_back(tok.id);
-      rows[i].logprobs.push_back(tok.logprob);
-    }
-  });
+  auto logits = model_->logits(hidden).to(torch::kFloat32).to(torch::kCPU).contiguous().view({n, -1});  // [n, V]
+  sample_rows(logits, rows, 0);
   stats_.n_decode_tokens += n;
   stats_.n_steps += 1;
   stats_.decode_s += seconds_since(t0);
+}
+
+void RolloutEngine::sample_rows(const torch::Tensor& logits, std::vector<Row>& rows, int64_t row0) {
+  const int64_t n = logits.size(0), V = logits.size(1);
+  // Vectorised over the batch: the temperature-1 normaliser (for log-probs)
+  // and the tempered probabilities (for plain sampling); rows with filters
+  // (top-k/top-p/min-p) take the sorted path on their logits.
+  std::vector<float> inv_t(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double t = rows[row0 + i].req->params.temperature;
+    inv_t[i] = t > 0 ? static_cast<float>(1.0 / t) : 1.0f;
+  }
+  auto lse = logits.logsumexp(-1).contiguous();  // [n]
+  auto probs = torch::softmax(logits * torch::from_blob(inv_t.data(), {n, 1}, torch::kFloat32), -1).contiguous();
+  const float* lg = logits.data_ptr<float>();
+  const float* pr = probs.data_ptr<float>();
+  const float* ls = lse.data_ptr<float>();
+  at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+    thread_local SamplerScratch scratch;
+    for (int64_t i = begin; i < end; ++i) {
+      Row& row = rows[row0 + i];
+      const SamplingParams& p = row.req->params;
+      const bool filtered = (p.top_k > 0 && p.top_k < V) || p.top_p < 1 || p.min_p > 0;
+      int32_t id = 0;
+      if (p.temperature == 0 || filtered) id = sample_token(lg + i * V, V, p, row.rng, scratch).id;
+      else id = draw_from_weights(pr + i * V, V, 1.0, row.rng);
+      row.completion.push_back(id);
+      row.logprobs.push_back(lg[i * V + id] - ls[i]);
+    }
+  });
 }
 
 void RolloutEngine::compact(std::vector<Row>& rows, std::vector<GeneratedSequence>& done) {

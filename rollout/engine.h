@@ -92,6 +92,9 @@ class RolloutEngine {
              const std::vector<GenerationRequest>& requests);
   bool finish_if_done(Row& row, std::vector<GeneratedSequence>& done);
   void decode_step(std::vector<Row>& rows);
+  // Samples the next token of rows [row0, row0 + n) from fp32 CPU logits
+  // [n, V] (row i of `logits` belongs to rows[row0 + i]).
+  void sample_rows(const torch::Tensor& logits, std::vector<Row>& rows, int64_t row0);
   void compact(std::vector<Row>& rows, std::vector<GeneratedSequence>& done);
 
   CausalLM model_;

@@ -53,6 +53,18 @@ float token_logprob(const float* logits, int64_t n, int32_t id) {
   return static_cast<float>(static_cast<double>(logits[id] - mx) - std::log(sum));
 }
 
+int32_t draw_from_weights(const float* probs, int64_t n, double total, Rng& rng) {
+  const double u = rng.uniform() * total;
+  double acc = 0;
+  int64_t last_positive = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (probs[i] > 0) last_positive = i;
+    acc += probs[i];
+    if (acc > u) return static_cast<int32_t>(i);
+  }
+  return static_cast<int32_t>(last_positive);  // rounding left u just above the sum
+}
+
 static int32_t argmax(const float* logits, int64_t n) {
   int64_t best = 0;
   for (int64_t i = 1; i < n; ++i)

@@ -58,6 +58,10 @@ struct SamplerScratch {
 SampledToken sample_token(const float* logits, int64_t n_vocab, const SamplingParams& params, Rng& rng,
                           SamplerScratch& scratch);
 
+// Draws an index from unnormalised non-negative weights `probs` [n] summing
+// to `total` with one uniform draw (inverse CDF in index order).
+int32_t draw_from_weights(const float* probs, int64_t n, double total, Rng& rng);
+
 // log-softmax of logits[id] at temperature 1.
 float token_logprob(const float* logits, int64_t n_vocab, int32_t id);
 

@@ -1,0 +1,243 @@
+// Synthetic arithmetic and countdown problems (see synthetic_tasks.h).
+#include "data/synthetic_tasks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "data/config_keys.h"
+#include "data/countdown.h"
+#include "data/seeded_rng.h"
+#include "util/error.h"
+
+namespace rlf {
+
+namespace {
+
+// Draws allowed per problem asked for, before giving up on distinctness.
+constexpr int64_t kDrawsPerProblem = 50;
+
+int64_t pow10(int d) {
+  int64_t p = 1;
+  while (d-- > 0) p *= 10;
+  return p;
+}
+
+// A number with `digits` digits (one digit: 0..9).
+int64_t random_operand(SeededRng& rng, int digits) {
+  return digits == 1 ? rng.uniform_int(0, 9) : rng.uniform_int(pow10(digits - 1), pow10(digits) - 1);
+}
+
+int64_t arithmetic_answer(int64_t a, char op, int64_t b) { return op == '+' ? a + b : op == '-' ? a - b : a * b; }
+
+void check_count(int64_t got, int64_t wanted, const char* task, const char* hint) {
+  check(got == wanted, task, ": only ", got, " distinct problems found for n_problems = ", wanted, "; ", hint);
+}
+
+// One term of a countdown expression being built.
+struct Term {
+  int64_t value;
+  std::string text;  // parenthesised unless a single number
+  bool atom;
+};
+
+struct Expression {
+  int64_t value = 0;
+  std::string text;
+  std::vector<std::string> steps;  // "a op b = c", in evaluation order
+};
+
+// Combines all `numbers` in a random order with random operations whose
+// results are positive integers no larger than `cap`. nullopt when a draw
+// found no valid operation for a pair.
+std::optional<Expression> random_expression(const std::vector<int64_t>& numbers, int64_t cap, SeededRng& rng) {
+  std::vector<Term> terms;
+  for (int64_t n : numbers) terms.push_back({n, std::to_string(n), true});
+  Expression e;
+  while (terms.size() > 1) {
+    size_t i = rng.below(terms.size());
+    size_t j = rng.below(terms.size() - 1);
+    if (j >= i) ++j;
+    const Term& a = terms[i];
+    const Term& b = terms[j];
+    std::vector<char> ops;
+    if (a.value + b.value <= cap) ops.push_back('+');
+    if (a.value > b.value) ops.push_back('-');
+    if (a.value <= cap / b.value) ops.push_back('*');
+    if (b.value > 1 && a.value % b.value == 0) ops.push_back('/');
+    if (ops.empty()) return std::nullopt;
+    char op = ops[rng.below(ops.size())];
+    int64_t v = op == '+' ? a.value + b.value : op == '-' ? a.value - b.value : op == '*' ? a.value * b.value : a.value / b.value;
+    e.steps.push_back(str(a.value, " ", op, " ", b.value, " = ", v));
+    Term t{v, "(" + a.text + " " + op + " " + b.text + ")", false};
+    terms.erase(terms.begin() + static_cast<std::ptrdiff_t>(std::max(i, j)));
+    terms.erase(terms.begin() + static_cast<std::ptrdiff_t>(std::min(i, j)));
+    terms.push_back(std::move(t));
+  }
+  e.value = terms[0].value;
+  e.text = terms[0].atom ? terms[0].text : terms[0].text.substr(1, terms[0].text.size() - 2);
+  return e;
+}
+
+std::string join_numbers(const std::vector<int64_t>& numbers) {
+  std::string out;
+  for (size_t i = 0; i < numbers.size(); ++i) out += (i ? ", " : "") + std::to_string(numbers[i]);
+  return out;
+}
+
+std::string arithmetic_response(const Json& r, int64_t answer) {
+  return str(r["a"].get<int64_t>(), " ", r["op"].get<std::string>(), " ", r["b"].get<int64_t>(), " = ", answer, ". #### ",
+             answer);
+}
+
+std::string countdown_response(const std::vector<std::string>& steps, const std::string& expression) {
+  std::string out;
+  for (const std::string& s : steps) out += s + ". ";
+  return out + "#### " + expression;
+}
+
+}  // namespace
+
+std::vector<PromptExample> generate_arithmetic(const ArithmeticOptions& o, uint64_t seed) {
+  check(o.n_problems > 0, "arithmetic.n_problems must be positive (got ", o.n_problems, ")");
+  check(o.min_digits >= 1 && o.min_digits <= 9, "arithmetic.min_digits must be in 1..9 (got ", o.min_digits, ")");
+  check(o.max_digits >= o.min_digits && o.max_digits <= 9, "arithmetic.max_digits must be in min_digits..9 (got ",
+        o.max_digits, ")");
+  check(!o.operations.empty() && o.operations.find_first_not_of("+-*") == std::string::npos,
+        "arithmetic.operations must be a non-empty string of '+', '-', '*' (got \"", o.operations, "\")");
+  std::string ops;
+  for (char c : std::string("+-*"))
+    if (o.operations.find(c) != std::string::npos) ops += c;
+
+  SeededRng rng(derive_seed(seed, "arithmetic"));
+  std::set<std::string> seen;
+  std::vector<PromptExample> out;
+  for (int64_t draw = 0; draw < o.n_problems * kDrawsPerProblem && static_cast<int64_t>(out.size()) < o.n_problems;
+       ++draw) {
+    char op = ops[rng.below(ops.size())];
+    int64_t a = random_operand(rng, static_cast<int>(rng.uniform_int(o.min_digits, o.max_digits)));
+    int64_t b = random_operand(rng, static_cast<int>(rng.uniform_int(o.min_digits, o.max_digits)));
+    if (op == '-' && !o.allow_negative && a < b) std::swap(a, b);
+    std::string text = str(a, " ", op, " ", b);
+    if (!seen.insert(text).second) continue;
+    int64_t answer = arithmetic_answer(a, op, b);
+    PromptExample e;
+    e.id = str("arithmetic:", out.size());
+    e.where = str("arithmetic #", out.size());
+    e.raw_prompt = "What is " + text + "?";
+    e.reference = std::to_string(answer);
+    e.record = {{"task", "arithmetic"}, {"a", a}, {"b", b}, {"op", std::string(1, op)}, {"answer", answer}};
+    out.push_back(std::move(e));
+  }
+  check_count(static_cast<int64_t>(out.size()), o.n_problems, "arithmetic",
+              "allow more digits or operations, or ask for fewer problems");
+  return out;
+}
+
+std::vector<PromptExample> generate_countdown(const CountdownOptions& o, uint64_t seed) {
+  check(o.n_problems > 0, "countdown.n_problems must be positive (got ", o.n_problems, ")");
+  check(o.n_numbers >= 2 && o.n_numbers <= 6, "countdown.n_numbers must be in 2..6 (got ", o.n_numbers, ")");
+  check(o.max_number >= 1 && o.max_number <= 1000, "countdown.max_number must be in 1..1000 (got ", o.max_number, ")");
+  check(o.max_target >= 1 && o.max_target <= 1000000, "countdown.max_target must be in 1..1000000 (got ", o.max_target,
+        ")");
+
+  SeededRng rng(derive_seed(seed, "countdown"));
+  std::set<std::vector<int64_t>> seen;  // sorted numbers, then the target
+  std::vector<PromptExample> out;
+  for (int64_t draw = 0; draw < o.n_problems * kDrawsPerProblem && static_cast<int64_t>(out.size()) < o.n_problems;
+       ++draw) {
+    std::vector<int64_t> numbers(static_cast<size_t>(o.n_numbers));
+    for (int64_t& n : numbers) n = rng.uniform_int(1, o.max_number);
+    std::optional<Expression> e = random_expression(numbers, o.max_target, rng);
+    if (!e) continue;
+    std::vector<int64_t> key = numbers;
+    std::sort(key.begin(), key.end());
+    key.push_back(e->value);
+    if (!seen.insert(key).second) continue;
+    PromptExample p;
+    p.id = str("countdown:", out.size());
+    p.where = str("countdown #", out.size());
+    p.raw_prompt = str("Using the numbers ", join_numbers(numbers), ", write an expression that equals ", e->value,
+                       ". You may use +, -, *, / and parentheses, and each number at most once.");
+    p.reference = e->text;
+    p.record = {{"task", "countdown"}, {"numbers", numbers}, {"target", e->value}, {"solution", e->text}, {"steps", e->steps}};
+    out.push_back(std::move(p));
+  }
+  check_count(static_cast<int64_t>(out.size()), o.n_problems, "countdown",
+              "raise max_number, max_target or n_numbers, or ask for fewer problems");
+  return out;
+}
+
+ArithmeticOptions arithmetic_options_from_json(const Json& t, const std::string& src) {
+  check_known_keys(t, {"n_problems", "min_digits", "max_digits", "operations", "allow_negative"}, src);
+  ArithmeticOptions a;
+  a.n_problems = json_get_or(t, "n_problems", a.n_problems, src);
+  a.min_digits = json_get_or(t, "min_digits", a.min_digits, src);
+  a.max_digits = json_get_or(t, "max_digits", a.max_digits, src);
+  a.operations = json_get_or(t, "operations", a.operations, src);
+  a.allow_negative = json_get_or(t, "allow_negative", a.allow_negative, src);
+  return a;
+}
+
+CountdownOptions countdown_options_from_json(const Json& t, const std::string& src) {
+  check_known_keys(t, {"n_problems", "n_numbers", "max_number", "max_target"}, src);
+  CountdownOptions c;
+  c.n_problems = json_get_or(t, "n_problems", c.n_problems, src);
+  c.n_numbers = json_get_or(t, "n_numbers", c.n_numbers, src);
+  c.max_number = json_get_or(t, "max_number", c.max_number, src);
+  c.max_target = json_get_or(t, "max_target", c.max_target, src);
+  return c;
+}
+
+std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems, double wrong_fraction,
+                                               uint64_t seed) {
+  check(wrong_fraction >= 0.0 && wrong_fraction <= 1.0, "wrong_fraction must be in [0, 1] (got ", wrong_fraction, ")");
+  size_t n_wrong = static_cast<size_t>(std::llround(wrong_fraction * static_cast<double>(problems.size())));
+  std::vector<size_t> order = shuffled_indices(problems.size(), derive_seed(seed, "sft-wrong"));
+  std::vector<bool> wrong(problems.size(), false);
+  for (size_t i = 0; i < n_wrong; ++i) wrong[order[i]] = true;
+
+  SeededRng rng(derive_seed(seed, "sft-responses"));
+  std::vector<SftExample> out;
+  out.reserve(problems.size());
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const PromptExample& p = problems[i];
+    const Json& r = p.record;
+    std::string task = r.value("task", "");
+    SftExample s;
+    s.id = p.id;
+    s.raw_prompt = p.raw_prompt;
+    s.prompt = p.prompt;
+    s.where = p.where;
+    if (task == "arithmetic") {
+      int64_t answer = r["answer"].get<int64_t>();
+      if (wrong[i]) {
+        int64_t delta = rng.uniform_int(1, 10);
+        answer += rng.below(2) ? delta : -delta;
+      }
+      s.response = arithmetic_response(r, answer);
+      s.correct = !wrong[i];
+    } else if (task == "countdown") {
+      CountdownProblem problem = countdown_problem_from_record(r, p.where);
+      std::vector<std::string> steps = r["steps"].get<std::vector<std::string>>();
+      std::string expression = r["solution"].get<std::string>();
+      // A wrong attempt: another expression over the same numbers (tries a few draws to miss the target).
+      for (int attempt = 0; wrong[i] && attempt < 100; ++attempt) {
+        std::optional<Expression> e = random_expression(problem.numbers, INT32_MAX, rng);
+        if (e && e->value != problem.target) {
+          steps = e->steps;
+          expression = e->text;
+          break;
+        }
+      }
+      s.response = countdown_response(steps, expression);
+      s.correct = verify_countdown(expression, problem).correct;
+    } else {
+      fail(p.where, ": cannot write an SFT response for task '", task, "' (expected arithmetic or countdown)");
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace rlf

@@ -1,0 +1,63 @@
+// Tasks rlf generates itself, so the default run needs no external data.
+//
+//   arithmetic  "What is 37 + 48?"                reference "85"
+//               record {"task":"arithmetic","a":37,"b":48,"op":"+","answer":85}
+//   countdown   "Using the numbers 2, 15, 9, 21, write an expression that
+//               equals 60. ..."                   reference "(21 + (2 * 15)) + 9"
+//               record {"task":"countdown","numbers":[2,15,9,21],"target":60,
+//                       "solution":"(21 + (2 * 15)) + 9",
+//                       "steps":["2 * 15 = 30","21 + 30 = 51","51 + 9 = 60"]}
+//               (verified by countdown.h's verify_countdown)
+//
+// Generation is deterministic by seed and portable (data/seeded_rng.h), and
+// the problems of one call are distinct, so a train/eval split of them is
+// disjoint. Countdown problems are built from a random expression over all
+// the numbers whose every intermediate is a positive integer, so each has a
+// solution. synthetic_sft_examples() turns problems into (prompt, response)
+// pairs in the answer format ("37 + 48 = 85. #### 85"), a chosen share of
+// them deliberately wrong, for an SFT warm start that is weak but not hopeless.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/examples.h"
+#include "util/json_util.h"
+
+namespace rlf {
+
+struct ArithmeticOptions {
+  int64_t n_problems = 2000;     // distinct problems to generate
+  int min_digits = 1;            // digits per operand, at least (1..9)
+  int max_digits = 2;            // digits per operand, at most (min_digits..9)
+  std::string operations = "+-*";  // any of '+', '-', '*'
+  bool allow_negative = false;   // false: "a - b" always has a >= b
+};
+
+struct CountdownOptions {
+  int64_t n_problems = 2000;  // distinct problems to generate
+  int n_numbers = 4;          // numbers per problem (2..6)
+  int64_t max_number = 25;    // numbers are drawn from [1, max_number] (1..1000)
+  int64_t max_target = 100;   // targets lie in [1, max_target]
+};
+
+// Throw rlf::Error naming the field when an option is out of range, or when
+// the options allow fewer distinct problems than n_problems.
+std::vector<PromptExample> generate_arithmetic(const ArithmeticOptions& options, uint64_t seed);
+std::vector<PromptExample> generate_countdown(const CountdownOptions& options, uint64_t seed);
+
+// Options from a config table ({"n_problems": 500, "operations": "+-"});
+// unknown keys and wrong types are errors naming `source` and the key.
+ArithmeticOptions arithmetic_options_from_json(const Json& table, const std::string& source);
+CountdownOptions countdown_options_from_json(const Json& table, const std::string& source);
+
+// (prompt, response) pairs for generated problems (records with "task"
+// arithmetic or countdown), with the problems' raw_prompt and prompt (as
+// rendered by the dataset that holds them). Exactly round(wrong_fraction * n) responses, chosen by
+// `seed`, are wrong: an arithmetic answer off by 1..10, or a countdown
+// expression over the same numbers that misses the target.
+std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems, double wrong_fraction,
+                                               uint64_t seed);
+
+}  // namespace rlf

@@ -1,0 +1,302 @@
+// posix_spawn + three non-blocking pipes + poll against one deadline per exchange;
+// every failure path ends in kill_now() (SIGKILL to the group, then waitpid).
+#include "rewards/scorer_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <thread>
+
+#include "util/error.h"
+
+extern char** environ;
+
+namespace rlf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kStderrTailBytes = 4096;  // stderr kept for error messages
+constexpr double kExitWaitS = 1.0;         // after EOF on stdout: how long to wait for the exit status
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+// write() that reports a closed pipe as EPIPE without raising SIGPIPE (which
+// would kill the trainer): SIGPIPE is blocked in this thread for the call and
+// a SIGPIPE it caused is consumed before unblocking.
+ssize_t write_no_sigpipe(int fd, const char* data, size_t n) {
+  sigset_t pipe_set, old_set, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  sigpending(&pending);
+  bool was_pending = sigismember(&pending, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  ssize_t written = ::write(fd, data, n);
+  int saved_errno = errno;
+  if (written < 0 && saved_errno == EPIPE && !was_pending) {
+    timespec zero{0, 0};
+    while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
+  errno = saved_errno;
+  return written;
+}
+
+std::string command_text(const std::vector<std::string>& command) {
+  std::string out;
+  for (const std::string& a : command) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+// True once the child has ended (it stays unreaped, so its pid and process
+// group id cannot be reused before kill_now() signals the group).
+bool has_exited(pid_t pid, siginfo_t* info) {
+  std::memset(info, 0, sizeof(*info));
+  return ::waitid(P_PID, id_t(pid), info, WEXITED | WNOHANG | WNOWAIT) == 0 && info->si_pid == pid;
+}
+
+}  // namespace
+
+ScorerProcess::ScorerProcess(ScorerProcessOptions options) : options_(std::move(options)) {}
+
+ScorerProcess::~ScorerProcess() {
+  try {
+    shutdown();
+  } catch (...) {
+  }
+}
+
+void ScorerProcess::start() {
+  check(!options_.command.empty(), "the scorer command is empty");
+  kill_now();
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int* p : {in, out, err}) {
+      close_fd(p[0]);
+      close_fd(p[1]);
+    }
+  };
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    int e = errno;
+    close_all();
+    fail("cannot create pipes: ", std::strerror(e));
+  }
+
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  if (!options_.working_dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, options_.working_dir.c_str());
+  sigset_t empty, defaults;
+  sigemptyset(&empty);
+  sigemptyset(&defaults);
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2}) sigaddset(&defaults, sig);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);  // a group of its own: killed as one
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+
+  std::vector<char*> argv;
+  for (const std::string& a : options_.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close_fd(in[0]);
+  close_fd(out[1]);
+  close_fd(err[1]);
+  if (rc != 0) {
+    close_all();
+    fail("cannot start '", command_text(options_.command), "': ", std::strerror(rc),
+         options_.working_dir.empty() ? "" : str(" (working_dir '", options_.working_dir, "')"),
+         "; check the command (argv[0] is looked up in PATH)");
+  }
+  pid_ = pid;
+  stdin_fd_ = in[1];
+  stdout_fd_ = out[0];
+  stderr_fd_ = err[0];
+  for (int fd : {stdin_fd_, stdout_fd_, stderr_fd_}) set_nonblocking(fd);
+  stdout_buffer_.clear();
+  stderr_tail_.clear();
+  stderr_line_.clear();
+  ++n_starts_;
+}
+
+void ScorerProcess::close_fds() {
+  close_fd(stdin_fd_);
+  close_fd(stdout_fd_);
+  close_fd(stderr_fd_);
+}
+
+void ScorerProcess::kill_now() {
+  if (pid_ <= 0) return;
+  ::kill(-pid_, SIGKILL);  // the whole group: the scorer and anything it started
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  close_fds();
+  pid_ = -1;
+  stdout_buffer_.clear();
+  stderr_line_.clear();
+}
+
+void ScorerProcess::shutdown() {
+  if (pid_ <= 0) return;
+  close_fd(stdin_fd_);  // EOF on the scorer's stdin: a well-behaved scorer exits
+  auto deadline = Clock::now() + std::chrono::duration<double>(options_.shutdown_grace_s);
+  siginfo_t info;
+  while (!has_exited(pid_, &info) && Clock::now() < deadline) {
+    read_stderr();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  read_stderr();
+  kill_now();
+}
+
+void ScorerProcess::read_stderr() {
+  if (stderr_fd_ < 0) return;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = ::read(stderr_fd_, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) close_fd(stderr_fd_);
+    if (n <= 0) return;
+    stderr_tail_.append(buffer, size_t(n));
+    if (stderr_tail_.size() > kStderrTailBytes) stderr_tail_.erase(0, stderr_tail_.size() - kStderrTailBytes);
+    if (!options_.echo_stderr) continue;
+    stderr_line_.append(buffer, size_t(n));
+    for (size_t nl = stderr_line_.find('\n'); nl != std::string::npos; nl = stderr_line_.find('\n')) {
+      std::string line = str("[scorer ", pid_, "] ", stderr_line_.substr(0, nl), "\n");
+      stderr_line_.erase(0, nl + 1);
+      (void)!::write(STDERR_FILENO, line.data(), line.size());
+    }
+  }
+}
+
+std::string ScorerProcess::stderr_hint() const {
+  std::string tail = stderr_tail_;
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r' || tail.back() == ' ')) tail.pop_back();
+  if (tail.empty()) return "";
+  size_t nl = tail.rfind('\n');
+  std::string last = nl == std::string::npos ? tail : tail.substr(nl + 1);
+  if (last.size() > 200) last = last.substr(0, 200) + "...";
+  return " (stderr: " + last + ")";
+}
+
+std::string ScorerProcess::exit_description(bool* clean) {
+  auto deadline = Clock::now() + std::chrono::duration<double>(kExitWaitS);
+  siginfo_t info;
+  bool exited = false;
+  while (!(exited = has_exited(pid_, &info)) && Clock::now() < deadline) {
+    read_stderr();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  read_stderr();
+  if (!exited) return "closed its stdout";
+  *clean = info.si_code == CLD_EXITED && info.si_status == 0;
+  if (info.si_code == CLD_EXITED) return str("exited with status ", info.si_status);
+  return str("was killed by signal ", info.si_status, " (", strsignal(info.si_status), ")");
+}
+
+ScorerExchange ScorerProcess::exchange(const std::string& line, double timeout_s) {
+  ScorerExchange result;
+  auto give_up = [&](const std::string& why) {
+    result.ok = false;
+    result.error = why + stderr_hint();
+    kill_now();
+    return result;
+  };
+
+  // A scorer that ended, or wrote more than one line for the last request,
+  // is replaced before the request is sent.
+  siginfo_t info;
+  if (running()) {
+    read_stderr();
+    char c;
+    ssize_t n = ::read(stdout_fd_, &c, 1);
+    if (!stdout_buffer_.empty() || n >= 0 || has_exited(pid_, &info)) kill_now();
+  }
+  if (!running()) {
+    try {
+      start();
+    } catch (const std::exception& e) {
+      result.error = e.what();
+      return result;
+    }
+  }
+
+  const std::string request = line + "\n";
+  size_t written = 0;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  char buffer[65536];
+  for (;;) {
+    size_t nl = stdout_buffer_.find('\n');
+    if (nl != std::string::npos) {
+      if (written < request.size()) return give_up("replied before reading the whole request");
+      result.ok = true;
+      result.reply = stdout_buffer_.substr(0, nl);
+      stdout_buffer_.erase(0, nl + 1);  // anything left is a protocol error, handled at the next request
+      return result;
+    }
+    if (int64_t(stdout_buffer_.size()) > options_.max_line_bytes) {
+      return give_up(str("reply line longer than ", options_.max_line_bytes, " bytes"));
+    }
+    double left_s = std::chrono::duration<double>(deadline - Clock::now()).count();
+    if (left_s <= 0) return give_up(str("no reply within ", timeout_s, " s (option timeout_s)"));
+
+    pollfd fds[3];
+    nfds_t n_fds = 0;
+    fds[n_fds++] = {stdout_fd_, POLLIN, 0};
+    int stderr_slot = stderr_fd_ >= 0 ? int(n_fds) : -1;
+    if (stderr_fd_ >= 0) fds[n_fds++] = {stderr_fd_, POLLIN, 0};
+    int stdin_slot = written < request.size() ? int(n_fds) : -1;
+    if (stdin_slot >= 0) fds[n_fds++] = {stdin_fd_, POLLOUT, 0};
+    int wait_ms = int(std::min(left_s * 1000.0 + 1.0, double(INT_MAX)));
+    if (::poll(fds, n_fds, wait_ms) < 0) {
+      if (errno == EINTR) continue;
+      return give_up(str("poll failed: ", std::strerror(errno)));
+    }
+    if (stderr_slot >= 0 && fds[stderr_slot].revents) read_stderr();
+    if (stdin_slot >= 0 && fds[stdin_slot].revents) {
+      ssize_t n = write_no_sigpipe(stdin_fd_, request.data() + written, request.size() - written);
+      if (n > 0) {
+        written += size_t(n);
+      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        return give_up("stopped reading its input and " + exit_description(&result.clean_exit));
+      }
+    }
+    if (fds[0].revents) {
+      ssize_t n = ::read(stdout_fd_, buffer, sizeof(buffer));
+      if (n > 0) {
+        stdout_buffer_.append(buffer, size_t(n));
+      } else if (n == 0) {
+        return give_up(exit_description(&result.clean_exit));
+      } else if (errno != EAGAIN && errno != EINTR) {
+        return give_up(str("reading its stdout failed: ", std::strerror(errno)));
+      }
+    }
+  }
+}
+
+}  // namespace rlf

@@ -1,0 +1,85 @@
+// A long-running helper process spoken to in lines: one request line on its
+// stdin, one reply line on its stdout, within a deadline. Used by the
+// `external` reward (rewards/external_reward.h) for user scorers.
+//
+// The child is started with posix_spawn (vfork semantics: no copy of a large
+// trainer's page tables) in a process group of its own, with stdin, stdout
+// and stderr on pipes, every other descriptor closed, default signal
+// dispositions and an empty signal mask. Its stderr is drained while waiting
+// and its tail kept for error messages (and optionally echoed to ours).
+//
+// Any failure of an exchange (timeout, crash, closed pipe, over-long line)
+// kills the whole process group with SIGKILL and reaps the child, so the
+// next exchange starts a fresh one: no zombies, no stray processes, and a
+// broken scorer never blocks the caller past the deadline. The destructor
+// closes stdin, gives the child shutdown_grace_s to exit, then kills the
+// group and reaps. Not thread-safe: one caller at a time.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rlf {
+
+struct ScorerProcessOptions {
+  std::vector<std::string> command;  // argv; command[0] is looked up in PATH
+  std::string working_dir;           // "" = the current directory
+  bool echo_stderr = true;           // copy the child's stderr lines to ours, prefixed "[scorer <pid>] "
+  int64_t max_line_bytes = 64 << 20; // longest accepted reply line, bytes
+  double shutdown_grace_s = 2.0;     // at shutdown: time to exit after stdin closes, before SIGKILL
+};
+
+struct ScorerExchange {
+  bool ok = false;
+  std::string reply;  // the reply line without '\n' (when ok)
+  std::string error;  // why there is no reply (when !ok): "no reply within 2 s", "exited with status 3"
+  bool clean_exit = false;  // !ok because the child exited with status 0 before replying
+};
+
+class ScorerProcess {
+ public:
+  explicit ScorerProcess(ScorerProcessOptions options);
+  ~ScorerProcess();
+  ScorerProcess(const ScorerProcess&) = delete;
+  ScorerProcess& operator=(const ScorerProcess&) = delete;
+
+  // Starts the child; throws rlf::Error naming the command when it cannot.
+  void start();
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  // How many times the child was started (1 after the first start).
+  int64_t n_starts() const { return n_starts_; }
+
+  // Sends `line` + '\n' and waits for one line back, for at most timeout_s
+  // in all. Starts the child first when it is not running. On failure the
+  // child is killed (the next call restarts it).
+  ScorerExchange exchange(const std::string& line, double timeout_s);
+
+  // Kills the process group at once and reaps the child (no-op when stopped).
+  void kill_now();
+  // Closes stdin, waits up to shutdown_grace_s, then kill_now().
+  void shutdown();
+
+ private:
+  void read_stderr();
+  // Waits briefly for the child to end, then says how it ended; sets
+  // *clean when it exited with status 0.
+  std::string exit_description(bool* clean);
+  std::string stderr_hint() const;  // " (stderr: ...)" with the last stderr line, or ""
+  void close_fds();
+
+  ScorerProcessOptions options_;
+  pid_t pid_ = -1;
+  int stdin_fd_ = -1;
+  int stdout_fd_ = -1;
+  int stderr_fd_ = -1;
+  int64_t n_starts_ = 0;
+  std::string stdout_buffer_;  // bytes read past the last reply (a protocol error)
+  std::string stderr_line_;    // partial stderr line being echoed
+  std::string stderr_tail_;    // last bytes of stderr, for messages
+};
+
+}  // namespace rlf

@@ -1,0 +1,135 @@
+// The `rlf` command line: the declarative table is consistent, the forms that
+// outside acceptance checks call keep working, and bad input fails with one
+// clear line and a non-zero exit.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "apps/cli/cli.h"
+#include "tests/support/test_env.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json_util.h"
+
+namespace rlf {
+namespace {
+
+std::string rlf_binary() { return test::binary_path("apps/cli/rlf").string(); }
+
+test::CommandResult rlf(const std::string& args) { return test::run_command(test::shell_quote(rlf_binary()) + " " + args); }
+
+TEST(CommandTable, IsConsistent) {
+  EXPECT_NO_THROW(cli::validate_command_table());
+  std::set<std::string> names;
+  for (const auto& c : cli::command_table()) names.insert(c.name);
+  for (const char* required : {"generate", "tokenize", "convert", "info", "bench generate", "verify math", "verify code",
+                               "exec", "bench tokenize", "bench exec"})
+    EXPECT_TRUE(names.count(required)) << required;
+}
+
+TEST(CommandTable, ParsesTypedValuesAndRejectsBadOnes) {
+  cli::Args a;
+  const auto& cmd = cli::parse_command_line({"generate", "--model", "m", "--temperature=0.5", "--max-new-tokens", "7",
+                                             "--stop", "x", "--stop", "y", "--json"},
+                                            a);
+  EXPECT_EQ(cmd.name, "generate");
+  EXPECT_EQ(a.number("temperature"), 0.5);
+  EXPECT_EQ(a.integer("max-new-tokens"), 7);
+  EXPECT_EQ(a.list("stop"), (std::vector<std::string>{"x", "y"}));
+  EXPECT_TRUE(a.flag("json"));
+  EXPECT_FALSE(a.given("top-p"));
+  EXPECT_EQ(a.number("top-p"), 1.0);  // default
+  auto expect_error = [](std::vector<std::string> argv, const std::string& needle) {
+    cli::Args args;
+    try {
+      cli::parse_command_line(argv, args);
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error({"generate", "--max-new-tokens", "ten"}, "--max-new-tokens expects an integer, got 'ten'");
+  expect_error({"generate", "--bogus"}, "unknown option --bogus");
+  expect_error({"frobnicate"}, "unknown command 'frobnicate'");
+  expect_error({"generate", "--model"}, "--model needs a value");
+  expect_error({"info"}, "missing argument MODEL");
+}
+
+TEST(Cli, GenerateGreedyPrintsPromptAndContinuationLikeRunC) {
+  auto r = rlf("generate --model " + test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string()) +
+               " --prompt 'Once upon a time' --temperature 0 --max-new-tokens 40");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("Once upon a time, there was a little girl named Lily.", 0), 0u) << r.output;
+}
+
+TEST(Cli, GenerateJsonCarriesIdsLogprobsAndFinishReason) {
+  auto r = rlf("generate --model " + test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string()) +
+               " --prompt 'Once upon a time' --n 3 --temperature 1 --max-new-tokens 8 --seed 5 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto lines = split_lines(r.output);
+  ASSERT_EQ(lines.size(), 3u) << r.output;
+  for (const auto& line : lines) {
+    Json j = parse_json(line, "rlf generate --json");
+    EXPECT_EQ(j["completion_ids"].size(), j["logprobs"].size());
+    EXPECT_TRUE(j["finish_reason"] == "length" || j["finish_reason"] == "stop");
+    EXPECT_EQ(j["prompt_ids"][0], 1);  // BOS
+  }
+  auto again = rlf("generate --model " + test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string()) +
+                   " --prompt 'Once upon a time' --n 3 --temperature 1 --max-new-tokens 8 --seed 5 --json");
+  EXPECT_EQ(r.output, again.output);  // same seed, same output
+}
+
+TEST(Cli, TokenizeJsonMatchesTheReferenceTokenizer) {
+  auto r = rlf("tokenize --tokenizer " + test::shell_quote(test::shared_path("tokenizers/hf/llama3.2").string()) +
+               " --text 'Hello world' --add-special --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Json j = parse_json(r.output, "rlf tokenize");
+  EXPECT_EQ(j["ids"], Json::parse("[128000, 9906, 1917]"));
+  EXPECT_EQ(j["tokens"][2], "Ġworld");
+}
+
+TEST(Cli, ConvertThenInfo) {
+  test::TempDir dir;
+  auto c = rlf("convert " + test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string()) + " " +
+               test::shell_quote((dir / "hf").string()));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  auto i = rlf("info " + test::shell_quote((dir / "hf").string()) + " --json");
+  ASSERT_EQ(i.exit_code, 0) << i.output;
+  Json j = parse_json(i.output, "rlf info");
+  EXPECT_EQ(j["architecture"], "LlamaForCausalLM");
+  EXPECT_EQ(j["vocab_size"], 512);
+  EXPECT_EQ(j["num_hidden_layers"], 5);
+  EXPECT_EQ(j["params"], 260032);  // 512*64 + 5 * 45440 + 64
+}
+
+TEST(Cli, BenchGenerateReportsTheFields) {
+  auto r = rlf("bench generate --shape stories260K --batch 4 --dtype fp32 --new-tokens 8 --repeats 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Json j = parse_json(r.output, "rlf bench generate");
+  for (const char* k : {"tokens_per_s", "batch", "dtype", "params"}) EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_EQ(j["batch"], 4);
+  EXPECT_EQ(j["generated_tokens"], 32);
+  EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
+}
+
+TEST(Cli, BadInputIsOneClearLineAndExitCodeOne) {
+  test::TempDir dir;
+  std::ofstream(dir / "config.json") << "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10";
+  auto r = rlf("info " + test::shell_quote(dir.path().string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("rlf: error: loading model"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("config.json"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("malformed JSON"), std::string::npos) << r.output;
+
+  auto missing = rlf("generate --model /nonexistent.bin --prompt x");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("/nonexistent.bin"), std::string::npos) << missing.output;
+
+  auto tok = rlf("tokenize --tokenizer /nonexistent/tokenizer.json --text x --json");
+  EXPECT_EQ(tok.exit_code, 1);
+  EXPECT_NE(tok.output.find("/nonexistent/tokenizer.json"), std::string::npos) << tok.output;
+}
+
+}  // namespace
+}  // namespace rlf

@@ -1,0 +1,34 @@
+// Small helpers shared by the data tests: writing JSONL fixtures and
+// asserting exact error texts.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "tests/support/test_env.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace rlf::test {
+
+// Writes `text` to dir/name and returns the path.
+inline std::string write_fixture(const TempDir& dir, const std::string& name, const std::string& text) {
+  std::string path = (dir / name).string();
+  write_file_atomic(path, text);
+  return path;
+}
+
+// The rlf::Error message `fn` throws ("" and a test failure when none).
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an rlf::Error";
+  return "";
+}
+
+}  // namespace rlf::test

@@ -1,0 +1,222 @@
+// Synthetic tasks: determinism by seed, answers recomputed independently from
+// the prompt text, distinctness, countdown references that verify, and SFT
+// pairs with an exact share of wrong responses; SftDataset from JSONL.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <set>
+
+#include "data/countdown.h"
+#include "data/prompt_dataset.h"
+#include "data/sft_dataset.h"
+#include "data/synthetic_tasks.h"
+#include "tests/data/data_fixtures.h"
+
+namespace rlf {
+namespace {
+
+using test::error_of;
+
+struct Parsed {
+  long long a = 0, b = 0;
+  char op = 0;
+};
+
+// Reads "What is A op B?" back from the prompt text.
+Parsed parse_arithmetic_prompt(const std::string& text) {
+  Parsed p;
+  EXPECT_EQ(std::sscanf(text.c_str(), "What is %lld %c %lld?", &p.a, &p.op, &p.b), 3) << text;
+  return p;
+}
+
+TEST(SyntheticTasks, ArithmeticAnswersAreRight) {
+  ArithmeticOptions o;
+  o.n_problems = 3000;
+  o.min_digits = 1;
+  o.max_digits = 3;
+  std::vector<PromptExample> v = generate_arithmetic(o, 11);
+  ASSERT_EQ(v.size(), 3000u);
+  std::set<std::string> prompts, ops;
+  for (const PromptExample& e : v) {
+    Parsed p = parse_arithmetic_prompt(e.raw_prompt);
+    long long expected = p.op == '+' ? p.a + p.b : p.op == '-' ? p.a - p.b : p.a * p.b;
+    ASSERT_EQ(e.reference, std::to_string(expected)) << e.raw_prompt;
+    ASSERT_EQ(e.record["answer"].get<long long>(), expected);
+    ASSERT_EQ(e.record["a"].get<long long>(), p.a);
+    ASSERT_LE(p.a, 999);
+    ASSERT_LE(p.b, 999);
+    if (p.op == '-') {
+      ASSERT_GE(expected, 0) << "allow_negative is off";
+    }
+    prompts.insert(e.raw_prompt);
+    ops.insert(std::string(1, p.op));
+  }
+  EXPECT_EQ(prompts.size(), 3000u);  // distinct
+  EXPECT_EQ(ops, (std::set<std::string>{"+", "-", "*"}));
+}
+
+TEST(SyntheticTasks, ArithmeticIsDeterministicBySeed) {
+  ArithmeticOptions o;
+  o.n_problems = 50;
+  auto a = generate_arithmetic(o, 1), b = generate_arithmetic(o, 1), c = generate_arithmetic(o, 2);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].raw_prompt, b[i].raw_prompt);
+    EXPECT_EQ(a[i].record, b[i].record);
+  }
+  size_t same = 0;
+  for (size_t i = 0; i < a.size(); ++i) same += a[i].raw_prompt == c[i].raw_prompt;
+  EXPECT_LT(same, 5u);
+  // Pinned: the generator is portable (no std distributions), so these never change.
+  EXPECT_EQ(a[0].raw_prompt, "What is 99 + 64?");
+  EXPECT_EQ(a[0].id, "arithmetic:0");
+}
+
+TEST(SyntheticTasks, ArithmeticOptionErrors) {
+  ArithmeticOptions o;
+  o.min_digits = 1;
+  o.max_digits = 1;
+  o.operations = "+";
+  o.n_problems = 100;  // exactly the 10 x 10 possible problems
+  EXPECT_EQ(generate_arithmetic(o, 0).size(), 100u);
+  o.n_problems = 101;
+  EXPECT_EQ(error_of([&] { generate_arithmetic(o, 0); }),
+            "arithmetic: only 100 distinct problems found for n_problems = 101; allow more digits or operations, or ask "
+            "for fewer problems");
+  o.operations = "+/";
+  EXPECT_EQ(error_of([&] { generate_arithmetic(o, 0); }),
+            "arithmetic.operations must be a non-empty string of '+', '-', '*' (got \"+/\")");
+  o.operations = "+";
+  o.max_digits = 10;
+  EXPECT_EQ(error_of([&] { generate_arithmetic(o, 0); }), "arithmetic.max_digits must be in min_digits..9 (got 10)");
+}
+
+TEST(SyntheticTasks, CountdownReferencesVerify) {
+  CountdownOptions o;
+  o.n_problems = 1000;
+  std::vector<PromptExample> v = generate_countdown(o, 5);
+  ASSERT_EQ(v.size(), 1000u);
+  std::set<std::string> prompts;
+  for (const PromptExample& e : v) {
+    CountdownProblem p = countdown_problem_from_record(e.record, e.where);
+    ASSERT_EQ(p.numbers.size(), 4u);
+    for (int64_t n : p.numbers) ASSERT_TRUE(n >= 1 && n <= 25);
+    ASSERT_TRUE(p.target >= 1 && p.target <= 100);
+    CountdownVerdict verdict = verify_countdown(e.reference, p);
+    ASSERT_TRUE(verdict.correct) << e.raw_prompt << " / " << e.reference << ": " << verdict.reason;
+    prompts.insert(e.raw_prompt);
+  }
+  EXPECT_EQ(prompts.size(), 1000u);
+  EXPECT_EQ(v[0].raw_prompt.substr(0, 18), "Using the numbers ");
+  auto again = generate_countdown(o, 5);
+  EXPECT_EQ(again[999].record, v[999].record);
+}
+
+TEST(SyntheticTasks, SftPairsWithAnExactShareOfWrongAnswers) {
+  ArithmeticOptions o;
+  o.n_problems = 200;
+  std::vector<PromptExample> problems = generate_arithmetic(o, 3);
+  std::vector<SftExample> pairs = synthetic_sft_examples(problems, 0.25, 3);
+  ASSERT_EQ(pairs.size(), 200u);
+  size_t n_wrong = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    Parsed p = parse_arithmetic_prompt(pairs[i].raw_prompt);
+    long long claimed = 0;
+    char op = 0;
+    long long a = 0, b = 0, after = 0;
+    ASSERT_EQ(std::sscanf(pairs[i].response.c_str(), "%lld %c %lld = %lld. #### %lld", &a, &op, &b, &claimed, &after), 5)
+        << pairs[i].response;
+    EXPECT_EQ(claimed, after);
+    EXPECT_EQ(a, p.a);
+    bool right = std::to_string(claimed) == problems[i].reference;
+    EXPECT_EQ(right, pairs[i].correct);
+    n_wrong += !right;
+  }
+  EXPECT_EQ(n_wrong, 50u);
+  EXPECT_EQ(synthetic_sft_examples(problems, 0.25, 3)[7].response, pairs[7].response);
+  const SftExample& first = pairs[0];
+  Parsed p0 = parse_arithmetic_prompt(first.raw_prompt);
+  if (first.correct) {
+    EXPECT_EQ(first.response, std::to_string(p0.a) + " " + p0.op + " " + std::to_string(p0.b) + " = " +
+                                  problems[0].reference + ". #### " + problems[0].reference);
+  }
+
+  CountdownOptions c;
+  c.n_problems = 100;
+  std::vector<PromptExample> cd = generate_countdown(c, 4);
+  std::vector<SftExample> cd_pairs = synthetic_sft_examples(cd, 0.3, 4);
+  size_t cd_wrong = 0;
+  for (size_t i = 0; i < cd_pairs.size(); ++i) {
+    CountdownVerdict v = verify_countdown(countdown_answer(cd_pairs[i].response), countdown_problem_from_record(cd[i].record, ""));
+    EXPECT_EQ(v.correct, cd_pairs[i].correct) << cd_pairs[i].response;
+    cd_wrong += !v.correct;
+  }
+  EXPECT_EQ(cd_wrong, 30u);
+}
+
+TEST(SftDataset, SyntheticPromptsMatchThePromptDataset) {
+  SftDatasetOptions s;
+  s.preset = "arithmetic";
+  s.arithmetic.n_problems = 40;
+  s.chat_template = "chatml";
+  s.system_prompt = "Answer briefly.";
+  s.wrong_fraction = 0.5;
+  s.seed = 9;
+  SftDataset sft = SftDataset::load(s);
+  ASSERT_EQ(sft.examples().size(), 40u);
+  EXPECT_EQ(sft.summary(), "sft arithmetic: 40 pairs (20 wrong), 0 skipped");
+
+  PromptDatasetOptions p;
+  p.preset = "arithmetic";
+  p.arithmetic.n_problems = 40;
+  p.chat_template = "chatml";
+  p.system_prompt = "Answer briefly.";
+  p.seed = 9;
+  PromptDataset rl = PromptDataset::load(p);
+  EXPECT_EQ(sft.examples()[0].prompt, rl.train()[0].prompt);
+  EXPECT_EQ(sft.examples()[0].prompt, "<|im_start|>system\nAnswer briefly.<|im_end|>\n<|im_start|>user\n" +
+                                          rl.train()[0].raw_prompt +
+                                          " End your answer with #### followed by the number.<|im_end|>\n"
+                                          "<|im_start|>assistant\n");
+}
+
+TEST(SftDataset, FromJsonl) {
+  test::TempDir dir;
+  std::string path = test::write_fixture(dir, "sft.jsonl",
+                                         "{\"prompt\": \"Say hi\", \"response\": \"hi\"}\n"
+                                         "{\"prompt\": \"Say bye\"}\n"
+                                         "{\"instruction\": \"Count\", \"output\": \"1 2 3\"}\n");
+  SftDatasetOptions o;
+  o.path = path;
+  EXPECT_EQ(error_of([&] { SftDataset::load(o); }), "'" + path + "' line 2: missing field 'response'");
+  o.on_bad_record = "skip";
+  SftDataset ds = SftDataset::load(o);
+  ASSERT_EQ(ds.examples().size(), 1u);
+  EXPECT_EQ(ds.n_skipped(), 2u);
+  EXPECT_EQ(ds.examples()[0].prompt, "Say hi");
+  EXPECT_EQ(ds.examples()[0].response, "hi");
+  EXPECT_EQ(ds.examples()[0].id, "sft.jsonl:1");
+
+  o.prompt_field = "instruction";
+  o.response_field = "output";
+  o.prompt_template = "Task: {prompt}";
+  ds = SftDataset::load(o);
+  ASSERT_EQ(ds.examples().size(), 1u);
+  EXPECT_EQ(ds.examples()[0].prompt, "Task: Count");
+  EXPECT_EQ(ds.examples()[0].response, "1 2 3");
+  EXPECT_EQ(ds.examples()[0].where, "'" + path + "' line 3");
+
+  SftDatasetOptions from_table = sft_dataset_options_from_json(
+      {{"preset", "countdown"}, {"wrong_fraction", 0.2}, {"countdown", {{"n_problems", 10}}}}, "[sft]");
+  SftDataset cd = SftDataset::load(from_table);
+  EXPECT_EQ(cd.summary(), "sft countdown: 10 pairs (2 wrong), 0 skipped");
+  EXPECT_EQ(error_of([] { sft_dataset_options_from_json({{"respones_field", "x"}}, "[sft]"); }).substr(0, 47),
+            "[sft]: unknown key 'respones_field' (expected o");
+
+  o.preset = "gsm8k";
+  EXPECT_EQ(error_of([&] { SftDataset::load(o); }),
+            "sft dataset: preset 'gsm8k' has no responses; use preset \"generic\" with a file of (prompt, response) "
+            "records, or \"arithmetic\" / \"countdown\"");
+}
+
+}  // namespace
+}  // namespace rlf

@@ -1,0 +1,347 @@
+#include "train/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "model/loader.h"
+#include "model/safetensors.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace rlf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kTrainerJson = "trainer.json";
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
+constexpr const char* kRngFile = "rng.safetensors";
+constexpr const char* kModelDir = "model";
+
+std::string step_dir_name(int64_t step) { return "step-" + std::to_string(step); }
+
+// N for a directory named "step-N" (digits only), else -1.
+int64_t parse_step_dir_name(const std::string& name) {
+  if (name.rfind("step-", 0) != 0 || name.size() == 5 || name.size() > 5 + 18) return -1;
+  int64_t n = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    n = n * 10 + (name[i] - '0');
+  }
+  return n;
+}
+
+void fsync_path(const fs::path& path, bool directory) {
+  int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  check(fd >= 0, "cannot open '", path.string(), "' to sync it: ", std::strerror(errno));
+  int rc = ::fsync(fd);
+  int e = errno;
+  ::close(fd);
+  check(rc == 0, "cannot fsync '", path.string(), "': ", std::strerror(e));
+}
+
+struct FileDigest {
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;
+};
+
+FileDigest digest_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  check(in.good(), "cannot open '", path.string(), "': ", std::strerror(errno));
+  FileDigest d;
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    std::streamsize n = in.gcount();
+    if (n <= 0) break;
+    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(buf.data()), static_cast<uInt>(n));
+    d.bytes += static_cast<uint64_t>(n);
+  }
+  check(!in.bad(), "error reading '", path.string(), "'");
+  d.crc32 = static_cast<uint32_t>(crc);
+  return d;
+}
+
+DType safetensors_dtype(torch::ScalarType t, const std::string& name) {
+  if (t == torch::kFloat32) return DType::F32;
+  if (t == torch::kBFloat16) return DType::BF16;
+  if (t == torch::kFloat16) return DType::F16;
+  if (t == torch::kUInt8) return DType::U8;
+  fail("checkpoint: tensor '", name, "' has dtype ", c10::toString(t), ", which checkpoints do not store");
+}
+
+// Writes `tensors` (any device) as one safetensors file.
+void write_tensor_file(const fs::path& path, const std::map<std::string, torch::Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<torch::Tensor> keep;  // CPU copies alive during the write
+  std::vector<SafetensorsWriteEntry> entries;
+  for (const auto& [name, t] : tensors) {
+    torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
+    keep.push_back(c);
+    SafetensorsWriteEntry e;
+    e.name = name;
+    e.dtype = safetensors_dtype(c.scalar_type(), name);
+    e.shape = c.sizes().vec();
+    e.data = c.data_ptr();
+    e.nbytes = static_cast<size_t>(c.numel()) * c.element_size();
+    entries.push_back(std::move(e));
+  }
+  write_safetensors(path, entries, metadata);
+}
+
+// CPU tensors viewing `file`'s mapping (valid while `file` lives).
+std::map<std::string, torch::Tensor> tensor_views(const SafetensorsFile& file) {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& [name, view] : file.tensors()) out[name] = tensor_from_view(view);
+  return out;
+}
+
+// Every regular file under `root`, relative, sorted.
+std::vector<std::string> files_under(const fs::path& root) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.is_regular_file()) out.push_back(fs::relative(e.path(), root).generic_string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void remove_stale_tmp(const fs::path& dir) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind(".tmp-", 0) == 0) fs::remove_all(e.path());
+  }
+}
+
+Json generator_names(const CheckpointTargets& targets) {
+  Json names = Json::array();
+  for (const auto& [name, gen] : targets.generators) names.push_back(name);
+  return names;
+}
+
+}  // namespace
+
+torch::Generator make_cpu_generator(uint64_t seed) { return at::detail::createCPUGenerator(seed); }
+
+fs::path save_checkpoint(const fs::path& dir, const TrainerState& state, const CheckpointTargets& targets,
+                         const CheckpointOptions& options) {
+  const fs::path final_dir = dir / step_dir_name(state.step);
+  return with_context("saving checkpoint '" + final_dir.string() + "'", [&] {
+    check(targets.model != nullptr, "no model given (CheckpointTargets::model is null)");
+    check(state.step >= 0, "step ", state.step, " is negative");
+    check(options.keep_last >= 0, "checkpoint.keep_last = ", options.keep_last, ": must be >= 0 (0 = keep all)");
+    for (const auto& [name, gen] : targets.generators) check(gen != nullptr, "generator '", name, "' is null");
+    auto stage = [&](const std::string& s) {
+      if (options.on_stage) options.on_stage(s);
+    };
+    torch::NoGradGuard no_grad;
+    fs::create_directories(dir);
+    remove_stale_tmp(dir);  // leftovers of an interrupted save
+    const fs::path tmp = dir / (".tmp-" + step_dir_name(state.step));
+    fs::create_directories(tmp);
+    stage("tmp_dir");
+
+    SaveOptions model_options;
+    model_options.tokenizer_source = options.tokenizer_source;
+    model_options.generation = options.generation;
+    save_model(*targets.model, tmp / kModelDir, model_options);
+    stage("model");
+
+    Json optimizer_json = nullptr;
+    if (targets.optimizer) {
+      const Optimizer& opt = *targets.optimizer;
+      write_tensor_file(tmp / kOptimizerFile, opt.state_tensors(),
+                        {{"format", "rlf-optimizer"}, {"step", std::to_string(opt.step_count())}});
+      optimizer_json = {{"step", opt.step_count()}, {"n_skipped", opt.n_skipped()}};
+    }
+    stage("optimizer");
+
+    if (!targets.generators.empty()) {
+      std::map<std::string, torch::Tensor> rng;
+      for (const auto& [name, gen] : targets.generators) {
+        std::lock_guard<std::mutex> lock(gen->mutex());
+        rng["rng." + name] = gen->get_state();
+      }
+      write_tensor_file(tmp / kRngFile, rng, {{"format", "rlf-rng"}});
+    }
+    stage("rng");
+
+    // Manifest: every file written so far, synced to disk, with size and CRC.
+    Json files = Json::object();
+    for (const std::string& rel : files_under(tmp)) {
+      fsync_path(tmp / rel, false);
+      FileDigest d = digest_file(tmp / rel);
+      files[rel] = {{"bytes", d.bytes}, {"crc32", d.crc32}};
+    }
+    stage("manifest");
+
+    Json trainer = {{"format", kCheckpointFormat},
+                    {"version", kCheckpointVersion},
+                    {"step", state.step},
+                    {"scheduler_step", state.scheduler_step},
+                    {"optimizer", optimizer_json},
+                    {"generators", generator_names(targets)},
+                    {"counters", state.counters},
+                    {"data_cursor", state.data_cursor},
+                    {"extra", state.extra},
+                    {"files", files}};
+    write_file_atomic(tmp / kTrainerJson, trainer.dump(2) + "\n");
+    for (const auto& e : fs::recursive_directory_iterator(tmp)) {
+      if (e.is_directory()) fsync_path(e.path(), true);
+    }
+    fsync_path(tmp, true);
+    stage("trainer_json");
+
+    // Publish: the rename is the commit point.
+    const fs::path replaced = dir / (".tmp-replaced-" + step_dir_name(state.step));
+    if (fs::exists(final_dir)) fs::rename(final_dir, replaced);
+    fs::rename(tmp, final_dir);
+    fsync_path(dir, true);
+    stage("renamed");
+    write_file_atomic(dir / "latest", step_dir_name(state.step) + "\n");
+    stage("latest");
+
+    if (fs::exists(replaced)) fs::remove_all(replaced);
+    if (options.keep_last > 0) {
+      std::vector<fs::path> all = list_checkpoints(dir);
+      for (size_t i = 0; i + static_cast<size_t>(options.keep_last) < all.size(); ++i) {
+        if (all[i] != final_dir) fs::remove_all(all[i]);
+      }
+    }
+    return final_dir;
+  });
+}
+
+std::vector<fs::path> list_checkpoints(const fs::path& dir) {
+  std::vector<std::pair<int64_t, fs::path>> found;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return {};
+  for (const auto& e : fs::directory_iterator(dir)) {
+    int64_t n = parse_step_dir_name(e.path().filename().string());
+    if (n >= 0 && e.is_directory() && fs::is_regular_file(e.path() / kTrainerJson)) found.emplace_back(n, e.path());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> out;
+  for (auto& f : found) out.push_back(f.second);
+  return out;
+}
+
+std::optional<fs::path> find_latest_checkpoint(const fs::path& dir) {
+  std::vector<fs::path> all = list_checkpoints(dir);
+  if (all.empty()) return std::nullopt;
+  return all.back();
+}
+
+TrainerState load_checkpoint(const fs::path& ckpt, const CheckpointTargets& targets,
+                             const CheckpointOptions& options) {
+  return with_context("loading checkpoint '" + ckpt.string() + "'", [&] {
+    check(targets.model != nullptr, "no model given (CheckpointTargets::model is null)");
+    torch::NoGradGuard no_grad;
+    const fs::path trainer_path = ckpt / kTrainerJson;
+    check(fs::is_regular_file(trainer_path), "'", trainer_path.string(),
+          "' is missing (not a checkpoint directory, or an interrupted save)");
+    const Json trainer = read_json_file(trainer_path.string());
+    const std::string src = trainer_path.string();
+    check(json_require<std::string>(trainer, "format", src) == kCheckpointFormat, src, ": format is not '",
+          kCheckpointFormat, "'");
+    const int version = json_require<int>(trainer, "version", src);
+    check(version == kCheckpointVersion, src, ": version ", version, " is not supported (this build reads ",
+          kCheckpointVersion, ")");
+
+    // 1. Files: present, with the size and CRC recorded when it was written.
+    const Json files = trainer.contains("files") ? trainer.at("files") : Json();
+    check(files.is_object(), src, ": field 'files' is missing or not an object");
+    for (const char* required : {"model/config.json", "model/model.safetensors"}) {
+      check(files.contains(required), src, ": the manifest lists no '", required, "'");
+    }
+    for (const auto& [rel, info] : files.items()) {
+      const fs::path path = ckpt / rel;
+      check(fs::is_regular_file(path), "'", path.string(), "' is missing");
+      const uint64_t expected = json_require<uint64_t>(info, "bytes", src + " files." + rel);
+      const uint64_t actual = fs::file_size(path);
+      check(actual == expected, "'", path.string(), "' has ", actual, " bytes but ", expected,
+            " were written (truncated or modified)");
+      if (options.verify_checksums) {
+        const uint32_t crc = json_require<uint32_t>(info, "crc32", src + " files." + rel);
+        check(digest_file(path).crc32 == crc, "'", path.string(), "' fails its CRC-32 check (corrupted)");
+      }
+    }
+
+    // 2. Parse everything and check it against the targets before touching them.
+    HfModelDir model_dir(ckpt / kModelDir);
+    const std::string model_src = model_dir.weights_path().string();
+    for (auto& p : targets.model->named_parameters()) {
+      auto it = model_dir.tensors().find(p.key());
+      check(it != model_dir.tensors().end(), model_src, ": missing tensor '", p.key(), "'");
+      check(it->second.shape == p.value().sizes().vec(), model_src, ": tensor '", p.key(), "' has shape ",
+            shape_string(it->second.shape), " but the model expects ", shape_string(p.value().sizes().vec()));
+    }
+
+    const Json& opt_json = trainer.contains("optimizer") ? trainer.at("optimizer") : Json();
+    std::optional<SafetensorsFile> opt_file;
+    if (targets.optimizer) {
+      check(opt_json.is_object(), src, ": the checkpoint has no optimizer state but an optimizer was given");
+      opt_file.emplace(ckpt / kOptimizerFile);
+    }
+
+    std::optional<SafetensorsFile> rng_file;
+    std::vector<std::string> saved_generators = json_require<std::vector<std::string>>(trainer, "generators", src);
+    std::vector<std::string> wanted;
+    for (const auto& [name, gen] : targets.generators) wanted.push_back(name);
+    std::sort(saved_generators.begin(), saved_generators.end());
+    check(saved_generators == wanted, src, ": saved generators ", Json(saved_generators).dump(),
+          " differ from the ones to restore ", Json(wanted).dump());
+    if (!wanted.empty()) {
+      rng_file.emplace(ckpt / kRngFile);
+      for (const auto& name : wanted) {
+        check(rng_file->contains("rng." + name), rng_file->path(), ": missing tensor 'rng.", name, "'");
+        check(rng_file->view("rng." + name).dtype == DType::U8, rng_file->path(), ": tensor 'rng.", name,
+              "' is not U8");
+      }
+    }
+
+    TrainerState state;
+    state.step = json_require<int64_t>(trainer, "step", src);
+    state.scheduler_step = json_require<int64_t>(trainer, "scheduler_step", src);
+    state.counters = json_get_or<std::map<std::string, uint64_t>>(trainer, "counters", {}, src);
+    state.data_cursor = trainer.value("data_cursor", Json());
+    state.extra = trainer.value("extra", Json());
+
+    // 3. Restore. The optimizer validates all its tensors before copying any,
+    //    so it goes first; the model copy cannot fail after the checks above.
+    if (targets.optimizer) {
+      targets.optimizer->load_state(tensor_views(*opt_file), json_require<int64_t>(opt_json, "step", src),
+                                    json_get_or<int64_t>(opt_json, "n_skipped", 0, src), opt_file->path());
+    }
+    load_weights(*targets.model, model_dir.tensors(), model_src);
+    for (const auto& [name, gen] : targets.generators) {
+      torch::Tensor st = tensor_from_view(rng_file->view("rng." + name)).clone();
+      std::lock_guard<std::mutex> lock(gen->mutex());
+      gen->set_state(st);
+    }
+    return state;
+  });
+}
+
+std::optional<TrainerState> load_latest(const fs::path& dir, const CheckpointTargets& targets,
+                                        const CheckpointOptions& options) {
+  std::vector<fs::path> all = list_checkpoints(dir);
+  if (all.empty()) return std::nullopt;
+  try {
+    return load_checkpoint(all.back(), targets, options);
+  } catch (const Error& e) {
+    if (all.size() < 2) throw;
+    fail(e.what(), " (the previous checkpoint is '", all[all.size() - 2].string(), "': delete '",
+         all.back().string(), "' to resume from it)");
+  }
+}
+
+}  // namespace rlf
