@@ -32,10 +32,10 @@ const Preset* find_preset(const std::string& name) {
   return nullptr;
 }
 
-Regex compile(const FormatRewardOptions& o) {
-  if (const Preset* p = find_preset(o.preset)) return Regex(p->pattern, {false, true, p->multiline});
+TextPattern compile(const FormatRewardOptions& o) {
+  if (const Preset* p = find_preset(o.preset)) return TextPattern(p->pattern, {false, true, p->multiline});
   return with_context("option 'pattern'", [&] {
-    return Regex(o.pattern, {o.case_insensitive, o.dotall, o.multiline});
+    return TextPattern(o.pattern, {o.case_insensitive, o.dotall, o.multiline});
   });
 }
 
@@ -112,7 +112,7 @@ std::vector<RewardResult> FormatReward::score(const RewardGroup& group) {
   std::vector<RewardResult> results(group.samples.size());
   for (size_t i = 0; i < group.samples.size(); ++i) {
     const std::string& text = group.samples[i].completion;
-    RegexMatch m = full_ ? regex_.full_match(text) : regex_.search(text);
+    TextPatternMatch m = full_ ? regex_.full_match(text) : regex_.search(text);
     RewardResult& r = results[i];
     if (!m.error.empty()) {
       r.missing_reason = str("format regex failed on this completion: ", m.error);

@@ -52,7 +52,7 @@ class FormatReward : public Reward {
   std::string mismatch_reason(const std::string& text) const;
 
   FormatRewardOptions options_;
-  Regex regex_;
+  TextPattern regex_;
   bool full_ = true;
   std::string label_;              // preset name, or "" for a user pattern
   std::vector<std::string> tags_;  // tags the preset needs, in order (for explanations)

@@ -67,19 +67,19 @@ void KeywordReward::check_record(const Json& record, const std::string& referenc
 
 std::vector<RewardResult> KeywordReward::score(const RewardGroup& group) {
   std::vector<std::string> keywords = parse_keywords(group.record, options_.field, "keywords reward");
-  std::vector<Regex> regexes;
+  std::vector<TextPattern> regexes;
   for (const std::string& k : keywords) {
     // (?<!\w) and (?!\w) rather than \b: a keyword may start or end with a non-word character ("C++").
     std::string body = regex_escape(k);
     std::string pattern = options_.whole_word ? "(?<!\\w)" + body + "(?!\\w)" : body;
-    regexes.emplace_back(pattern, RegexOptions{.case_insensitive = !options_.case_sensitive});
+    regexes.emplace_back(pattern, TextPatternOptions{.case_insensitive = !options_.case_sensitive});
   }
   std::vector<RewardResult> results(group.samples.size());
   for (size_t i = 0; i < group.samples.size(); ++i) {
     std::vector<std::string> missing;
     std::string error;
     for (size_t k = 0; k < keywords.size(); ++k) {
-      RegexMatch m = regexes[k].search(group.samples[i].completion);
+      TextPatternMatch m = regexes[k].search(group.samples[i].completion);
       if (!m.error.empty()) error = m.error;
       if (!m.matched) missing.push_back(keywords[k]);
     }

@@ -20,7 +20,7 @@ std::string pcre2_message(int code) {
 
 }  // namespace
 
-struct Regex::Impl {
+struct TextPattern::Impl {
   pcre2_code* code = nullptr;
   pcre2_match_context* context = nullptr;
   ~Impl() {
@@ -29,7 +29,7 @@ struct Regex::Impl {
   }
 };
 
-Regex::Regex(const std::string& pattern, const RegexOptions& options) : impl_(std::make_unique<Impl>()), pattern_(pattern) {
+TextPattern::TextPattern(const std::string& pattern, const TextPatternOptions& options) : impl_(std::make_unique<Impl>()), pattern_(pattern) {
   uint32_t flags = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
   if (options.case_insensitive) flags |= PCRE2_CASELESS;
   if (options.dotall) flags |= PCRE2_DOTALL;
@@ -46,12 +46,12 @@ Regex::Regex(const std::string& pattern, const RegexOptions& options) : impl_(st
   pcre2_set_depth_limit(impl_->context, kDepthLimit);
 }
 
-Regex::~Regex() = default;
-Regex::Regex(Regex&&) noexcept = default;
-Regex& Regex::operator=(Regex&&) noexcept = default;
+TextPattern::~TextPattern() = default;
+TextPattern::TextPattern(TextPattern&&) noexcept = default;
+TextPattern& TextPattern::operator=(TextPattern&&) noexcept = default;
 
-RegexMatch Regex::match(std::string_view text, bool whole) const {
-  RegexMatch out;
+TextPatternMatch TextPattern::match(std::string_view text, bool whole) const {
+  TextPatternMatch out;
   pcre2_match_data* data = pcre2_match_data_create_from_pattern(impl_->code, nullptr);
   if (!data) {
     out.error = "out of memory";
@@ -69,8 +69,8 @@ RegexMatch Regex::match(std::string_view text, bool whole) const {
   return out;
 }
 
-RegexMatch Regex::search(std::string_view text) const { return match(text, false); }
-RegexMatch Regex::full_match(std::string_view text) const { return match(text, true); }
+TextPatternMatch TextPattern::search(std::string_view text) const { return match(text, false); }
+TextPatternMatch TextPattern::full_match(std::string_view text) const { return match(text, true); }
 
 std::string regex_escape(std::string_view literal) {
   std::string out;

@@ -12,34 +12,34 @@
 
 namespace rlf {
 
-struct RegexOptions {
+struct TextPatternOptions {
   bool case_insensitive = false;  // Unicode case folding
   bool dotall = false;            // '.' also matches newlines
   bool multiline = false;         // '^' and '$' match at every line
 };
 
-struct RegexMatch {
+struct TextPatternMatch {
   bool matched = false;
   std::string error;  // non-empty when matching failed (e.g. "match limit exceeded")
 };
 
-class Regex {
+class TextPattern {
  public:
   // Throws rlf::Error "invalid regular expression /p/ at offset N: reason".
-  explicit Regex(const std::string& pattern, const RegexOptions& options = {});
-  ~Regex();
-  Regex(Regex&&) noexcept;
-  Regex& operator=(Regex&&) noexcept;
+  explicit TextPattern(const std::string& pattern, const TextPatternOptions& options = {});
+  ~TextPattern();
+  TextPattern(TextPattern&&) noexcept;
+  TextPattern& operator=(TextPattern&&) noexcept;
 
   // Whether the pattern matches somewhere in `text`.
-  RegexMatch search(std::string_view text) const;
+  TextPatternMatch search(std::string_view text) const;
   // Whether the pattern matches all of `text`.
-  RegexMatch full_match(std::string_view text) const;
+  TextPatternMatch full_match(std::string_view text) const;
 
   const std::string& pattern() const { return pattern_; }
 
  private:
-  RegexMatch match(std::string_view text, bool whole) const;
+  TextPatternMatch match(std::string_view text, bool whole) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string pattern_;

@@ -83,7 +83,7 @@ std::vector<ScoredGroup> GrpoTrainer::collect_and_score(int64_t n_prompts, Json&
     std::vector<GenerationRequest> requests;
     for (size_t r = 0; r < idx.size(); ++r) {
       GenerationRequest req;
-      req.prompt_ids = policy_.tokenizer->encode(examples_[idx[r]].prompt, /*add_special=*/true);
+      req.prompt_ids = policy_.tokenizer->encode(examples_[idx[r]].prompt, options_.add_special_tokens);
       check(!req.prompt_ids.empty(), examples_[idx[r]].where, ": the prompt encodes to no tokens");
       req.n = options_.group_size;
       req.params = options_.sampling;

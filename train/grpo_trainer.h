@@ -55,6 +55,7 @@ struct GrpoOptions {
   OptimizerOptions optimizer;
   LrScheduleOptions lr;
   uint64_t seed = 0;                     // seeds sampling and the data order
+  bool add_special_tokens = true;        // add BOS when encoding prompts (false when a chat template wrote it)
 
   void validate() const;
 };

@@ -11,7 +11,7 @@ namespace rlf::cli {
 CommandSpec make_bench_exec_command() {
   CommandSpec cmd;
   cmd.name = "bench exec";
-  cmd.summary = "Measure sandboxed trivial Python programs per second";
+  cmd.summary = "measure sandboxed trivial Python programs per second";
   cmd.options = {
       {"programs", OptKind::Int, "200", "number of programs to run", "N"},
       {"workers", OptKind::Int, "0", "programs run in parallel (0 = one per hardware thread)", "N"},

@@ -33,7 +33,7 @@ int run_bench_tokenize(const Args& args) {
 CommandSpec make_bench_tokenize_command() {
   CommandSpec c;
   c.name = "bench tokenize";
-  c.summary = "Measure single-thread encode throughput of a tokenizer";
+  c.summary = "measure single-thread encode throughput of a tokenizer";
   c.options = {
       {"tokenizer", OptKind::String, "", "tokenizer.json, a directory holding it, or a llama2.c tok*.bin", "PATH"},
       {"file", OptKind::String, "", "text file to encode (.gz allowed); default: a built-in English sample", "TEXTFILE"},

@@ -14,7 +14,7 @@ namespace rlf::cli {
 CommandSpec make_exec_command() {
   CommandSpec cmd;
   cmd.name = "exec";
-  cmd.summary = "Run one program in the sandbox and print its result as JSON";
+  cmd.summary = "run one program in the sandbox and print its result as JSON";
   cmd.usage = "FILE";
   cmd.n_positional_min = 1;
   cmd.n_positional_max = 1;

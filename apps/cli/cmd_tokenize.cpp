@@ -64,7 +64,7 @@ int run_tokenize(const Args& args) {
 CommandSpec make_tokenize_command() {
   CommandSpec c;
   c.name = "tokenize";
-  c.summary = "Encode text (or decode ids) with a tokenizer and show the tokens";
+  c.summary = "encode text (or decode ids) with a tokenizer and show the tokens";
   c.options = {
       {"tokenizer", OptKind::String, "", "tokenizer.json, a directory holding it, or a llama2.c tok*.bin", "PATH"},
       {"text", OptKind::String, "", "text to encode", "TEXT"},

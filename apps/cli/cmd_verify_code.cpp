@@ -14,7 +14,7 @@ namespace rlf::cli {
 CommandSpec make_verify_code_command() {
   CommandSpec cmd;
   cmd.name = "verify code";
-  cmd.summary = "Run a HumanEval/MBPP file's reference solutions against its tests in the sandbox";
+  cmd.summary = "run a HumanEval/MBPP file's reference solutions against its tests in the sandbox";
   cmd.options = {
       {"data", OptKind::String, "", "JSONL (or .jsonl.gz) of HumanEval or MBPP records", "PATH"},
       {"workers", OptKind::Int, "0", "programs run in parallel (0 = one per hardware thread)", "N"},

@@ -77,7 +77,7 @@ int run_verify_math(const Args& args) {
 CommandSpec make_verify_math_command() {
   CommandSpec cmd;
   cmd.name = "verify math";
-  cmd.summary = "Check math answers: a dataset's solutions against its answers, pairs, or one pair";
+  cmd.summary = "check math answers: a dataset's solutions against its answers, pairs, or one pair";
   cmd.usage = "[PREDICTION REFERENCE]";
   cmd.n_positional_min = 0;
   cmd.n_positional_max = 2;

@@ -6,7 +6,9 @@
 
 namespace rlf::cli {
 
+CommandSpec make_train_command();
 CommandSpec make_generate_command();
+CommandSpec make_eval_command();
 CommandSpec make_tokenize_command();
 CommandSpec make_convert_command();
 CommandSpec make_info_command();

@@ -1,0 +1,22 @@
+// The `countdown` reward for evaluation: 1 when the completion's answer (the
+// expression after the last "####", data/countdown.h's countdown_answer)
+// reaches the record's target using only its numbers (verify_countdown),
+// else 0. The record must hold "numbers" and "target" (the countdown preset's
+// records do). No options besides the reward set's name and weight.
+//
+// The reward registry has no countdown type (yet); make_eval_reward_set
+// (eval/eval_config.h) adds this one for tables of type "countdown".
+#pragma once
+
+#include "rewards/reward.h"
+
+namespace rlf {
+
+class CountdownReward : public Reward {
+ public:
+  std::string name() const override { return "countdown"; }
+  std::vector<RewardResult> score(const RewardGroup& group) override;
+  void check_record(const Json& record, const std::string& reference, const std::string& where) const override;
+};
+
+}  // namespace rlf

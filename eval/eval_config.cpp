@@ -1,0 +1,199 @@
+// Eval configs: schema, validation, default rewards, flags -> config, the run.
+#include "eval/eval_config.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "data/prompt_format.h"
+#include "eval/countdown_reward.h"
+#include "rewards/registry.h"
+#include "rewards/reward_options.h"
+#include "rollout/policy.h"
+#include "train/toml_config.h"
+#include "util/error.h"
+
+namespace rlf {
+namespace {
+
+const std::vector<std::string>& eval_sections() {
+  static const std::vector<std::string> sections = {"model", "data", "reward", "eval"};
+  return sections;
+}
+
+bool is_eval_section(const std::string& key) {
+  for (const std::string& s : eval_sections())
+    if (s == key) return true;
+  return false;
+}
+
+// The registry's types plus countdown, sorted.
+std::vector<std::string> eval_reward_types() {
+  std::vector<std::string> types = reward_types();
+  types.push_back("countdown");
+  std::sort(types.begin(), types.end());
+  return types;
+}
+
+bool is_synthetic_preset(const std::string& name) {
+  for (const DatasetPreset& p : dataset_presets())
+    if (p.name == name) return p.synthetic;
+  return false;
+}
+
+}  // namespace
+
+const ConfigSchema& eval_config_schema() {
+  static const ConfigSchema schema = [] {
+    const EvalModelOptions d;
+    ConfigSchema s = {
+        {"model.path", OptionType::String, nullptr, "", "the model: a Hugging Face directory or a llama2.c .bin"},
+        {"model.tokenizer", OptionType::String, d.tokenizer, "",
+         "tokenizer.json, a directory with one, or a llama2.c tok*.bin; \"\" = the model's own"},
+        {"model.dtype", OptionType::String, d.dtype, "", "compute dtype; \"\" = fp32 on CPU",
+         {"", "fp32", "bf16", "fp16"}},
+        {"model.device", OptionType::String, d.device, "", "where the model runs: cpu, cuda or cuda:N"},
+        {"data", OptionType::Any, nullptr, "", "the prompt dataset table: path, preset, ... (docs/data.md)"},
+        {"reward", OptionType::Any, Json::array(), "",
+         "[[reward]] tables (docs/rewards.md; also type \"countdown\"); none = the preset's default"},
+    };
+    for (const SchemaEntry& e : eval_options_schema()) s.push_back(e);
+    check_schema(s);
+    return s;
+  }();
+  return schema;
+}
+
+EvalConfig eval_config_from_json(const Json& config, const std::string& source) {
+  check(config.is_object(), source, ": expected a table of sections, got ", config.type_name());
+  Json sections = Json::object();
+  for (const std::string& key : eval_sections())
+    if (config.contains(key)) sections[key] = config[key];
+  const Json v = validate_config(sections, eval_config_schema(), source);
+
+  EvalConfig c;
+  c.source = source;
+  c.model.path = v["model"]["path"].get<std::string>();
+  check(!c.model.path.empty(), source, ": key 'model.path' is empty (a Hugging Face directory or a llama2.c .bin)");
+  c.model.tokenizer = v["model"]["tokenizer"].get<std::string>();
+  c.model.dtype = v["model"]["dtype"].get<std::string>();
+  c.model.device = v["model"]["device"].get<std::string>();
+  c.data = prompt_dataset_options_from_json(v["data"], source + " [data]");
+  c.rewards = v["reward"];
+  check(c.rewards.is_array(), source, ": 'reward' must be an array of tables ([[reward]] in TOML), got ",
+        c.rewards.type_name());
+  if (c.rewards.empty()) c.rewards = with_context(source, [&] { return default_reward_tables(c.data.preset); });
+  c.eval = eval_options_from_json(v["eval"], source);
+  return c;
+}
+
+EvalConfig read_eval_config(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
+  Json config = read_toml_file(path);
+  for (const std::string& assignment : overrides) {
+    const std::string key = assignment.substr(0, assignment.find('='));
+    const std::string section = key.substr(0, key.find('.'));
+    check(is_eval_section(section), "--set '", assignment, "': eval reads only the sections model, data, reward and eval",
+          " (e.g. --set eval.n_samples=8)");
+  }
+  apply_overrides(config, overrides, /*allow_new_keys=*/true);
+  return eval_config_from_json(config, path.string());
+}
+
+Json default_reward_tables(const std::string& preset) {
+  if (preset == "gsm8k" || preset == "math500" || preset == "arithmetic") return Json::array({{{"type", "math"}}});
+  if (preset == "countdown") return Json::array({{{"type", "countdown"}}});
+  fail("no reward configured and preset '", preset, "' has no default reward; add a [[reward]] table or --reward TYPE (",
+       join_names(eval_reward_types()), ")");
+}
+
+RewardSet make_eval_reward_set(const Json& tables, const std::string& where) {
+  check(tables.is_array(), where, ": rewards must be an array of tables ([[reward]] in TOML), got ", tables.type_name());
+  check(!tables.empty(), where, ": no rewards configured; add at least one [[reward]] table (types: ",
+        join_names(eval_reward_types()), ")");
+  RewardSet set;
+  for (size_t k = 0; k < tables.size(); ++k) {
+    const Json& table = tables[k];
+    const std::string at = str(where, " [[reward]] #", k + 1);
+    check(table.is_object(), at, ": expected a table, got ", table.type_name());
+    auto type = table.find("type");
+    check(type != table.end() && type->is_string(), at, ": missing 'type' (a string; one of: ",
+          join_names(eval_reward_types()), ")");
+    const std::string type_name = type->get<std::string>();
+    const std::vector<std::string> types = eval_reward_types();
+    check(std::find(types.begin(), types.end(), type_name) != types.end(), at, ": unknown reward type '", type_name,
+          "'; valid types: ", join_names(types));
+    std::string name = type_name;
+    if (auto n = table.find("name"); n != table.end()) {
+      check(n->is_string() && !n->get<std::string>().empty(), at, ": 'name' must be a non-empty string");
+      name = n->get<std::string>();
+    }
+    double weight = 1.0;
+    if (auto w = table.find("weight"); w != table.end()) {
+      check(w->is_number() && std::isfinite(w->get<double>()), at, ": 'weight' must be a finite number, got ", w->dump());
+      weight = w->get<double>();
+    }
+    std::unique_ptr<Reward> reward;
+    if (type_name == "countdown") {
+      for (const auto& [key, _] : table.items())
+        check(key == "type" || key == "name" || key == "weight", at, ": reward type 'countdown': unknown option '", key,
+              "'; it has none (only name, type, weight)");
+      reward = std::make_unique<CountdownReward>();
+    } else {
+      reward = make_reward(type_name, table, at);
+    }
+    with_context(at, [&] { set.add(name, weight, std::move(reward)); });
+  }
+  return set;
+}
+
+const std::vector<PromptExample>& eval_split(const PromptDataset& dataset) {
+  return dataset.eval().empty() ? dataset.train() : dataset.eval();
+}
+
+Json eval_config_json_from_flags(const EvalFlags& f) {
+  check(!f.model.empty(), "rlf eval: --model PATH is required (or --config FILE)");
+  std::vector<std::string> names;
+  for (const DatasetPreset& p : dataset_presets()) names.push_back(p.name);
+  if (!f.preset.empty()) {
+    check(std::find(names.begin(), names.end(), f.preset) != names.end(), "rlf eval: unknown --preset '", f.preset,
+          "' (expected ", join_names(names), ")");
+  }
+  if (f.data.empty()) {
+    check(!f.preset.empty(), "rlf eval: give --data FILE (with --preset gsm8k, math500 or generic) or a synthetic ",
+          "--preset arithmetic or countdown");
+    check(is_synthetic_preset(f.preset), "rlf eval: --preset ", f.preset, " needs --data FILE (a JSONL or JSONL.gz file)");
+  } else {
+    check(f.preset.empty() || !is_synthetic_preset(f.preset), "rlf eval: --preset ", f.preset,
+          " generates its own problems; remove --data");
+  }
+  const std::vector<std::string> types = eval_reward_types();
+  for (const std::string& t : f.rewards)
+    check(std::find(types.begin(), types.end(), t) != types.end(), "rlf eval: unknown --reward '", t,
+          "' (expected one of ", join_names(types), ")");
+
+  Json model = {{"path", f.model}, {"device", f.device}};
+  if (!f.tokenizer.empty()) model["tokenizer"] = f.tokenizer;
+  if (!f.dtype.empty()) model["dtype"] = f.dtype;
+  Json data = Json::object();
+  if (!f.data.empty()) data["path"] = f.data;
+  if (!f.preset.empty()) data["preset"] = f.preset;
+  Json rewards = Json::array();
+  for (const std::string& t : f.rewards) rewards.push_back({{"type", t}});
+  return {{"model", model}, {"data", data}, {"reward", rewards}, {"eval", f.eval}};
+}
+
+EvalRun run_eval(const EvalConfig& config, const EvalProgress& progress) {
+  // Rewards first: a bad reward table fails before the model loads.
+  RewardSet rewards = make_eval_reward_set(config.rewards, config.source);
+  LoadOptions load;
+  load.dtype = config.model.dtype;
+  load.device = config.model.device;
+  Policy policy = load_policy(config.model.path, config.model.tokenizer, load);
+  const TokenizerChat chat = tokenizer_chat_of(*policy.tokenizer);
+  const PromptDataset dataset = PromptDataset::load(config.data, &chat);
+  EvalRun run;
+  run.data_summary = dataset.summary();
+  run.result = evaluate(policy, eval_split(dataset), rewards, config.eval, progress);
+  return run;
+}
+
+}  // namespace rlf

@@ -1,0 +1,256 @@
+#include "train/train_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "data/prompt_format.h"
+#include "model/loader.h"
+#include "rewards/registry.h"
+#include "rollout/policy.h"
+#include "train/checkpoint.h"
+#include "train/grpo_trainer.h"
+#include "train/metrics.h"
+#include "train/plot.h"
+#include "train/progress.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace rlf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Greedy pass@1 of the policy on `examples` with the reward set's accuracy component.
+double greedy_pass1(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards,
+                    const GrpoOptions& g, bool add_special) {
+  if (examples.empty()) return -1;
+  EngineOptions eo;
+  eo.max_batch_rows = g.max_batch_rows;
+  eo.eos_token_ids = policy.eos_token_ids;
+  RolloutEngine engine(policy.model(), policy.tokenizer, eo);
+  std::vector<GenerationRequest> reqs;
+  for (const auto& ex : examples) {
+    GenerationRequest r;
+    r.prompt_ids = policy.tokenizer->encode(ex.prompt, add_special);
+    r.params = g.sampling;
+    r.params.temperature = 0;
+    r.params.seed = 0;
+    reqs.push_back(std::move(r));
+  }
+  auto seqs = engine.generate(reqs);
+  size_t acc_component = 0;
+  int64_t correct = 0;
+  for (const auto& s : seqs) {
+    const PromptExample& ex = examples[s.request_index];
+    RewardGroup rg;
+    rg.prompt = ex.prompt;
+    rg.reference = ex.reference;
+    rg.record = ex.record;
+    rg.max_new_tokens = g.sampling.max_new_tokens;
+    rg.samples.push_back({s.text, s.completion_ids, finish_reason_name(s.finish_reason)});
+    GroupScores sc = rewards.score(rg);
+    if (!g.accuracy_reward.empty()) {
+      auto it = std::find(sc.names.begin(), sc.names.end(), g.accuracy_reward);
+      if (it != sc.names.end()) acc_component = static_cast<size_t>(it - sc.names.begin());
+    }
+    const auto& score = sc.results[acc_component][0].score;
+    if (score && *score > 0.5) ++correct;
+  }
+  return static_cast<double>(correct) / static_cast<double>(examples.size());
+}
+
+// Episodes for SFT: prompt (weight 0) + response + EOS (weight 1).
+std::vector<Episode> sft_episodes(const Policy& policy, const std::vector<SftExample>& examples,
+                                  const std::vector<size_t>& idx, bool add_special) {
+  std::vector<Episode> out;
+  for (size_t i : idx) {
+    const SftExample& ex = examples[i];
+    auto prompt = policy.tokenizer->encode(ex.prompt, add_special);
+    auto response = policy.tokenizer->encode(ex.response, false);
+    check(!policy.eos_token_ids.empty(), "SFT needs an EOS token id (none found for the model)");
+    response.push_back(policy.eos_token_ids.front());
+    out.push_back(Episode::single_turn(0, prompt, response, std::vector<float>(response.size(), 0.0f)));
+  }
+  return out;
+}
+
+std::map<std::string, double> numeric(const Json& m) {
+  std::map<std::string, double> out;
+  for (auto& [k, v] : m.items())
+    if (v.is_number() && k != "step") out[k] = v.get<double>();  // the writer owns "step"
+  return out;
+}
+
+}  // namespace
+
+Json TrainRunSummary::to_json() const {
+  Json j;
+  j["steps"] = steps;
+  j["sft_steps"] = sft_steps;
+  j["wall_s"] = wall_s;
+  j["pass1_before"] = pass1_before < 0 ? Json(nullptr) : Json(pass1_before);
+  j["pass1_after"] = pass1_after < 0 ? Json(nullptr) : Json(pass1_after);
+  j["out_dir"] = out_dir.string();
+  j["last_metrics"] = last_metrics;
+  return j;
+}
+
+TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& run) {
+  auto t_start = Clock::now();
+  namespace fs = std::filesystem;
+  TrainRunSummary summary;
+  summary.out_dir = cfg.out_dir;
+  auto say = [&](const std::string& s) {
+    if (!run.quiet) std::cout << s << std::endl;
+  };
+
+  // Load everything and check every record before any step.
+  LoadOptions lo;
+  lo.dtype = cfg.dtype;
+  lo.device = cfg.device;
+  Policy policy = load_policy(cfg.model_path, cfg.tokenizer_path, lo);
+  TokenizerChat chat = tokenizer_chat_of(*policy.tokenizer);
+  PromptDataset data = PromptDataset::load(cfg.data, &chat);
+  check(!data.train().empty(), cfg.source, ": the dataset has no training records");
+  RewardSet rewards = make_reward_set(cfg.rewards, cfg.source);
+  for (const auto* split : {&data.train(), &data.eval()})
+    for (const auto& ex : *split) rewards.check_record(ex.record, ex.reference, ex.where);
+  say("data: " + data.summary());
+  CausalLM reference{nullptr};
+  if (cfg.grpo.update.kl_beta > 0) {
+    reference = load_model(cfg.model_path, lo).model;
+    for (auto& p : reference->parameters()) p.set_requires_grad(false);
+  }
+
+  fs::create_directories(cfg.out_dir);
+  const fs::path ckpt_dir = cfg.out_dir / "checkpoints";
+  write_file_atomic(cfg.out_dir / "config.json", cfg.raw.dump(2));
+
+  GrpoTrainer trainer(policy, data.train(), rewards, cfg.grpo, reference);
+  CheckpointTargets targets;
+  targets.model = policy.model().get();
+  targets.optimizer = &trainer.optimizer();
+  CheckpointOptions co;
+  co.keep_last = cfg.keep_checkpoints;
+  co.tokenizer_source = policy.tokenizer_path;
+  std::optional<TrainerState> resumed;
+  if (run.resume) {
+    resumed = load_latest(ckpt_dir, targets, co);
+    if (resumed) {
+      trainer.set_steps_done(resumed->step);
+      trainer.cursor().restore(resumed->data_cursor);
+      summary.pass1_before = resumed->extra.value("pass1_before", -1.0);
+      say("resumed from " + ckpt_dir.string() + " at step " + std::to_string(resumed->step));
+    } else {
+      say("no checkpoint in " + ckpt_dir.string() + ": starting fresh");
+    }
+  }
+
+  // SFT warm start (fresh runs only).
+  if (cfg.sft.enabled && !resumed) {
+    SftDataset sft = SftDataset::load(cfg.sft.data, &chat);
+    check(!sft.examples().empty(), cfg.source, ": [sft] data has no examples");
+    OptimizerOptions so = cfg.grpo.optimizer;
+    Optimizer opt(*policy.model(), so);
+    DataCursor cur(sft.examples().size(), DataCursorOptions{static_cast<size_t>(cfg.sft.batch_size), true, cfg.grpo.seed ^ 0x5F7ULL});
+    ProgressOptions po;
+    po.total_steps = cfg.sft.steps;
+    po.label = "sft";
+    po.force_plain = run.quiet;
+    std::unique_ptr<ProgressBar> bar;
+    if (!run.quiet) bar = std::make_unique<ProgressBar>(po);
+    double loss = 0;
+    for (int64_t s = 0; s < cfg.sft.steps; ++s) {
+      auto eps = sft_episodes(policy, sft.examples(), cur.next_batch(), cfg.add_special_tokens);
+      opt.zero_grad();
+      UpdateStats st = accumulate_sft_gradients(*policy.model(), eps, cfg.sft.micro_batch_size);
+      if (st.finite) opt.step(cfg.sft.lr, st.loss);
+      loss = st.loss;
+      if (bar) bar->update(s + 1, {{"loss", loss}});
+    }
+    if (bar) bar->finish();
+    summary.sft_steps = cfg.sft.steps;
+    say("sft: " + std::to_string(cfg.sft.steps) + " steps, final loss " + std::to_string(loss));
+  }
+
+  const bool add_special = cfg.add_special_tokens;
+  if (!resumed) summary.pass1_before = greedy_pass1(policy, data.eval(), rewards, cfg.grpo, add_special);
+  if (summary.pass1_before >= 0) say("held-out pass@1 before RL: " + std::to_string(summary.pass1_before));
+
+  const int64_t start = trainer.steps_done();
+  MetricsWriter metrics(cfg.out_dir / "metrics.jsonl", JsonlWriterOptions{start});
+  SamplesWriter samples(cfg.out_dir / "samples.jsonl", SamplesLogOptions{cfg.samples_every, cfg.samples_per_step},
+                        JsonlWriterOptions{start});
+  ProgressOptions po;
+  po.total_steps = cfg.steps;
+  po.start_step = start;
+  po.force_plain = run.quiet;
+  std::unique_ptr<ProgressBar> bar;
+  if (!run.quiet) bar = std::make_unique<ProgressBar>(po);
+
+  auto save = [&](int64_t step) {
+    TrainerState st;
+    st.step = step;
+    st.scheduler_step = trainer.optimizer().step_count();
+    st.data_cursor = trainer.cursor().state();
+    st.extra = {{"pass1_before", summary.pass1_before}};
+    save_checkpoint(ckpt_dir, st, targets, co);
+  };
+
+  for (int64_t step = start; step < cfg.steps; ++step) {
+    Json m = trainer.step();
+    if (cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0 && !data.eval().empty())
+      m["eval/pass1"] = greedy_pass1(policy, data.eval(), rewards, cfg.grpo, add_special);
+    metrics.write_step(step + 1, numeric(m));
+    if (samples.due(step + 1)) {
+      std::vector<SampleRecord> recs;
+      for (const auto& g : trainer.last_groups()) {
+        for (size_t i = 0; i < g.episodes.size(); ++i) {
+          SampleRecord r;
+          r.prompt = g.example->prompt;
+          r.completion = g.episodes[i].completion_text;
+          r.reward = g.totals[i] ? *g.totals[i] : std::nan("");
+          for (size_t c = 0; c < g.scores.names.size(); ++c)
+            if (g.scores.results[c][i].score) r.rewards[g.scores.names[c]] = *g.scores.results[c][i].score;
+          r.advantage = g.episodes[i].advantage;
+          r.extra = {{"id", g.example->id}, {"explanation", g.scores.describe(i)}};
+          recs.push_back(std::move(r));
+        }
+      }
+      samples.write(step + 1, recs);
+    }
+    if (bar) bar->update(step + 1, {{"reward", m.value("reward/mean", 0.0)}, {"acc", m.value("accuracy", 0.0)}});
+    if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && step + 1 < cfg.steps) save(step + 1);
+    summary.last_metrics = m;
+  }
+  if (bar) bar->finish();
+  summary.steps = trainer.steps_done();
+  save(summary.steps);
+  summary.pass1_after = greedy_pass1(policy, data.eval(), rewards, cfg.grpo, add_special);
+  {
+    // Plot the curves this run has (eval/pass1 only with eval_every > 0).
+    std::vector<std::string> keys;
+    auto records = read_jsonl(cfg.out_dir / "metrics.jsonl");
+    for (const char* k : {"reward/mean", "accuracy", "eval/pass1", "completion/length_mean", "policy/entropy", "kl/ref"})
+      if (std::any_of(records.begin(), records.end(), [&](const Json& r) { return r.contains(k) && r[k].is_number(); }))
+        keys.push_back(k);
+    if (!keys.empty()) write_metrics_plot(cfg.out_dir / "metrics.jsonl", cfg.out_dir / "plot.html", keys);
+  }
+  summary.wall_s = since(t_start);
+  write_file_atomic(cfg.out_dir / "summary.json", summary.to_json().dump(2));
+  if (!run.quiet) {
+    auto records = read_jsonl(cfg.out_dir / "metrics.jsonl");
+    std::cout << format_metrics_summary(summarize_metrics(records, {"reward/mean", "accuracy", "completion/length_mean",
+                                                                     "policy/entropy", "time/step_s"}));
+    if (summary.pass1_before >= 0)
+      std::printf("held-out pass@1: before %.3f  after %.3f\n", summary.pass1_before, summary.pass1_after);
+    std::cout << "run directory: " << cfg.out_dir.string() << " (metrics.jsonl, samples.jsonl, plot.html, checkpoints/)\n";
+  }
+  return summary;
+}
+
+}  // namespace rlf
