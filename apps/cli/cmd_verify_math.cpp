@@ -33,6 +33,7 @@ int run_verify_math(const Args& args) {
   if (args.given("data")) {
     math::DatasetCheckOptions options;
     options.solution_field = args.str("solution-field");
+    options.gsm8k_worked_only = args.flag("gsm8k-worked-only");
     options.answer_field = args.str("answer-field");
     check(args.integer("max-failures") >= 0, "verify math: --max-failures must be >= 0, got ", args.integer("max-failures"));
     check(args.integer("limit") >= 0, "verify math: --limit must be >= 0 (0 = all), got ", args.integer("limit"));
@@ -89,6 +90,7 @@ CommandSpec make_verify_math_command() {
       {"format", OptKind::String, "auto", "where the answer is in a solution: auto, boxed, gsm8k, answer-is, last-number", "NAME"},
       {"max-failures", OptKind::Int, "10", "--data: failing records listed in the report", "N"},
       {"limit", OptKind::Int, "0", "--data: records checked (0 = all)", "N"},
+      {"gsm8k-worked-only", OptKind::Flag, "false", "--data, GSM8K: find the answer in the worked text without its '#### n' line (stricter)", ""},
       {"json", OptKind::Flag, "false", "JSON output (one object for --data, one line per pair for --pairs)", ""},
   };
   cmd.run = run_verify_math;

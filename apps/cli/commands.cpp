@@ -11,6 +11,7 @@ const std::vector<CommandSpec>& command_table() {
       make_convert_command(),
       make_info_command(),
       make_bench_generate_command(),
+      make_bench_train_command(),
       make_bench_tokenize_command(),
       make_verify_math_command(),
       make_exec_command(),

@@ -14,6 +14,7 @@ CommandSpec make_convert_command();
 CommandSpec make_info_command();
 CommandSpec make_bench_generate_command();
 CommandSpec make_bench_tokenize_command();
+CommandSpec make_bench_train_command();
 CommandSpec make_exec_command();
 CommandSpec make_verify_code_command();
 CommandSpec make_bench_exec_command();

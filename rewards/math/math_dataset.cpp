@@ -81,6 +81,7 @@ DatasetRecord dataset_record(const Json& record, const DatasetCheckOptions& opti
           "' has no '#### n' line and there is no 'solution' field: cannot tell the record's format "
           "(use --solution-field/--answer-field)");
     r.solution = gsm8k_worked_solution(answer);
+    if (!options.gsm8k_worked_only) r.solution += answer.substr(answer.rfind("####"));
     r.reference = gsm8k_reference(answer);
     r.format = "gsm8k";
     return r;

@@ -4,8 +4,11 @@
 //
 // Record formats (auto-detected per record unless fields are given):
 //   MATH     {"solution": "... \boxed{x} ...", "answer": "x"}
-//   GSM8K    {"answer": "worked solution\n#### n"}: the worked part (with the
-//            <<a*b=c>> calculator notes removed) is the solution, n the reference
+//   GSM8K    {"answer": "worked solution\n#### n"}: the whole reference solution
+//            (calculator notes <<a*b=c>> removed, its "#### n" line kept) is the
+//            solution and n the reference; with gsm8k_worked_only the "####" line
+//            is dropped too, so the answer must come from the worked text alone
+//            (a stricter check: the last number is not always the answer)
 //   custom   --solution-field / --answer-field name the two fields; a
 //            reference holding a "#### n" line is reduced to n
 // A record without the needed fields is an error naming the file and line.
@@ -24,6 +27,7 @@ struct DatasetCheckOptions {
   std::string answer_field;    // "" = "answer"
   size_t max_failures = 10;    // failing records kept in the report (the rest are only counted)
   size_t limit = 0;            // records checked; 0 = all
+  bool gsm8k_worked_only = false;  // GSM8K: drop the "#### n" line from the solution (see above)
   VerifyOptions verify;        // extraction format and tolerances
 };
 

@@ -103,6 +103,7 @@ TEST(MathRealData, Gsm8kWorkedSolutionsLastNumber) {
                                              761, 815, 854, 1002, 1039, 1052, 1086, 1118, 1222, 1244, 1301, 1315};
   DatasetCheckOptions options;
   options.max_failures = 1000;
+  options.gsm8k_worked_only = true;  // the stricter check; the default keeps the "#### n" line (1,319/1,319)
   DatasetReport report = check_dataset(test::shared_path("data/gsm8k/test.jsonl").string(), options);
   EXPECT_EQ(report.format, "gsm8k");
   EXPECT_EQ(report.total, 1319u);
@@ -253,6 +254,20 @@ TEST(MathRealData, Math500VerificationSpeed) {
   EXPECT_EQ(agree, n_rounds * records.size());
   // < 1 ms per pair in a release build; generous enough for sanitizer builds.
   EXPECT_LT(seconds / n_pairs, 0.02);
+}
+
+}  // namespace
+}  // namespace rlf::math
+
+namespace rlf::math {
+namespace {
+
+// `rlf verify math --data gsm8k/test.jsonl`: every reference solution (its
+// "#### n" line included, as a model would write it) verifies against n.
+TEST(MathRealData, Gsm8kReferenceSolutionsVerifyAgainstTheirFinalAnswer) {
+  DatasetReport report = check_dataset(test::shared_path("data/gsm8k/test.jsonl").string());
+  EXPECT_EQ(report.total, 1319u);
+  EXPECT_EQ(report.agree, 1319u);
 }
 
 }  // namespace

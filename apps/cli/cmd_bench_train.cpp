@@ -1,0 +1,54 @@
+// rlf bench train: training-step throughput (forward + backward + AdamW) on a
+// model shape or directory (see bench/train_bench.h).
+#include <iostream>
+
+#include "apps/cli/commands.h"
+#include "apps/cli/runtime.h"
+#include "bench/train_bench.h"
+
+namespace rlf::cli {
+
+CommandSpec make_bench_train_command() {
+  CommandSpec c;
+  c.name = "bench train";
+  c.summary = "measure training throughput (forward + backward + AdamW, tokens/s) on a model shape or directory";
+  c.options = {
+      {"shape", OptKind::String, "stories110M", "stories260K|stories15M|stories42M|stories110M (random weights) or a model path", "SHAPE"},
+      {"batch", OptKind::Int, "4", "rows per step", "N"},
+      {"seq", OptKind::Int, "256", "tokens per row", "N"},
+      {"dtype", OptKind::String, "bf16", "fp32, or bf16 (bf16 forward/backward with fp32 master weights)", "DTYPE"},
+      {"steps", OptKind::Int, "5", "timed steps (medians reported)", "N"},
+      {"warmup", OptKind::Int, "1", "untimed steps before timing", "N"},
+      {"lr", OptKind::Float, "1e-5", "AdamW learning rate", "LR"},
+      {"seed", OptKind::Int, "0", "seed for weights and token batches", "N"},
+      {"json", OptKind::Flag, "false", "print one JSON object", ""},
+  };
+  c.run = [](const Args& a) {
+    TrainBenchOptions o;
+    o.shape = a.str("shape");
+    o.batch = a.integer("batch");
+    o.seq = a.integer("seq");
+    o.dtype = a.str("dtype");
+    o.device = a.str("device");
+    o.steps = a.integer("steps");
+    o.warmup = a.integer("warmup");
+    o.lr = a.number("lr");
+    o.seed = static_cast<uint64_t>(a.integer("seed"));
+    configure_threads(a);
+    Json j = run_train_bench(o);
+    if (a.flag("json")) {
+      std::cout << j.dump() << "\n";
+    } else {
+      std::cout << j["shape"].get<std::string>() << " " << j["dtype"].get<std::string>() << " batch " << o.batch
+                << " seq " << o.seq << ": " << j["tokens_per_s"].get<double>() << " tokens/s ("
+                << j["ms_per_step"].get<double>() << " ms/step = forward " << j["forward_ms"].get<double>()
+                << " + backward " << j["backward_ms"].get<double>() << " + optimizer "
+                << j["optimizer_ms"].get<double>() << "; " << j["params"].get<int64_t>() << " params, "
+                << j["threads"].get<int>() << " threads)\n";
+    }
+    return 0;
+  };
+  return c;
+}
+
+}  // namespace rlf::cli

@@ -1,0 +1,157 @@
+#include "bench/train_bench.h"
+
+#include <ATen/Parallel.h>
+#include <sys/resource.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "model/loader.h"
+#include "train/optimizer.h"
+#include "util/error.h"
+
+namespace rlf {
+
+void TrainBenchOptions::validate() const {
+  check(batch > 0, "bench train: --batch must be > 0, got ", batch);
+  check(seq > 0, "bench train: --seq must be > 0, got ", seq);
+  check(steps > 0, "bench train: --steps must be > 0, got ", steps);
+  check(warmup >= 0, "bench train: --warmup must be >= 0, got ", warmup);
+  check(lr >= 0, "bench train: --lr must be >= 0, got ", lr);
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+struct StepTimes {
+  double forward_ms = 0, backward_ms = 0, optimizer_ms = 0, step_ms = 0;
+  double loss = 0;
+};
+
+}  // namespace
+
+Json run_train_bench(const TrainBenchOptions& o) {
+  o.validate();
+  const torch::ScalarType dtype = parse_dtype(o.dtype);
+  check(dtype == torch::kFloat32 || dtype == torch::kBFloat16, "bench train: --dtype must be fp32 or bf16, got '",
+        o.dtype, "'");
+  const torch::Device device = parse_device(o.device);
+  CausalLM model{nullptr};
+  std::string source;
+  if (std::filesystem::exists(o.shape)) {
+    LoadOptions lo;
+    lo.dtype = o.dtype;
+    lo.device = o.device;
+    model = load_model(o.shape, lo).model;
+    source = "weights";
+  } else {
+    model = make_random_model(ModelConfig::preset(o.shape), o.seed, dtype, device);
+    source = "random";
+  }
+  model->train();
+  const ModelConfig& c = model->config();
+  check(o.seq <= c.max_position_embeddings, "bench train: --seq ", o.seq, " exceeds the model's context (",
+        c.max_position_embeddings, ")");
+
+  OptimizerOptions oo;  // AdamW defaults, clipping at 1.0, fp32 masters for bf16
+  Optimizer opt(*model, oo);
+
+  // Random batches: tokens [B, T+1]; inputs are the first T, targets the last T.
+  auto gen = at::detail::createCPUGenerator(o.seed + 1);
+  auto positions = torch::arange(o.seq, torch::TensorOptions().dtype(torch::kInt64))
+                       .unsqueeze(0)
+                       .expand({o.batch, o.seq})
+                       .contiguous()
+                       .to(device);  // [B, T]
+  auto sync = [&] {
+    if (device.is_cuda()) torch::cuda::synchronize();
+  };
+
+  auto run_step = [&]() {
+    auto tokens = at::randint(c.vocab_size, {o.batch, o.seq + 1}, gen, torch::TensorOptions().dtype(torch::kInt64))
+                      .to(device);  // [B, T+1]
+    auto inputs = tokens.narrow(1, 0, o.seq);
+    auto targets = tokens.narrow(1, 1, o.seq);
+    StepTimes t;
+    opt.zero_grad();
+    sync();
+    const auto t0 = Clock::now();
+    auto hidden = model->forward_hidden(inputs, positions);  // [B, T, D]
+    auto logp = model->token_logprobs(hidden, targets);      // [B, T] fp32
+    auto loss = -logp.mean();                                 // token-mean NLL
+    t.loss = loss.item<double>();                             // syncs
+    t.forward_ms = ms_since(t0);
+    const auto t1 = Clock::now();
+    loss.backward();
+    sync();
+    t.backward_ms = ms_since(t1);
+    const auto t2 = Clock::now();
+    StepResult r = opt.step(o.lr, t.loss);
+    sync();
+    t.optimizer_ms = ms_since(t2);
+    t.step_ms = ms_since(t0);
+    check(r.applied, "bench train: optimiser step skipped: ", r.skip_reason);
+    return t;
+  };
+
+  for (int64_t i = 0; i < o.warmup; ++i) run_step();
+  std::vector<double> fwd, bwd, optim, total;
+  double loss_first = 0, loss_last = 0;
+  for (int64_t i = 0; i < o.steps; ++i) {
+    StepTimes t = run_step();
+    if (i == 0) loss_first = t.loss;
+    loss_last = t.loss;
+    fwd.push_back(t.forward_ms);
+    bwd.push_back(t.backward_ms);
+    optim.push_back(t.optimizer_ms);
+    total.push_back(t.step_ms);
+  }
+
+  int64_t n_params = 0;
+  for (const auto& p : model->parameters()) n_params += p.numel();
+  const double step_ms = median(total);
+  Json j;
+  j["shape"] = o.shape;
+  j["weights"] = source;
+  j["batch"] = o.batch;
+  j["seq"] = o.seq;
+  j["tokens_per_step"] = o.batch * o.seq;
+  j["dtype"] = dtype_name(dtype);
+  j["precision"] = dtype == torch::kFloat32 ? "fp32" : "bf16 forward/backward, fp32 master weights and moments";
+  j["device"] = device.str();
+  j["threads"] = at::get_num_threads();
+  j["params"] = n_params;
+  j["steps"] = o.steps;
+  j["warmup"] = o.warmup;
+  j["tokens_per_s"] = static_cast<double>(o.batch * o.seq) / (step_ms / 1e3);
+  j["ms_per_step"] = step_ms;
+  j["ms_per_step_min"] = *std::min_element(total.begin(), total.end());
+  j["ms_per_step_max"] = *std::max_element(total.begin(), total.end());
+  j["ms_per_step_all"] = total;
+  j["forward_ms"] = median(fwd);
+  j["backward_ms"] = median(bwd);
+  j["optimizer_ms"] = median(optim);
+  j["loss_first"] = loss_first;
+  j["loss_last"] = loss_last;
+  j["peak_rss_mb"] = peak_rss_mb();
+  return j;
+}
+
+}  // namespace rlf

@@ -1,0 +1,40 @@
+// The training-step benchmark behind `rlf bench train`: full steps of
+// next-token NLL on random token batches with a randomly initialised model of a
+// named shape (or a model directory) — forward, backward and the AdamW step of
+// train/optimizer.h — measuring tokens per second and the time of each phase.
+//
+// Precision: "fp32" trains in fp32; "bf16" runs forward and backward in bf16
+// with fp32 master weights and fp32 moments in the optimiser (the mixed
+// precision rlf trains with).
+//
+// Shapes: B batch rows, T tokens per row (--seq), V vocab.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "util/json_util.h"
+
+namespace rlf {
+
+struct TrainBenchOptions {
+  std::string shape = "stories110M";  // preset name (stories15M, stories110M, ...) or a model path
+  int64_t batch = 4;                  // B: rows per step
+  int64_t seq = 256;                  // T: tokens per row (targets are the next tokens)
+  std::string dtype = "bf16";         // fp32 | bf16 (bf16: fp32 master weights in the optimiser)
+  std::string device = "cpu";
+  int64_t steps = 5;                  // timed steps; medians are reported
+  int64_t warmup = 1;                 // untimed steps first (allocations, optimiser state, kernel caches)
+  double lr = 1e-5;                   // learning rate of the AdamW steps (small: weights stay sane)
+  uint64_t seed = 0;                  // weights and token batches
+
+  void validate() const;
+};
+
+// Runs `warmup` + `steps` training steps (a fresh random batch each) and
+// returns a JSON object: tokens_per_s (B*T / median step time), ms_per_step,
+// forward_ms, backward_ms, optimizer_ms (medians), batch, seq, dtype, params,
+// threads, loss_first/loss_last, peak_rss_mb, ...
+Json run_train_bench(const TrainBenchOptions& options);
+
+}  // namespace rlf
