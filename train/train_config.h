@@ -1,7 +1,9 @@
 // The training configuration (`rlf train CONFIG.toml [--set key=value ...]`):
 // one declarative schema lists every key with its type, default, unit and
 // meaning; it validates configs (unknown keys, wrong types, missing required
-// keys) and renders the reference table in docs/config.md.
+// keys); schema_markdown(train_config_schema()) renders its reference table
+// (docs/config.md is to be generated from it; until then the schema in
+// train_config.cpp is the reference).
 //
 // Sections: [model] [data] [[reward]] [rollout] [algorithm] [optim] [run]
 // and optionally [sft] (a supervised warm start before RL) and [eval].

@@ -1,4 +1,4 @@
-// rlf train: a whole RL run from a TOML config (see train/train_run.h and docs/config.md).
+// rlf train: a whole RL run from a TOML config (see train/train_run.h and train/train_config.cpp).
 #include <ATen/Parallel.h>
 
 #include <iostream>
