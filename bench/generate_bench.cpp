@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "bench/bench_model.h"
 #include "model/loader.h"
 #include "rollout/engine.h"
 #include "util/error.h"
@@ -23,18 +24,7 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   o.validate();
   const torch::ScalarType dtype = parse_dtype(o.dtype);
   const torch::Device device = parse_device(o.device);
-  CausalLM model{nullptr};
-  std::string source;
-  if (std::filesystem::exists(o.shape)) {
-    LoadOptions lo;
-    lo.dtype = o.dtype;
-    lo.device = o.device;
-    model = load_model(o.shape, lo).model;
-    source = "weights";
-  } else {
-    model = make_random_model(ModelConfig::preset(o.shape), o.seed, dtype, device);
-    source = "random";
-  }
+  auto [model, source] = make_bench_model(o.shape, o.dtype, o.device, o.seed);
   model->eval();
   const ModelConfig& c = model->config();
   check(o.prompt_len + o.new_tokens <= c.max_position_embeddings, "bench: prompt-len + new-tokens (",

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "bench/bench_model.h"
 #include "model/loader.h"
 #include "train/optimizer.h"
 #include "util/error.h"
@@ -53,18 +54,7 @@ Json run_train_bench(const TrainBenchOptions& o) {
   check(dtype == torch::kFloat32 || dtype == torch::kBFloat16, "bench train: --dtype must be fp32 or bf16, got '",
         o.dtype, "'");
   const torch::Device device = parse_device(o.device);
-  CausalLM model{nullptr};
-  std::string source;
-  if (std::filesystem::exists(o.shape)) {
-    LoadOptions lo;
-    lo.dtype = o.dtype;
-    lo.device = o.device;
-    model = load_model(o.shape, lo).model;
-    source = "weights";
-  } else {
-    model = make_random_model(ModelConfig::preset(o.shape), o.seed, dtype, device);
-    source = "random";
-  }
+  auto [model, source] = make_bench_model(o.shape, o.dtype, o.device, o.seed);
   model->train();
   const ModelConfig& c = model->config();
   check(o.seq <= c.max_position_embeddings, "bench train: --seq ", o.seq, " exceeds the model's context (",

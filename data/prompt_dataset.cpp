@@ -134,25 +134,12 @@ PromptDatasetOptions prompt_dataset_options_from_json(const Json& t, const std::
                     "arithmetic", "countdown"},
                    src);
   PromptDatasetOptions o;
-  o.path = json_get_or(t, "path", o.path, src);
-  o.preset = json_get_or(t, "preset", o.preset, src);
+  read_shared_dataset_keys(t, src, o);
   o.prompt_field = json_get_or(t, "prompt_field", o.prompt_field, src);
   o.reference_field = json_get_or(t, "reference_field", o.reference_field, src);
   o.id_field = json_get_or(t, "id_field", o.id_field, src);
-  o.system_prompt = json_get_or(t, "system_prompt", o.system_prompt, src);
-  o.chat_template = json_get_or(t, "chat_template", o.chat_template, src);
-  o.prompt_template = json_get_or(t, "prompt_template", o.prompt_template, src);
-  o.shuffle = json_get_or(t, "shuffle", o.shuffle, src);
-  check(!t.contains("seed") || !t["seed"].is_number_integer() || t["seed"].is_number_unsigned() ||
-            t["seed"].get<int64_t>() >= 0,
-        src, ": seed must be a non-negative integer");
-  o.seed = json_get_or(t, "seed", o.seed, src);
   o.eval_fraction = json_get_or(t, "eval_fraction", o.eval_fraction, src);
   o.eval_size = json_get_or(t, "eval_size", o.eval_size, src);
-  o.max_records = json_get_or(t, "max_records", o.max_records, src);
-  o.on_bad_record = json_get_or(t, "on_bad_record", o.on_bad_record, src);
-  if (t.contains("arithmetic")) o.arithmetic = arithmetic_options_from_json(t["arithmetic"], src + " arithmetic");
-  if (t.contains("countdown")) o.countdown = countdown_options_from_json(t["countdown"], src + " countdown");
   return o;
 }
 

@@ -1,6 +1,8 @@
 // SFT (prompt, response) pairs from files or synthetic tasks (see sft_dataset.h).
 #include "data/sft_dataset.h"
 
+#include <set>
+
 #include "data/config_keys.h"
 #include "data/jsonl_reader.h"
 #include "data/prompt_dataset.h"
@@ -29,11 +31,14 @@ SftDataset SftDataset::load(const SftDatasetOptions& o, const TokenizerChat* tok
     p.arithmetic = o.arithmetic;
     p.countdown = o.countdown;
     PromptDataset problems = PromptDataset::load(p, tokenizer);
-    ds.examples_ = synthetic_sft_examples(problems.train(), o.wrong_fraction, o.seed);
+    ds.examples_ = synthetic_sft_examples(problems.train(), o.wrong_fraction, o.seed, parse_wrong_style(o.wrong_style),
+                                          o.worked);
     source = "sft " + preset.name;
   } else {
     check(!o.path.empty(), "sft dataset: path is required (a JSONL or JSONL.gz file of prompt/response records)");
     check(o.wrong_fraction == 0.0, "sft dataset: wrong_fraction applies to the synthetic presets only");
+    check(o.wrong_style == "offset", "sft dataset: wrong_style applies to the synthetic presets only");
+    check(o.worked, "sft dataset: worked applies to the synthetic presets only");
     PromptFormatter formatter({o.prompt_template.empty() ? preset.prompt_template : o.prompt_template, o.system_prompt,
                                o.chat_template},
                               tokenizer);
@@ -68,28 +73,27 @@ SftDataset SftDataset::load(const SftDatasetOptions& o, const TokenizerChat* tok
 SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string& src) {
   check_known_keys(t,
                    {"path", "preset", "prompt_field", "response_field", "system_prompt", "chat_template",
-                    "prompt_template", "shuffle", "seed", "max_records", "on_bad_record", "wrong_fraction", "arithmetic",
+                    "prompt_template", "shuffle", "seed", "max_records", "on_bad_record", "wrong_fraction", "wrong_style", "worked", "arithmetic",
                     "countdown"},
                    src);
   SftDatasetOptions o;
-  o.path = json_get_or(t, "path", o.path, src);
-  o.preset = json_get_or(t, "preset", o.preset, src);
+  read_shared_dataset_keys(t, src, o);
   o.prompt_field = json_get_or(t, "prompt_field", o.prompt_field, src);
   o.response_field = json_get_or(t, "response_field", o.response_field, src);
-  o.system_prompt = json_get_or(t, "system_prompt", o.system_prompt, src);
-  o.chat_template = json_get_or(t, "chat_template", o.chat_template, src);
-  o.prompt_template = json_get_or(t, "prompt_template", o.prompt_template, src);
-  o.shuffle = json_get_or(t, "shuffle", o.shuffle, src);
-  check(!t.contains("seed") || !t["seed"].is_number_integer() || t["seed"].is_number_unsigned() ||
-            t["seed"].get<int64_t>() >= 0,
-        src, ": seed must be a non-negative integer");
-  o.seed = json_get_or(t, "seed", o.seed, src);
-  o.max_records = json_get_or(t, "max_records", o.max_records, src);
-  o.on_bad_record = json_get_or(t, "on_bad_record", o.on_bad_record, src);
   o.wrong_fraction = json_get_or(t, "wrong_fraction", o.wrong_fraction, src);
-  if (t.contains("arithmetic")) o.arithmetic = arithmetic_options_from_json(t["arithmetic"], src + " arithmetic");
-  if (t.contains("countdown")) o.countdown = countdown_options_from_json(t["countdown"], src + " countdown");
+  o.wrong_style = json_get_or(t, "wrong_style", o.wrong_style, src);
+  o.worked = json_get_or(t, "worked", o.worked, src);
   return o;
+}
+
+std::vector<SftExample> without_held_out_prompts(const std::vector<SftExample>& examples,
+                                                 const std::vector<PromptExample>& held_out) {
+  std::set<std::string> prompts;
+  for (const PromptExample& e : held_out) prompts.insert(e.prompt);
+  std::vector<SftExample> out;
+  for (const SftExample& e : examples)
+    if (!prompts.count(e.prompt)) out.push_back(e);
+  return out;
 }
 
 }  // namespace rlf

@@ -34,6 +34,8 @@ struct SftDatasetOptions {
   int64_t max_records = 0;          // keep at most this many pairs (0 = all)
   std::string on_bad_record = "error";  // "error" | "skip"
   double wrong_fraction = 0.0;      // synthetic presets: share of deliberately wrong responses, in [0, 1]
+  bool worked = true;               // synthetic arithmetic: "37 + 48 = 85. #### 85" (true) or "#### 85"
+  std::string wrong_style = "offset";  // synthetic presets: "offset" | "drop_carry" (data/synthetic_tasks.h)
   ArithmeticOptions arithmetic;     // preset "arithmetic"
   CountdownOptions countdown;       // preset "countdown"
 };
@@ -58,5 +60,10 @@ class SftDataset {
 // Options from a config table (keys as the fields above); unknown keys and
 // wrong types are errors naming `source` and the key.
 SftDatasetOptions sft_dataset_options_from_json(const Json& table, const std::string& source);
+
+// The examples whose prompt is not the prompt of any `held_out` example
+// (keeps an eval split held out from an SFT warm start), in order.
+std::vector<SftExample> without_held_out_prompts(const std::vector<SftExample>& examples,
+                                                 const std::vector<PromptExample>& held_out);
 
 }  // namespace rlf

@@ -85,7 +85,8 @@ std::string join_numbers(const std::vector<int64_t>& numbers) {
   return out;
 }
 
-std::string arithmetic_response(const Json& r, int64_t answer) {
+std::string arithmetic_response(const Json& r, int64_t answer, bool worked) {
+  if (!worked) return str("#### ", answer);
   return str(r["a"].get<int64_t>(), " ", r["op"].get<std::string>(), " ", r["b"].get<int64_t>(), " = ", answer, ". #### ",
              answer);
 }
@@ -189,13 +190,48 @@ CountdownOptions countdown_options_from_json(const Json& t, const std::string& s
   return c;
 }
 
+WrongStyle parse_wrong_style(const std::string& name) {
+  if (name == "offset") return WrongStyle::Offset;
+  if (name == "drop_carry") return WrongStyle::DropCarry;
+  fail("wrong_style must be \"offset\" or \"drop_carry\" (got \"", name, "\")");
+}
+
+int64_t carry_free_answer(int64_t a, char op, int64_t b) {
+  check(a >= 0 && b >= 0 && (op == '+' || (op == '-' && a >= b)),
+        "carry_free_answer: needs a, b >= 0 and op '+', or op '-' with a >= b (got ", a, " ", op, " ", b, ")");
+  int64_t out = 0, place = 1;
+  while (a > 0 || b > 0) {
+    int64_t da = a % 10, db = b % 10;
+    out += place * (op == '+' ? (da + db) % 10 : (da >= db ? da - db : db - da));
+    a /= 10;
+    b /= 10;
+    place *= 10;
+  }
+  return out;
+}
+
 std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems, double wrong_fraction,
-                                               uint64_t seed) {
+                                               uint64_t seed, WrongStyle style, bool worked) {
   check(wrong_fraction >= 0.0 && wrong_fraction <= 1.0, "wrong_fraction must be in [0, 1] (got ", wrong_fraction, ")");
-  size_t n_wrong = static_cast<size_t>(std::llround(wrong_fraction * static_cast<double>(problems.size())));
-  std::vector<size_t> order = shuffled_indices(problems.size(), derive_seed(seed, "sft-wrong"));
+  // Problems that may be made wrong, in a seeded order.
+  std::vector<size_t> eligible;
+  for (size_t i : shuffled_indices(problems.size(), derive_seed(seed, "sft-wrong"))) {
+    if (style == WrongStyle::Offset) {
+      eligible.push_back(i);
+      continue;
+    }
+    const Json& r = problems[i].record;
+    check(r.value("task", "") == "arithmetic", problems[i].where,
+          ": wrong_style \"drop_carry\" applies to arithmetic problems only (use \"offset\")");
+    const std::string op = r["op"].get<std::string>();
+    const int64_t a = r["a"].get<int64_t>(), b = r["b"].get<int64_t>();
+    if ((op == "+" || (op == "-" && a >= b && b >= 0)) && a >= 0 && b >= 0 &&
+        carry_free_answer(a, op[0], b) != r["answer"].get<int64_t>())
+      eligible.push_back(i);
+  }
+  size_t n_wrong = static_cast<size_t>(std::llround(wrong_fraction * static_cast<double>(eligible.size())));
   std::vector<bool> wrong(problems.size(), false);
-  for (size_t i = 0; i < n_wrong; ++i) wrong[order[i]] = true;
+  for (size_t i = 0; i < n_wrong; ++i) wrong[eligible[i]] = true;
 
   SeededRng rng(derive_seed(seed, "sft-responses"));
   std::vector<SftExample> out;
@@ -211,11 +247,13 @@ std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>&
     s.where = p.where;
     if (task == "arithmetic") {
       int64_t answer = r["answer"].get<int64_t>();
-      if (wrong[i]) {
+      if (wrong[i] && style == WrongStyle::DropCarry) {
+        answer = carry_free_answer(r["a"].get<int64_t>(), r["op"].get<std::string>()[0], r["b"].get<int64_t>());
+      } else if (wrong[i]) {
         int64_t delta = rng.uniform_int(1, 10);
         answer += rng.below(2) ? delta : -delta;
       }
-      s.response = arithmetic_response(r, answer);
+      s.response = arithmetic_response(r, answer, worked);
       s.correct = !wrong[i];
     } else if (task == "countdown") {
       CountdownProblem problem = countdown_problem_from_record(r, p.where);

@@ -52,12 +52,29 @@ std::vector<PromptExample> generate_countdown(const CountdownOptions& options, u
 ArithmeticOptions arithmetic_options_from_json(const Json& table, const std::string& source);
 CountdownOptions countdown_options_from_json(const Json& table, const std::string& source);
 
+// How deliberately wrong SFT responses are wrong.
+//   offset      an arithmetic answer off by 1..10 (either sign); a countdown
+//               expression over the same numbers that misses the target.
+//               round(wrong_fraction * n) of all responses are wrong.
+//   drop_carry  a systematic mistake: the arithmetic answer is worked digit by
+//               digit without carries ("37 + 48 = 75") or borrows
+//               ("52 - 17 = 45"). Only '+' and '-' problems whose answer that
+//               changes are eligible; round(wrong_fraction * eligible) of them
+//               are wrong. Countdown problems cannot use it.
+enum class WrongStyle { Offset, DropCarry };
+WrongStyle parse_wrong_style(const std::string& name);  // "offset" | "drop_carry"; else an error listing them
+
 // (prompt, response) pairs for generated problems (records with "task"
 // arithmetic or countdown), with the problems' raw_prompt and prompt (as
-// rendered by the dataset that holds them). Exactly round(wrong_fraction * n) responses, chosen by
-// `seed`, are wrong: an arithmetic answer off by 1..10, or a countdown
-// expression over the same numbers that misses the target.
+// rendered by the dataset that holds them). The wrong responses (see
+// WrongStyle) are chosen by `seed`; SftExample::correct says which.
+// `worked` = false gives arithmetic answers without the worked equation
+// ("#### 85" instead of "37 + 48 = 85. #### 85"); countdown keeps its steps.
 std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems, double wrong_fraction,
-                                               uint64_t seed);
+                                               uint64_t seed, WrongStyle style = WrongStyle::Offset,
+                                               bool worked = true);
+
+// a op b worked digit by digit with no carry (op '+') or borrow (op '-', a >= b >= 0).
+int64_t carry_free_answer(int64_t a, char op, int64_t b);
 
 }  // namespace rlf

@@ -3,6 +3,7 @@
 #include "rewards/code_reward.h"
 
 #include <cmath>
+#include <random>
 
 #include "sandbox/run_many.h"
 #include "util/fs.h"
@@ -12,6 +13,20 @@ namespace {
 
 bool has_string(const Json& j, const char* key) { return j.contains(key) && j[key].is_string(); }
 
+// `n_bytes` random bytes from the OS, as hex (not seeded: the value never
+// changes a score, only makes the end-of-tests sentinel unguessable).
+std::string random_hex(int n_bytes) {
+  std::random_device rd;
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < n_bytes; ++i) {
+    unsigned v = rd() & 0xFFu;
+    out += digits[v >> 4];
+    out += digits[v & 15];
+  }
+  return out;
+}
+
 bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 
 // Python's "    ^^^^^" markers under a traceback line say nothing in one line of text.
@@ -19,7 +34,8 @@ bool caret_line(const std::string& s) { return s.find_first_not_of(" \t^~") == s
 
 // The status and the last `n_lines` non-empty lines of stderr.
 std::string describe_failure(const sandbox::ExecResult& r, int64_t n_lines) {
-  std::string head = r.status == sandbox::ExecStatus::failed ? str("failed (exit ", r.exit_code, ")")
+  std::string head = r.status == sandbox::ExecStatus::failed
+                         ? str("failed (exit ", r.exit_code, r.note.empty() ? "" : ": " + r.note, ")")
                                                              : str(sandbox::status_name(r.status), " (", r.note, ")");
   std::vector<std::string> lines;
   for (const std::string& line : split_lines(r.stderr_text)) {
@@ -119,17 +135,22 @@ std::vector<RewardResult> CodeReward::score(const RewardGroup& group) {
   const bool per_assert = options_.partial_credit && task.dataset == sandbox::CodeDataset::mbpp;
   const size_t n_runs = per_assert ? task.test_list.size() : 1;  // programs per sample
 
+  // Every program ends by printing a fresh random sentinel; a run that exits
+  // 0 without printing it left before its tests finished (sys.exit(0),
+  // os._exit(0) in the completion) and fails.
+  const std::string sentinel = "rlf-tests-finished-" + random_hex(16);
+  const std::string sentinel_line = "\nprint(\"" + sentinel + "\", flush=True)\n";
   std::vector<std::string> programs;
   for (const RewardSample& s : group.samples) {
     std::string code = options_.extract_code ? extract_code_block(s.completion) : s.completion;
     if (!per_assert) {
-      programs.push_back(sandbox::build_test_program(task, code));
+      programs.push_back(sandbox::build_test_program(task, code) + sentinel_line);
       continue;
     }
     for (const std::string& assertion : task.test_list) {
       sandbox::CodeTask one = task;
       one.test_list = {assertion};
-      programs.push_back(sandbox::build_mbpp_program(one, code));
+      programs.push_back(sandbox::build_mbpp_program(one, code) + sentinel_line);
     }
   }
 
@@ -146,6 +167,7 @@ std::vector<RewardResult> CodeReward::score(const RewardGroup& group) {
     RewardResult& r = results[i];
     size_t n_passed = 0;
     const sandbox::ExecResult* first_failure = nullptr;
+    sandbox::ExecResult early_exit;
     size_t first_failure_index = 0;
     for (size_t k = 0; k < n_runs; ++k) {
       const sandbox::ExecResult& run = runs[i * n_runs + k];
@@ -153,8 +175,17 @@ std::vector<RewardResult> CodeReward::score(const RewardGroup& group) {
         r.missing_reason = str("code reward: sandbox error (not the completion's fault): ", run.note);
         break;
       }
-      if (run.status == sandbox::ExecStatus::ok) {
+      if (run.status == sandbox::ExecStatus::ok && run.stdout_text.find(sentinel) != std::string::npos) {
         ++n_passed;
+      } else if (run.status == sandbox::ExecStatus::ok) {
+        if (!first_failure) {
+          early_exit = run;
+          early_exit.status = sandbox::ExecStatus::failed;
+          early_exit.note = run.output_truncated ? "output over the cap: cannot confirm that the tests ran"
+                                                 : "exited 0 before the tests finished (sys.exit / os._exit?)";
+          first_failure = &early_exit;
+          first_failure_index = k;
+        }
       } else if (!first_failure) {
         first_failure = &run;
         first_failure_index = k;

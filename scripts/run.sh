@@ -6,8 +6,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash scripts/setup.sh
 bash scripts/build.sh -DRLF_BUILD_TESTS=OFF
-shared="$(cd "$root/.." && pwd)/shared"
-# Until the training loop lands, the main job is a generation demo on the real
-# pretrained TinyStories model from llama2.c.
-exec build/apps/cli/rlf generate --model "$shared/models/stories260K/stories260K.bin" \
-  --prompt "Once upon a time" --temperature 0 --max-new-tokens 200 "$@"
+# The main job: the embedded default run (train/demo.h): rlf generates
+# two-digit addition problems, builds a small policy and a character-level
+# tokenizer, warms the policy by SFT, trains it with GRPO against the exact
+# answer, and prints held-out pass@1 before and after RL. Extra arguments go
+# to `rlf demo` (e.g. --json, --seed 1, --set run.steps=50).
+exec build/apps/cli/rlf demo --out runs/demo "$@"

@@ -153,10 +153,14 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& run)
   // SFT warm start (fresh runs only).
   if (cfg.sft.enabled && !resumed) {
     SftDataset sft = SftDataset::load(cfg.sft.data, &chat);
-    check(!sft.examples().empty(), cfg.source, ": [sft] data has no examples");
+    // Held-out prompts stay held out: SFT pairs whose prompt is an eval prompt are dropped.
+    std::vector<SftExample> sft_examples = without_held_out_prompts(sft.examples(), data.eval());
+    check(!sft_examples.empty(), cfg.source, ": [sft] data has no examples (outside the held-out eval prompts)");
+    say("sft: " + sft.summary() + "; " + std::to_string(sft.examples().size() - sft_examples.size()) +
+        " pairs dropped because their prompt is a held-out eval prompt");
     OptimizerOptions so = cfg.grpo.optimizer;
     Optimizer opt(*policy.model(), so);
-    DataCursor cur(sft.examples().size(), DataCursorOptions{static_cast<size_t>(cfg.sft.batch_size), true, cfg.grpo.seed ^ 0x5F7ULL});
+    DataCursor cur(sft_examples.size(), DataCursorOptions{static_cast<size_t>(cfg.sft.batch_size), true, cfg.grpo.seed ^ 0x5F7ULL});
     ProgressOptions po;
     po.total_steps = cfg.sft.steps;
     po.label = "sft";
@@ -165,7 +169,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& run)
     if (!run.quiet) bar = std::make_unique<ProgressBar>(po);
     double loss = 0;
     for (int64_t s = 0; s < cfg.sft.steps; ++s) {
-      auto eps = sft_episodes(policy, sft.examples(), cur.next_batch(), cfg.add_special_tokens);
+      auto eps = sft_episodes(policy, sft_examples, cur.next_batch(), cfg.add_special_tokens);
       opt.zero_grad();
       UpdateStats st = accumulate_sft_gradients(*policy.model(), eps, cfg.sft.micro_batch_size);
       if (st.finite) opt.step(cfg.sft.lr, st.loss);
@@ -205,6 +209,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& run)
     Json m = trainer.step();
     if (cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0 && !data.eval().empty())
       m["eval/pass1"] = greedy_pass1(policy, data.eval(), rewards, cfg.grpo, add_special);
+    m["data/skipped_records"] = static_cast<double>(data.n_skipped());  // malformed lines skipped at load (on_bad_record = "skip")
     metrics.write_step(step + 1, numeric(m));
     if (samples.due(step + 1)) {
       std::vector<SampleRecord> recs;

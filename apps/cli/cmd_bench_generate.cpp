@@ -31,7 +31,7 @@ CommandSpec make_bench_generate_command() {
     o.prompt_len = a.integer("prompt-len");
     o.repeats = a.integer("repeats");
     o.seed = static_cast<uint64_t>(a.integer("seed"));
-    configure_threads(a);
+    configure_threads(a, o.dtype, o.device);
     Json j = run_generate_bench(o);
     if (a.flag("json")) {
       std::cout << j.dump() << "\n";

@@ -34,7 +34,7 @@ CommandSpec make_bench_train_command() {
     o.warmup = a.integer("warmup");
     o.lr = a.number("lr");
     o.seed = static_cast<uint64_t>(a.integer("seed"));
-    configure_threads(a);
+    configure_threads(a, o.dtype, o.device);
     Json j = run_train_bench(o);
     if (a.flag("json")) {
       std::cout << j.dump() << "\n";

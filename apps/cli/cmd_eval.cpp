@@ -61,9 +61,9 @@ EvalConfig config_from_file(const Args& args) {
 }
 
 int run_eval_command(const Args& args) {
-  configure_threads(args);
   check(args.given("config") || args.list("set").empty(), "rlf eval: --set needs --config FILE");
   const EvalConfig config = args.given("config") ? config_from_file(args) : config_from_flags(args);
+  configure_threads(args, config.model.dtype, config.model.device);
   const bool json = args.flag("json");
   EvalRun run = run_eval(config, [](int64_t done, int64_t total) {
     std::cerr << "eval: " << done << "/" << total << " prompts\n";

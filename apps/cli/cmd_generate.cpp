@@ -47,7 +47,7 @@ std::vector<PromptItem> read_prompts(const std::string& path, const PromptItem& 
 }
 
 int run_generate(const Args& args) {
-  configure_threads(args);
+  configure_threads(args, args.str("dtype"), args.str("device"));
   LoadOptions load;
   load.dtype = args.str("dtype");
   load.device = args.str("device");

@@ -11,7 +11,7 @@ namespace rlf::cli {
 namespace {
 
 int run_info(const Args& args) {
-  configure_threads(args);
+  configure_threads(args, args.str("dtype"));
   LoadOptions load;
   load.dtype = args.str("dtype");
   LoadedModel m = load_model(args.positional().at(0), load);

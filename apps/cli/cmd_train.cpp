@@ -1,6 +1,4 @@
 // rlf train: a whole RL run from a TOML config (see train/train_run.h and train/train_config.cpp).
-#include <ATen/Parallel.h>
-
 #include <iostream>
 
 #include "apps/cli/commands.h"
@@ -23,8 +21,8 @@ CommandSpec make_train_command() {
   };
   c.run = [](const Args& a) {
     TrainConfig cfg = load_train_config(a.positional().at(0), a.list("set"));
-    if (a.given("threads") || cfg.threads == 0) configure_threads(a);
-    else at::set_num_threads(static_cast<int>(cfg.threads));
+    if (a.given("threads") || cfg.threads == 0) configure_threads(a, cfg.dtype, cfg.device);
+    else configure_cpu_threads(static_cast<int>(cfg.threads), cfg.dtype, cfg.device);
     TrainRunOptions ro;
     ro.resume = a.flag("resume");
     ro.quiet = a.flag("quiet") || a.flag("json");

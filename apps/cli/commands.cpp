@@ -4,7 +4,9 @@ namespace rlf::cli {
 
 const std::vector<CommandSpec>& command_table() {
   static const std::vector<CommandSpec> table = {
+      make_demo_command(),
       make_train_command(),
+      make_config_command(),
       make_generate_command(),
       make_eval_command(),
       make_tokenize_command(),

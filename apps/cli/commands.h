@@ -7,6 +7,8 @@
 namespace rlf::cli {
 
 CommandSpec make_train_command();
+CommandSpec make_config_command();
+CommandSpec make_demo_command();
 CommandSpec make_generate_command();
 CommandSpec make_eval_command();
 CommandSpec make_tokenize_command();

@@ -1,26 +1,13 @@
 #include "apps/cli/runtime.h"
 
-#include <ATen/Parallel.h>
-#include <sched.h>
-
-#include <thread>
-
 #include "util/error.h"
 
 namespace rlf::cli {
 
-int available_cores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-int configure_threads(const Args& args) {
+CpuThreadPlan configure_threads(const Args& args, const std::string& dtype, const std::string& device) {
   int64_t n = args.integer("threads");
   check(n >= 0, "--threads must be >= 0 (0 = all cores), got ", n);
-  int threads = n == 0 ? available_cores() : static_cast<int>(n);
-  at::set_num_threads(threads);
-  return threads;
+  return configure_cpu_threads(static_cast<int>(n), dtype, device);
 }
 
 }  // namespace rlf::cli

@@ -1,18 +1,17 @@
 // Process-wide settings applied once at the program's edge, from the common
-// options: LibTorch intra-op threads (--threads; 0 = all cores, since
-// Debian's LibTorch starts with one) and the device (--device).
+// options: CPU threads (--threads; 0 = all cores, split between LibTorch and
+// OpenBLAS by model/cpu_threads.h according to the compute dtype) and the
+// device (--device).
 #pragma once
 
 #include <string>
 
 #include "apps/cli/cli.h"
+#include "model/cpu_threads.h"
 
 namespace rlf::cli {
 
-// Sets the LibTorch thread count; returns the number in effect.
-int configure_threads(const Args& args);
-
-// Number of CPU cores available to this process.
-int available_cores();
+// Applies --threads for a model computing in `dtype` on `device`; returns the plan in effect.
+CpuThreadPlan configure_threads(const Args& args, const std::string& dtype = "fp32", const std::string& device = "cpu");
 
 }  // namespace rlf::cli

@@ -3,6 +3,7 @@
 // pairs with an exact share of wrong responses; SftDataset from JSONL.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <set>
 
@@ -216,6 +217,87 @@ TEST(SftDataset, FromJsonl) {
   EXPECT_EQ(error_of([&] { SftDataset::load(o); }),
             "sft dataset: preset 'gsm8k' has no responses; use preset \"generic\" with a file of (prompt, response) "
             "records, or \"arithmetic\" / \"countdown\"");
+}
+
+}  // namespace
+}  // namespace rlf
+
+namespace rlf {
+namespace {
+
+TEST(SyntheticTasks, CarryFreeAnswersByHand) {
+  EXPECT_EQ(carry_free_answer(37, '+', 48), 75);    // 7+8 -> 5, 3+4 -> 7
+  EXPECT_EQ(carry_free_answer(85, '+', 48), 23);    // 5+8 -> 3, 8+4 -> 2 (hundreds dropped)
+  EXPECT_EQ(carry_free_answer(12, '+', 41), 53);    // no carry: the true sum
+  EXPECT_EQ(carry_free_answer(5, '+', 37), 32);
+  EXPECT_EQ(carry_free_answer(52, '-', 17), 45);    // |2-7| = 5, 5-1 = 4
+  EXPECT_EQ(carry_free_answer(100, '-', 1), 101);   // |0-1| = 1, 0, 1
+  EXPECT_THROW(carry_free_answer(3, '*', 4), Error);
+  EXPECT_THROW(carry_free_answer(3, '-', 4), Error);
+}
+
+TEST(SyntheticTasks, DropCarryWrongsAreTheCarryFreeAnswersOfEligibleProblems) {
+  ArithmeticOptions o;
+  o.n_problems = 300;
+  o.min_digits = 2;
+  o.operations = "+-";
+  std::vector<PromptExample> problems = generate_arithmetic(o, 5);
+  size_t eligible = 0;
+  for (const auto& p : problems) {
+    const Json& r = p.record;
+    eligible += carry_free_answer(r["a"].get<int64_t>(), r["op"].get<std::string>()[0], r["b"].get<int64_t>()) !=
+                r["answer"].get<int64_t>();
+  }
+  std::vector<SftExample> pairs = synthetic_sft_examples(problems, 0.5, 5, WrongStyle::DropCarry);
+  size_t n_wrong = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const Json& r = problems[i].record;
+    const int64_t cf = carry_free_answer(r["a"].get<int64_t>(), r["op"].get<std::string>()[0], r["b"].get<int64_t>());
+    const std::string want = std::to_string(pairs[i].correct ? r["answer"].get<int64_t>() : cf);
+    EXPECT_EQ(pairs[i].response.substr(pairs[i].response.rfind("#### ") + 5), want) << pairs[i].response;
+    n_wrong += !pairs[i].correct;
+  }
+  EXPECT_EQ(n_wrong, static_cast<size_t>(std::llround(0.5 * static_cast<double>(eligible))));
+  EXPECT_GT(n_wrong, 50u);
+  EXPECT_EQ(parse_wrong_style("drop_carry"), WrongStyle::DropCarry);
+  EXPECT_THROW(parse_wrong_style("carry"), Error);
+  CountdownOptions c;
+  c.n_problems = 5;
+  EXPECT_THROW(synthetic_sft_examples(generate_countdown(c, 1), 0.5, 1, WrongStyle::DropCarry), Error);
+}
+
+TEST(SyntheticTasks, AnswerOnlyResponses) {
+  ArithmeticOptions o;
+  o.n_problems = 20;
+  std::vector<PromptExample> problems = generate_arithmetic(o, 2);
+  std::vector<SftExample> pairs = synthetic_sft_examples(problems, 0.0, 2, WrongStyle::Offset, /*worked=*/false);
+  for (size_t i = 0; i < pairs.size(); ++i) EXPECT_EQ(pairs[i].response, "#### " + problems[i].reference);
+}
+
+}  // namespace
+}  // namespace rlf
+
+namespace rlf {
+namespace {
+
+TEST(SftDataset, HeldOutPromptsAreDroppedFromSft) {
+  // The RL dataset's eval split and a synthetic SFT set with the same
+  // options: the SFT set covers every problem, the filter removes the eval ones.
+  PromptDatasetOptions p;
+  p.preset = "arithmetic";
+  p.arithmetic.n_problems = 100;
+  p.eval_size = 20;
+  PromptDataset rl = PromptDataset::load(p);
+  SftDatasetOptions s;
+  s.preset = "arithmetic";
+  s.arithmetic.n_problems = 100;
+  SftDataset sft = SftDataset::load(s);
+  ASSERT_EQ(sft.examples().size(), 100u);
+  auto kept = without_held_out_prompts(sft.examples(), rl.eval());
+  EXPECT_EQ(kept.size(), 80u);
+  std::set<std::string> eval_prompts;
+  for (const auto& e : rl.eval()) eval_prompts.insert(e.prompt);
+  for (const auto& e : kept) EXPECT_EQ(eval_prompts.count(e.prompt), 0u) << e.prompt;
 }
 
 }  // namespace

@@ -59,6 +59,22 @@ TEST(CodeReward, HumanEvalRightAndWrongCompletions) {
   EXPECT_NE(reward.score(g)[0].explanation.find("AssertionError"), std::string::npos);
 }
 
+TEST(CodeReward, ExitingBeforeTheTestsIsAFailure) {
+  // A completion that leaves before the appended tests run (exit code 0)
+  // must not pass: the reward requires the end-of-tests sentinel.
+  CodeReward reward(fast_options());
+  Json record = humaneval_records(1)[0];
+  const std::string canonical = record["canonical_solution"].get<std::string>();
+  auto r = reward.score(make_group({"    return None\nimport sys\nsys.exit(0)\n", "    return None\nimport os\nos._exit(0)\n",
+                                    canonical + "\nprint('rlf-tests-finished-0123')\nimport sys\nsys.exit(0)\n", canonical},
+                                   record));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(r[i].score, 0.0) << i;
+    EXPECT_NE(r[i].explanation.find("before the tests finished"), std::string::npos) << r[i].explanation;
+  }
+  EXPECT_EQ(r[3].score, 1.0) << r[3].explanation;
+}
+
 TEST(CodeReward, TimeoutsAndPartialCredit) {
   CodeRewardOptions o = fast_options();
   o.timeout_s = 1.0;

@@ -1,0 +1,52 @@
+#include "model/cpu_threads.h"
+
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "util/error.h"
+
+namespace rlf {
+
+namespace {
+
+using SetThreadsFn = void (*)(int);
+
+SetThreadsFn openblas_setter() {
+  static SetThreadsFn fn = reinterpret_cast<SetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  return fn;
+}
+
+}  // namespace
+
+int available_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+bool openblas_present() { return openblas_setter() != nullptr; }
+
+CpuThreadPlan plan_cpu_threads(int threads, const std::string& dtype, const std::string& device) {
+  check(threads >= 0, "threads must be >= 0 (0 = all cores), got ", threads);
+  const int n = threads == 0 ? available_cores() : threads;
+  const bool fp32 = dtype.empty() || dtype == "fp32" || dtype == "float32";
+  const bool cpu = device.empty() || device == "cpu";
+  if (fp32 && cpu && openblas_present()) return {1, n};
+  return {n, 1};
+}
+
+CpuThreadPlan apply_cpu_threads(const CpuThreadPlan& plan) {
+  at::set_num_threads(plan.torch_threads);
+  if (auto fn = openblas_setter()) fn(plan.blas_threads);
+  return plan;
+}
+
+CpuThreadPlan configure_cpu_threads(int threads, const std::string& dtype, const std::string& device) {
+  return apply_cpu_threads(plan_cpu_threads(threads, dtype, device));
+}
+
+}  // namespace rlf

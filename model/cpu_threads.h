@@ -1,0 +1,37 @@
+// CPU thread pools. Debian's LibTorch (1.13) runs elementwise ops and bf16
+// matmuls (oneDNN) on its OpenMP pool, but sends fp32 matmuls to OpenBLAS,
+// which keeps a pthread pool of its own. Both pools busy-wait between calls,
+// so with both sized to the core count they steal each other's cores: fp32
+// decoding of stories110M at batch 64 on 2 cores took 508 ms/step that way,
+// 147 ms with the plan below (bf16 is unaffected). The plan gives the cores
+// to the pool that does the dtype's matmuls:
+//   fp32 on CPU, OpenBLAS present:  OpenBLAS = n, LibTorch = 1
+//   otherwise (bf16/fp16, CUDA, a LibTorch without OpenBLAS, e.g. MKL):
+//                                   LibTorch = n, OpenBLAS = 1
+#pragma once
+
+#include <string>
+
+namespace rlf {
+
+struct CpuThreadPlan {
+  int torch_threads = 1;  // at::set_num_threads
+  int blas_threads = 1;   // openblas_set_num_threads (ignored without OpenBLAS)
+};
+
+// Cores this process may run on (sched_getaffinity).
+int available_cores();
+
+// True when OpenBLAS's openblas_set_num_threads is linked into the process.
+bool openblas_present();
+
+// `threads` = 0 means all available cores. `dtype` "" counts as fp32.
+CpuThreadPlan plan_cpu_threads(int threads, const std::string& dtype, const std::string& device);
+
+// Applies the plan; returns it.
+CpuThreadPlan apply_cpu_threads(const CpuThreadPlan& plan);
+
+// plan + apply in one call.
+CpuThreadPlan configure_cpu_threads(int threads, const std::string& dtype, const std::string& device = "cpu");
+
+}  // namespace rlf

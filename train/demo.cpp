@@ -1,0 +1,74 @@
+#include "train/demo.h"
+
+#include "model/loader.h"
+#include "tokenizer/char_vocab.h"
+#include "train/toml_config.h"
+#include "train/train_config.h"
+
+namespace rlf {
+
+namespace {
+
+ModelConfig demo_model_config(int64_t vocab_size) {
+  ModelConfig c;
+  c.vocab_size = vocab_size;
+  c.hidden_size = 128;
+  c.intermediate_size = 384;
+  c.num_hidden_layers = 3;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 4;
+  c.max_position_embeddings = 128;
+  c.bos_token_id = 1;
+  c.eos_token_ids = {2};
+  c.tie_word_embeddings = true;
+  return c;
+}
+
+}  // namespace
+
+void write_demo_policy(const std::filesystem::path& dir, uint64_t seed) {
+  const std::filesystem::path tok_dir = dir / "tokenizer";
+  write_char_tokenizer(tok_dir, printable_ascii());
+  ModelConfig c = demo_model_config(3 + static_cast<int64_t>(printable_ascii().size()));
+  c.validate("demo model");
+  CausalLM model = make_random_model(c, seed, torch::kFloat32, torch::kCPU);
+  SaveOptions so;
+  so.tokenizer_source = tok_dir;
+  save_model(*model, dir, so);
+}
+
+Json demo_config(const std::filesystem::path& model_dir, const std::filesystem::path& out_dir, uint64_t seed) {
+  // Training and held-out problems come from one generator call (distinct
+  // problems); SFT sees the same training problems, never the held-out ones
+  // (run_training drops SFT pairs whose prompt is a held-out prompt).
+  Json task = {{"n_problems", 2200}, {"min_digits", 2}, {"max_digits", 2}, {"operations", "+"}};
+  Json j = {
+      {"model", {{"path", model_dir.string()}, {"dtype", "fp32"}}},
+      {"data", {{"preset", "arithmetic"}, {"prompt_template", "{prompt}"}, {"arithmetic", task},
+                {"eval_size", 200}, {"seed", seed}}},
+      {"reward", Json::array({{{"type", "math"}, {"name", "correct"}, {"answer_format", "gsm8k"}}})},
+      {"rollout", {{"prompts_per_step", 16}, {"group_size", 8}, {"max_new_tokens", 24}, {"temperature", 1.0},
+                   {"max_batch_rows", 128}}},
+      {"algorithm", {{"micro_batch_size", 128}, {"epochs", 1}, {"dynamic_sampling", true}}},
+      {"optim", {{"lr", 2e-4}, {"warmup_steps", 10}, {"schedule", "cosine"}, {"lr_min", 2e-5}, {"max_grad_norm", 1.0}}},
+      {"sft", {{"data", {{"preset", "arithmetic"}, {"prompt_template", "{prompt}"}, {"arithmetic", task},
+                         {"seed", seed}}},
+               {"steps", 450}, {"batch_size", 64}, {"micro_batch_size", 64}, {"lr", 2e-3}}},
+      {"run", {{"steps", 200}, {"seed", seed}, {"out_dir", out_dir.string()}, {"samples_every", 10},
+               {"eval_every", 0}}},
+  };
+  return j;
+}
+
+TrainRunSummary run_demo(const DemoOptions& options) {
+  const std::filesystem::path init = options.out_dir / "init";
+  write_demo_policy(init, options.seed);
+  Json j = demo_config(init, options.out_dir, options.seed);
+  apply_overrides(j, options.overrides, /*allow_new_keys=*/true);  // validated by the schema below
+  TrainConfig cfg = train_config_from_json(j, "rlf demo");
+  TrainRunOptions ro;
+  ro.quiet = options.quiet;
+  return run_training(cfg, ro);
+}
+
+}  // namespace rlf
