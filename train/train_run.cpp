@@ -163,6 +163,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& run)
     DataCursor cur(sft_examples.size(), DataCursorOptions{static_cast<size_t>(cfg.sft.batch_size), true, cfg.grpo.seed ^ 0x5F7ULL});
     ProgressOptions po;
     po.total_steps = cfg.sft.steps;
+    po.plain_every = std::max<int64_t>(1, cfg.sft.steps / 20);  // logs (no TTY): ~20 lines
     po.label = "sft";
     po.force_plain = run.quiet;
     std::unique_ptr<ProgressBar> bar;
@@ -191,6 +192,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& run)
                         JsonlWriterOptions{start});
   ProgressOptions po;
   po.total_steps = cfg.steps;
+  po.plain_every = std::max<int64_t>(1, cfg.steps / 20);
   po.start_step = start;
   po.force_plain = run.quiet;
   std::unique_ptr<ProgressBar> bar;
