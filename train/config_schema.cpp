@@ -228,4 +228,30 @@ std::string schema_markdown(const ConfigSchema& schema) {
   return md;
 }
 
+std::string schema_toml_template(const ConfigSchema& schema) {
+  check_schema(schema);
+  std::string out, table;
+  for (const auto& e : schema) {
+    const auto dot = e.key.find('.');
+    const std::string t = dot == std::string::npos ? "" : e.key.substr(0, dot);
+    const std::string name = dot == std::string::npos ? e.key : e.key.substr(dot + 1);
+    if (t != table || out.empty()) {
+      if (!out.empty()) out += "\n";
+      if (!t.empty()) out += "[" + t + "]\n";
+      table = t;
+    }
+    std::string comment = e.help;
+    if (!e.unit.empty()) comment += " [" + e.unit + "]";
+    if (!e.choices.empty()) comment += " (one of: " + join(e.choices, ", ") + ")";
+    if (e.type == OptionType::Any) {
+      out += "# " + name + ": " + comment + "\n";
+    } else if (e.default_value.is_null()) {
+      out += "# " + name + " = ...  # required: " + comment + "\n";
+    } else {
+      out += name + " = " + toml_text(e.default_value) + "  # " + comment + "\n";
+    }
+  }
+  return out;
+}
+
 }  // namespace rlf

@@ -72,4 +72,10 @@ Json validate_config(const Json& config, const ConfigSchema& schema, const std::
 // in schema order; required keys show "required", choices are listed.
 std::string schema_markdown(const ConfigSchema& schema);
 
+// A TOML file listing every key of the schema under its table, each with its
+// default and a comment (meaning, unit, choices). Required keys and keys of
+// type Any are commented out (`# model.path = ...`), so the file parses as is
+// and a user uncomments what they set.
+std::string schema_toml_template(const ConfigSchema& schema);
+
 }  // namespace rlf

@@ -6,12 +6,15 @@
 // The full demo (and its >= 25-point gain) runs in tests/apps (label "demo").
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "data/sft_dataset.h"
 #include "rollout/policy.h"
 #include "tests/support/test_env.h"
 #include "train/config_schema.h"
 #include "train/demo.h"
 #include "train/metrics.h"
+#include "train/toml_config.h"
 #include "train/train_config.h"
 #include "util/fs.h"
 
@@ -26,6 +29,25 @@ TEST(ConfigDoc, DocsConfigMdMatchesTheSchema) {
   ASSERT_NE(e, std::string::npos) << "docs/config.md lacks the end marker";
   EXPECT_EQ(doc.substr(b + begin.size(), e - b - begin.size()), schema_markdown(train_config_schema()))
       << "docs/config.md is out of date: regenerate the table with `rlf config train`";
+}
+
+TEST(ConfigDoc, TomlTemplateParsesAndHoldsEveryDefault) {
+  const ConfigSchema& schema = train_config_schema();
+  Json j = parse_toml(schema_toml_template(schema), "template");
+  for (const auto& e : schema) {
+    std::string ptr = "/" + e.key;
+    std::replace(ptr.begin(), ptr.end(), '.', '/');
+    if (e.type == OptionType::Any || e.default_value.is_null()) {
+      EXPECT_FALSE(j.contains(Json::json_pointer(ptr))) << e.key << " should be commented out";
+    } else {
+      ASSERT_TRUE(j.contains(Json::json_pointer(ptr))) << e.key;
+      EXPECT_EQ(j.at(Json::json_pointer(ptr)), e.default_value) << e.key;
+    }
+  }
+  j["model"]["path"] = "model";
+  j["data"] = {{"preset", "arithmetic"}};
+  j["reward"] = Json::array({{{"type", "math"}}});
+  EXPECT_NO_THROW(validate_config(j, schema, "template"));
 }
 
 TEST(Demo, ConfigIsValidAndPolicyLoads) {
