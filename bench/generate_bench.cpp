@@ -25,6 +25,7 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   const torch::ScalarType dtype = parse_dtype(o.dtype);
   const torch::Device device = parse_device(o.device);
   auto [model, source] = make_bench_model(o.shape, o.dtype, o.device, o.seed);
+  model->set_fast_cpu_path(o.fast_cpu);
   model->eval();
   const ModelConfig& c = model->config();
   check(o.prompt_len + o.new_tokens <= c.max_position_embeddings, "bench: prompt-len + new-tokens (",
@@ -84,6 +85,11 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   j["ms_per_step"] = median(step_ms);
   j["repeats"] = o.repeats;
   j["kv_cache_mb"] = engine.cache_bytes() / 1e6;
+  j["fast_cpu_path"] = model->fast_cpu_path();
+  {
+    torch::NoGradGuard no_grad;  // as during generation
+    j["fast_cpu_path_used"] = model->fast_cpu_path_applies();
+  }
   return j;
 }
 

@@ -19,6 +19,7 @@ struct GenerateBenchOptions {
   int64_t prompt_len = 16;            // random prompt tokens per sequence
   int64_t repeats = 1;                // timed runs; the median is reported
   uint64_t seed = 0;
+  bool fast_cpu = true;               // fp32 CPU inference path (CausalLM::set_fast_cpu_path)
 
   void validate() const;
 };

@@ -81,7 +81,11 @@ SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string
   o.prompt_field = json_get_or(t, "prompt_field", o.prompt_field, src);
   o.response_field = json_get_or(t, "response_field", o.response_field, src);
   o.wrong_fraction = json_get_or(t, "wrong_fraction", o.wrong_fraction, src);
+  check(o.wrong_fraction >= 0.0 && o.wrong_fraction <= 1.0, src, ": wrong_fraction must be in [0, 1] (got ",
+        o.wrong_fraction, ")");
   o.wrong_style = json_get_or(t, "wrong_style", o.wrong_style, src);
+  check(o.wrong_style == "offset" || o.wrong_style == "drop_carry", src,
+        ": wrong_style must be \"offset\" or \"drop_carry\" (got \"", o.wrong_style, "\")");
   o.worked = json_get_or(t, "worked", o.worked, src);
   return o;
 }

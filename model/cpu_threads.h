@@ -3,7 +3,8 @@
 // which keeps a pthread pool of its own. Both pools busy-wait between calls,
 // so with both sized to the core count they steal each other's cores: fp32
 // decoding of stories110M at batch 64 on 2 cores took 508 ms/step that way,
-// 147 ms with the plan below (bf16 is unaffected). The plan gives the cores
+// 173 ms with the plan below (`rlf bench generate --shape stories110M --batch
+// 64 --dtype fp32 --new-tokens 128`; bf16 is unaffected). The plan gives the cores
 // to the pool that does the dtype's matmuls:
 //   fp32 on CPU, OpenBLAS present:  OpenBLAS = n, LibTorch = 1
 //   otherwise (bf16/fp16, CUDA, a LibTorch without OpenBLAS, e.g. MKL):

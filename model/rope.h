@@ -24,6 +24,9 @@ class RotaryEmbedding {
   static torch::Tensor apply(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
   int64_t max_positions() const { return max_positions_; }
+  // The tables [max_positions, head_dim] fp32 on the model's device.
+  const torch::Tensor& cos_table() const { return cos_; }
+  const torch::Tensor& sin_table() const { return sin_; }
 
  private:
   int64_t max_positions_ = 0;

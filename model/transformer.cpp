@@ -122,6 +122,7 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
   check(max_pos < rope_.max_positions(), "position ", max_pos, " is beyond max_position_embeddings (",
         config_.max_position_embeddings, "): shorten the prompt or the number of new tokens");
   if (cache) check(max_pos < cache->max_len(), "position ", max_pos, " is beyond the KV cache length (", cache->max_len(), ")");
+  if (fast_cpu_path_applies(cache)) return forward_hidden_cpu_fast(input_ids, positions, cache, key_mask);
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
   AttentionContext ctx;
   std::tie(ctx.cos, ctx.sin) = rope_.lookup(positions, dtype());

@@ -123,12 +123,31 @@ class CausalLMImpl : public torch::nn::Module {
   // Rebuilds the RoPE tables on the model's current device (call after .to()).
   void refresh_rope();
 
+  // fp32 CPU fast path (model/cpu_fast_forward.cpp). When on (default),
+  // forward_hidden on an fp32 CPU model computes the same function with ~12
+  // calls per layer instead of ~60 tensor ops: fused fp32 kernels for RMSNorm,
+  // RoPE + attention and SwiGLU between the usual matmuls, the same weights.
+  // Under NoGradGuard (rollouts, reference and old log-probs) it runs on plain
+  // buffers with or without a KV cache; with autograd on (the policy update,
+  // no cache) the kernels are autograd functions with hand-written backward
+  // passes. Sums run in another order, so results agree with the module path
+  // to float rounding (tested, outputs and gradients). bf16/fp16 and CUDA
+  // always take the module path; off: every forward does.
+  void set_fast_cpu_path(bool on) { fast_cpu_path_ = on; }
+  bool fast_cpu_path() const { return fast_cpu_path_; }
+  // True when a forward_hidden call now (grad mode as it is, with `cache`)
+  // would take the fast path (never with a cache while grad mode is on).
+  bool fast_cpu_path_applies(KVCache* cache = nullptr) const;
+
   DecoderStack model{nullptr};
   torch::nn::Linear lm_head{nullptr};  // null when tie_word_embeddings
 
  private:
   torch::Tensor token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets, torch::Tensor* entropy,
                                     bool entropy_grad);
+  torch::Tensor forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache,
+                                        const torch::Tensor& key_mask);
+  bool fast_cpu_path_ = true;
   ModelConfig config_;
   RotaryEmbedding rope_;
 };

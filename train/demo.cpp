@@ -62,10 +62,10 @@ Json demo_config(const std::filesystem::path& model_dir, const std::filesystem::
 
 TrainRunSummary run_demo(const DemoOptions& options) {
   const std::filesystem::path init = options.out_dir / "init";
-  write_demo_policy(init, options.seed);
   Json j = demo_config(init, options.out_dir, options.seed);
   apply_overrides(j, options.overrides, /*allow_new_keys=*/true);  // validated by the schema below
-  TrainConfig cfg = train_config_from_json(j, "rlf demo");
+  TrainConfig cfg = train_config_from_json(j, "rlf demo");  // a bad override fails here, before anything is written
+  write_demo_policy(init, options.seed);
   TrainRunOptions ro;
   ro.quiet = options.quiet;
   return run_training(cfg, ro);

@@ -1,5 +1,8 @@
 #include "train/optimizer.h"
 
+#include <ATen/Parallel.h>
+#include <c10/util/BFloat16.h>
+
 #include <cmath>
 #include <set>
 
@@ -15,6 +18,87 @@ bool is_low_precision(const torch::Tensor& t) {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// ---- Fused CPU kernels ------------------------------------------------------
+// On CPU the update runs as one pass over each parameter (read g, w, m, v;
+// write w, m, v and the rounded parameter) instead of ~12 separate tensor ops,
+// each a full pass over memory with its own dispatch. The arithmetic is
+// torch.optim.AdamW's, per element, in fp32.
+
+constexpr int64_t kGrain = 1 << 15;  // elements per parallel task
+
+template <typename G>
+double sum_of_squares(const G* g, int64_t n) {
+  // Per-task partial sums in double, added in task order (deterministic for a
+  // fixed thread count and size).
+  const int64_t n_tasks = (n + kGrain - 1) / kGrain;
+  std::vector<double> partial(static_cast<size_t>(n_tasks), 0.0);
+  at::parallel_for(0, n_tasks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t b = t * kGrain, e = std::min(n, b + kGrain);
+      double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // 8 lanes, vectorisable
+      int64_t i = b;
+      for (; i + 8 <= e; i += 8)
+        for (int k = 0; k < 8; ++k) {
+          const double x = static_cast<float>(g[i + k]);
+          acc[k] += x * x;
+        }
+      double s = 0;
+      for (int k = 0; k < 8; ++k) s += acc[k];
+      for (; i < e; ++i) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+      partial[static_cast<size_t>(t)] = s;
+    }
+  });
+  double s = 0;
+  for (double x : partial) s += x;
+  return s;
+}
+
+struct AdamWScalars {
+  float clip, decay, b1, one_minus_b1, b2, one_minus_b2, sqrt_bc2, eps, step_size;
+};
+
+template <typename G, typename P>
+void adamw_kernel(const G* g, float* w, float* m, float* v, P* param_out, int64_t n, const AdamWScalars& k) {
+  at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const float gi = static_cast<float>(g[i]) * k.clip;
+      float wi = w[i] * k.decay;
+      const float mi = m[i] * k.b1 + gi * k.one_minus_b1;
+      const float vi = v[i] * k.b2 + gi * gi * k.one_minus_b2;
+      const float denom = std::sqrt(vi) / k.sqrt_bc2 + k.eps;
+      wi = wi - k.step_size * (mi / denom);
+      m[i] = mi;
+      v[i] = vi;
+      w[i] = wi;
+      if (param_out) param_out[i] = static_cast<P>(wi);
+    }
+  });
+}
+
+// True when s can take the fused CPU path: contiguous CPU tensors, fp32 state
+// and master, a fp32 or bf16 gradient matching the parameter.
+bool fused_cpu_ok(const ParamState& s) {
+  const torch::Tensor& p = s.param;
+  const torch::Tensor& g = p.grad();
+  if (!p.device().is_cpu() || !g.defined() || !g.is_contiguous() || !p.is_contiguous()) return false;
+  if (s.exp_avg.scalar_type() != torch::kFloat32 || !s.exp_avg.is_contiguous() || !s.exp_avg_sq.is_contiguous())
+    return false;
+  if (g.scalar_type() != p.scalar_type()) return false;
+  if (p.scalar_type() == torch::kFloat32) return !s.master.defined();
+  if (p.scalar_type() == torch::kBFloat16) return s.master.defined() && s.master.is_contiguous();
+  return false;
+}
+
+// Squared L2 norm of a gradient, fp32 accumulation at least.
+double grad_sq_norm(const torch::Tensor& g) {
+  if (g.device().is_cpu() && g.is_contiguous()) {
+    if (g.scalar_type() == torch::kFloat32) return sum_of_squares(g.data_ptr<float>(), g.numel());
+    if (g.scalar_type() == torch::kBFloat16) return sum_of_squares(g.data_ptr<c10::BFloat16>(), g.numel());
+  }
+  const double n = g.detach().to(torch::kFloat32).norm().item<double>();
+  return n * n;
 }
 
 }  // namespace
@@ -78,12 +162,11 @@ void Optimizer::zero_grad() {
 
 double Optimizer::grad_norm() const {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> norms;
+  double sq = 0.0;
   for (const auto& s : states_) {
-    if (s.param.grad().defined()) norms.push_back(s.param.grad().detach().to(torch::kFloat32).norm());
+    if (s.param.grad().defined()) sq += grad_sq_norm(s.param.grad());
   }
-  if (norms.empty()) return 0.0;
-  return torch::stack(norms).norm().item<double>();  // one host sync
+  return std::sqrt(sq);
 }
 
 StepResult Optimizer::step(double lr, std::optional<double> loss) {
@@ -94,12 +177,13 @@ StepResult Optimizer::step(double lr, std::optional<double> loss) {
   check(std::isfinite(lr) && lr >= 0.0, "optimizer.step: learning rate ", lr, " must be finite and >= 0");
 
   // 1. Global gradient norm: norm of the per-parameter norms (as torch's
-  //    clip_grad_norm_), accumulated in fp32 on the parameters' device; one host sync.
-  std::vector<torch::Tensor> norms;
+  //    clip_grad_norm_), accumulated in at least fp32; one host sync per
+  //    parameter off the CPU, none on it.
+  std::vector<double> sq_norms;
   std::vector<const ParamState*> with_grad;
   for (const auto& s : states_) {
     if (!s.param.grad().defined()) continue;
-    norms.push_back(s.param.grad().detach().to(torch::kFloat32).norm());
+    sq_norms.push_back(grad_sq_norm(s.param.grad()));
     with_grad.push_back(&s);
   }
   auto skip = [&](std::string reason) {
@@ -109,15 +193,15 @@ StepResult Optimizer::step(double lr, std::optional<double> loss) {
     return r;
   };
   if (with_grad.empty()) return skip("no parameter has a gradient (did backward() run?)");
-  torch::Tensor norms_t = torch::stack(norms);
-  r.grad_norm = norms_t.norm().item<double>();
+  double total_sq = 0.0;
+  for (double x : sq_norms) total_sq += x;
+  r.grad_norm = std::sqrt(total_sq);
 
   // 2. Non-finite loss or gradients: skip, changing nothing.
   if (loss && !std::isfinite(*loss)) return skip(str("loss is not finite (", *loss, ")"));
   if (!std::isfinite(r.grad_norm)) {
-    auto host = norms_t.to(torch::kCPU, torch::kFloat64);
     for (size_t i = 0; i < with_grad.size(); ++i) {
-      double n = host[static_cast<int64_t>(i)].item<double>();
+      const double n = std::sqrt(sq_norms[i]);
       if (!std::isfinite(n)) return skip(str("gradient of '", with_grad[i]->name, "' is not finite (norm ", n, ")"));
     }
     return skip(str("global gradient norm overflowed (", r.grad_norm, ")"));
@@ -136,8 +220,31 @@ StepResult Optimizer::step(double lr, std::optional<double> loss) {
   const double bias_correction1 = 1.0 - std::pow(b1, static_cast<double>(step_));
   const double bias_correction2 = 1.0 - std::pow(b2, static_cast<double>(step_));
   const double step_size = lr / bias_correction1;
+  AdamWScalars k;
+  k.clip = static_cast<float>(r.clipped ? clip : 1.0);
+  k.b1 = static_cast<float>(b1);
+  k.one_minus_b1 = static_cast<float>(1.0 - b1);
+  k.b2 = static_cast<float>(b2);
+  k.one_minus_b2 = static_cast<float>(1.0 - b2);
+  k.sqrt_bc2 = static_cast<float>(std::sqrt(bias_correction2));
+  k.eps = static_cast<float>(options_.eps);
+  k.step_size = static_cast<float>(step_size);
   for (auto& s : states_) {
     if (!s.param.grad().defined()) continue;
+    if (fused_cpu_ok(s)) {
+      k.decay = static_cast<float>(1.0 - lr * s.weight_decay);
+      float* m = s.exp_avg.data_ptr<float>();
+      float* v = s.exp_avg_sq.data_ptr<float>();
+      const int64_t n = s.param.numel();
+      if (s.param.scalar_type() == torch::kFloat32) {
+        adamw_kernel<float, float>(s.param.grad().data_ptr<float>(), s.param.data_ptr<float>(), m, v, nullptr, n, k);
+      } else {
+        adamw_kernel<c10::BFloat16, c10::BFloat16>(s.param.grad().data_ptr<c10::BFloat16>(),
+                                                    s.master.data_ptr<float>(), m, v,
+                                                    s.param.data_ptr<c10::BFloat16>(), n, k);
+      }
+      continue;
+    }
     torch::Tensor w = s.master.defined() ? s.master : s.param;
     torch::Tensor g = s.param.grad().detach().to(s.exp_avg.scalar_type());
     if (r.clipped) g = g * clip;

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "data/prompt_format.h"
+#include "eval/evaluator.h"
 #include "model/loader.h"
 #include "rewards/registry.h"
 #include "rollout/policy.h"
@@ -24,43 +25,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Greedy pass@1 of the policy on `examples` with the reward set's accuracy component.
+// Greedy pass@1 of the policy on `examples` (eval/evaluator.h), with the
+// run's completion limit, stop strings and accuracy component; -1 without examples.
 double greedy_pass1(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards,
                     const GrpoOptions& g, bool add_special) {
   if (examples.empty()) return -1;
-  EngineOptions eo;
-  eo.max_batch_rows = g.max_batch_rows;
-  eo.eos_token_ids = policy.eos_token_ids;
-  RolloutEngine engine(policy.model(), policy.tokenizer, eo);
-  std::vector<GenerationRequest> reqs;
-  for (const auto& ex : examples) {
-    GenerationRequest r;
-    r.prompt_ids = policy.tokenizer->encode(ex.prompt, add_special);
-    r.params = g.sampling;
-    r.params.temperature = 0;
-    r.params.seed = 0;
-    reqs.push_back(std::move(r));
-  }
-  auto seqs = engine.generate(reqs);
-  size_t acc_component = 0;
-  int64_t correct = 0;
-  for (const auto& s : seqs) {
-    const PromptExample& ex = examples[s.request_index];
-    RewardGroup rg;
-    rg.prompt = ex.prompt;
-    rg.reference = ex.reference;
-    rg.record = ex.record;
-    rg.max_new_tokens = g.sampling.max_new_tokens;
-    rg.samples.push_back({s.text, s.completion_ids, finish_reason_name(s.finish_reason)});
-    GroupScores sc = rewards.score(rg);
-    if (!g.accuracy_reward.empty()) {
-      auto it = std::find(sc.names.begin(), sc.names.end(), g.accuracy_reward);
-      if (it != sc.names.end()) acc_component = static_cast<size_t>(it - sc.names.begin());
-    }
-    const auto& score = sc.results[acc_component][0].score;
-    if (score && *score > 0.5) ++correct;
-  }
-  return static_cast<double>(correct) / static_cast<double>(examples.size());
+  EvalOptions o;
+  o.n_samples = 1;
+  o.temperature = 0.0;
+  o.max_new_tokens = g.sampling.max_new_tokens;
+  o.stop = g.sampling.stop_strings;
+  o.accuracy_reward = g.accuracy_reward;
+  o.add_special_tokens = add_special;
+  o.max_batch_rows = g.max_batch_rows;
+  return evaluate(policy, examples, rewards, o).pass_at_k.at(1);
 }
 
 // Episodes for SFT: prompt (weight 0) + response + EOS (weight 1).

@@ -19,6 +19,7 @@ CommandSpec make_bench_generate_command() {
       {"prompt-len", OptKind::Int, "16", "random prompt tokens per sequence", "N"},
       {"repeats", OptKind::Int, "3", "timed runs (median reported) after one warm-up", "N"},
       {"seed", OptKind::Int, "0", "seed for weights, prompts and sampling", "N"},
+      {"fast-cpu", OptKind::String, "on", "on|off: the fp32 CPU inference path (off: LibTorch module path)", "ON|OFF"},
       {"json", OptKind::Flag, "false", "print one JSON object", ""},
   };
   c.run = [](const Args& a) {
@@ -31,6 +32,9 @@ CommandSpec make_bench_generate_command() {
     o.prompt_len = a.integer("prompt-len");
     o.repeats = a.integer("repeats");
     o.seed = static_cast<uint64_t>(a.integer("seed"));
+    const std::string fast = a.str("fast-cpu");
+    check(fast == "on" || fast == "off", "--fast-cpu must be on or off (got '", fast, "')");
+    o.fast_cpu = fast == "on";
     configure_threads(a, o.dtype, o.device);
     Json j = run_generate_bench(o);
     if (a.flag("json")) {

@@ -3,6 +3,14 @@
 # scripts/build.sh): prompts -> coverage before -> GRPO -> coverage after.
 set -euo pipefail
 rlf=${RLF:-build/apps/cli/rlf}
+if [ ! -x "$rlf" ]; then
+  echo "stories_keywords: no rlf binary at $rlf: run 'bash scripts/build.sh' first (or set RLF=path/to/rlf)" >&2
+  exit 1
+fi
+if [ ! -f ../shared/models/stories260K/stories260K.bin ]; then
+  echo "stories_keywords: ../shared/models/stories260K/stories260K.bin not found: run from the repository root with shared/ beside it" >&2
+  exit 1
+fi
 out=runs/stories_keywords
 mkdir -p "$out"
 python3 examples/stories_keywords/make_prompts.py "$out/prompts.jsonl"

@@ -20,15 +20,5 @@ inline std::string write_fixture(const TempDir& dir, const std::string& name, co
   return path;
 }
 
-// The rlf::Error message `fn` throws ("" and a test failure when none).
-inline std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an rlf::Error";
-  return "";
-}
 
 }  // namespace rlf::test

@@ -13,14 +13,7 @@
 namespace rlf {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using test::error_of;
 
 EvalConfig from_toml(const std::string& text) { return eval_config_from_json(parse_toml(text, "run.toml"), "run.toml"); }
 

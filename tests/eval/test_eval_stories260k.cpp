@@ -8,6 +8,7 @@
 #include "data/prompt_dataset.h"
 #include "eval/eval_config.h"
 #include "eval/evaluator.h"
+#include "tests/eval/eval_fixtures.h"
 #include "rewards/registry.h"
 #include "tests/support/test_env.h"
 #include "util/fs.h"
@@ -15,15 +16,7 @@
 namespace rlf {
 namespace {
 
-class AlwaysOne : public Reward {
- public:
-  std::string name() const override { return "always_one"; }
-  std::vector<RewardResult> score(const RewardGroup& group) override {
-    std::vector<RewardResult> out(group.samples.size());
-    for (auto& r : out) r.score = 1.0;
-    return out;
-  }
-};
+using test::AlwaysOne;
 
 std::filesystem::path model_path() { return test::shared_path("models/stories260K/stories260K.bin"); }
 

@@ -5,6 +5,7 @@
 
 #include "data/synthetic_tasks.h"
 #include "eval/evaluator.h"
+#include "tests/eval/eval_fixtures.h"
 #include "eval/pass_at_k.h"
 #include "rewards/registry.h"
 #include "util/error.h"
@@ -12,16 +13,7 @@
 namespace rlf {
 namespace {
 
-// A reward that says 1 for everything: a cheating verifier.
-class AlwaysOne : public Reward {
- public:
-  std::string name() const override { return "always_one"; }
-  std::vector<RewardResult> score(const RewardGroup& group) override {
-    std::vector<RewardResult> out(group.samples.size());
-    for (auto& r : out) r.score = 1.0;
-    return out;
-  }
-};
+using test::AlwaysOne;
 
 // A reward with no score for completions containing "skip".
 class MissingOnSkip : public Reward {

@@ -13,14 +13,7 @@
 namespace rlf {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(PassAtK, HandValues) {
   EXPECT_NEAR(pass_at_k(10, 3, 1), 0.3, 1e-12);

@@ -12,6 +12,8 @@
 
 #include "util/error.h"
 
+#include "tests/support/test_env.h"
+
 namespace rlf::test {
 
 // 8-byte little-endian length + `header` (unpadded) + `data`.
@@ -41,19 +43,5 @@ inline std::string llama2c_v0_bytes(const std::vector<int32_t>& header7, size_t 
   return s;
 }
 
-// Runs fn and returns the rlf::Error message; fails the test when nothing or
-// something else is thrown.
-inline std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-rlf exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
 
 }  // namespace rlf::test

@@ -49,10 +49,15 @@ TEST_P(HfOracle, LogitsMatchTransformersAndSavedModelLoadsBack) {
 
   LoadedModel m = load_model(dir / "hf");
   torch::NoGradGuard ng;
-  auto logits = m.model->forward(ids).to(torch::kFloat32);
-  ASSERT_EQ(logits.sizes(), expected.sizes());
-  const double err = (logits - expected).abs().max().item<double>();
-  EXPECT_LT(err, 2e-5) << kind << ": max |rlf - transformers| = " << err;
+  // Both inference paths: the fp32 CPU fast path (default) and the module path.
+  for (bool fast : {true, false}) {
+    m.model->set_fast_cpu_path(fast);
+    auto logits = m.model->forward(ids).to(torch::kFloat32);
+    ASSERT_EQ(logits.sizes(), expected.sizes());
+    const double err = (logits - expected).abs().max().item<double>();
+    EXPECT_LT(err, 2e-5) << kind << (fast ? " (fast path)" : " (module path)") << ": max |rlf - transformers| = " << err;
+  }
+  m.model->set_fast_cpu_path(true);
 
   // rlf saves -> transformers loads -> same logits.
   save_model(*m.model, dir / "saved");

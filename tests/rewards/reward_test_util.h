@@ -8,6 +8,8 @@
 
 #include "rewards/reward.h"
 
+#include "tests/support/test_env.h"
+
 namespace rlf::test {
 
 // A group of completions (token ids: one id per byte, so lengths are easy to reason about).
@@ -40,16 +42,5 @@ inline RewardGroup make_length_group(const std::vector<int64_t>& lengths, int64_
   return g;
 }
 
-// The message of the rlf::Error thrown by `fn` ("" and a test failure when none is thrown).
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an error";
-  return "";
-}
 
 }  // namespace rlf::test

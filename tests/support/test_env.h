@@ -10,8 +10,13 @@
 // can never silently skip an outside reference.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
+#include <functional>
 #include <string>
+
+#include "util/error.h"
 
 namespace rlf::test {
 
@@ -53,6 +58,21 @@ CommandResult run_oracle_python(const std::string& python_source, const std::str
 
 // Quotes one argument for /bin/sh.
 std::string shell_quote(const std::string& s);
+
+// Runs `fn` and returns the message of the rlf::Error it throws; fails the
+// test when it throws nothing or another exception.
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw a non-rlf exception: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "did not throw";
+  return "";
+}
 
 }  // namespace rlf::test
 

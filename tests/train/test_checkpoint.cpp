@@ -74,14 +74,7 @@ TrainerState state_at(int64_t step) {
   return s;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(Checkpoint, RoundTripIsBitwiseAndResumesTheSameStep) {
   test::TempDir tmp;

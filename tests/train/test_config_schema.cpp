@@ -5,18 +5,12 @@
 
 #include "train/config_schema.h"
 #include "train/toml_config.h"
+#include "tests/support/test_env.h"
 
 namespace rlf {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 const ConfigSchema& schema() {
   static const ConfigSchema s = {

@@ -61,6 +61,22 @@ TEST(Demo, ConfigIsValidAndPolicyLoads) {
   EXPECT_EQ(p.eos_token_ids[0], 2);
 }
 
+TEST(Demo, BadOverridesNameTheKeyAndWriteNothing) {
+  test::TempDir dir;
+  DemoOptions o;
+  o.out_dir = dir / "demo";
+  o.quiet = true;
+  o.overrides = {"run.stepz=3"};
+  EXPECT_NE(test::error_of([&] { run_demo(o); }).find("unknown key 'run.stepz' (did you mean 'run.steps'?"),
+            std::string::npos);
+  o.overrides = {"sft.data.wrong_style=carry"};
+  EXPECT_NE(test::error_of([&] { run_demo(o); }).find("wrong_style must be \"offset\" or \"drop_carry\""),
+            std::string::npos);
+  o.overrides = {"sft.data.wrong_fraction=2"};
+  EXPECT_NE(test::error_of([&] { run_demo(o); }).find("[sft.data]: wrong_fraction must be in [0, 1]"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir / "demo"));
+}
+
 TEST(Demo, ShortRunEndToEnd) {
   test::TempDir dir;
   DemoOptions o;

@@ -17,14 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(Metrics, OneFlushedLinePerStepAndResumeDropsLaterSteps) {
   test::TempDir tmp;

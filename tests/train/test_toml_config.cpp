@@ -10,14 +10,7 @@
 namespace rlf {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 const char* kConfig = R"(# a run
 name = "gsm8k-grpo"

@@ -1,0 +1,288 @@
+#include "model/cpu_kernels.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace rlf::cpu {
+
+namespace {
+
+// Dot product with 8 independent partial sums (vectorisable without
+// reassociation flags).
+inline float dot(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// y += alpha * x
+inline void axpy(float alpha, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+// exp(x) in fp32 to ~1 ulp (Cephes' expf: x = n ln2 + r, a degree-6
+// polynomial in r, 2^n from the exponent bits), written branch-free so loops
+// over it vectorise (model/CMakeLists.txt compiles this file with -fno-math-errno
+// -fno-trapping-math). Inputs below -87.3 give ~1e-38 instead of 0.
+inline float fast_exp(float x) {
+  x = x < -87.3f ? -87.3f : x;
+  x = x > 88.7f ? 88.7f : x;
+  const float fl = std::floor(x * 1.44269504088896341f + 0.5f);  // n, rounded
+  const int32_t n = static_cast<int32_t>(fl);
+  float r = x - fl * 0.693359375f;
+  r = r + fl * 2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * r * r + r + 1.0f;
+  const int32_t bits = (n + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return y * scale;
+}
+
+// o[0, hd) = sum_s w[s] * rows[s * stride + (0, hd)], accumulating 8 columns
+// at a time in registers (no store-to-load chain through o).
+inline void weighted_rows(const float* w, const float* rows, int64_t stride, int64_t S, int64_t hd, float* o) {
+  int64_t i = 0;
+  for (; i + 8 <= hd; i += 8) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t s = 0; s < S; ++s) {
+      const float ws = w[s];
+      if (ws == 0.0f) continue;  // invisible slots: their rows may hold anything
+      const float* r = rows + s * stride + i;
+      for (int j = 0; j < 8; ++j) acc[j] += ws * r[j];
+    }
+    for (int j = 0; j < 8; ++j) o[i + j] = acc[j];
+  }
+  for (; i < hd; ++i) {
+    float a = 0.0f;
+    for (int64_t s = 0; s < S; ++s)
+      if (w[s] != 0.0f) a += w[s] * rows[s * stride + i];
+    o[i] = a;
+  }
+}
+
+// Sum with 8 partial sums (vectorisable).
+inline float sum8(const float* x, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += x[i + j];
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
+
+inline float sigmoid(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
+
+
+// True when every row's positions are 0, 1, ..., T-1 (the trainer's layout):
+// then token s is visible from token t only if s <= t.
+bool positions_are_indices(const int64_t* pos, int64_t B, int64_t T) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      if (pos[b * T + t] != t) return false;
+  return true;
+}
+
+// Attention for queries job in [begin, end) (job = n * H + head).
+void attention_jobs(int64_t begin, int64_t end, const float* q, const KeyLayout& kv, const int64_t* pos,
+                    const uint8_t* valid, bool cached, bool ordered, const AttentionShape& sh, float* out,
+                    float* probs, std::vector<float>& w) {
+  const int64_t T = sh.T, H = sh.H, hd = sh.hd, G = sh.H / sh.K;
+  for (int64_t job = begin; job < end; ++job) {
+    const int64_t n = job / H, head = job % H, b = n / T, t = n % T, kh = head / G, p = pos[n];
+    const float* qv = q + (n * H + head) * hd;
+    const float* kb = kv.keys + b * kv.s0 + kh * kv.s1;
+    const float* vb = kv.values + b * kv.s0 + kh * kv.s1;
+    const int64_t S = cached ? p + 1 : (ordered ? t + 1 : T);
+    w.resize(static_cast<size_t>(S));
+    float mx = -INFINITY;
+    for (int64_t s = 0; s < S; ++s) {
+      if (!cached && ((!ordered && pos[b * T + s] > p) || (valid && !valid[b * T + s]))) {
+        w[s] = -INFINITY;
+        continue;
+      }
+      w[s] = dot(qv, kb + s * kv.s2, hd) * sh.scale;
+      mx = std::max(mx, w[s]);
+    }
+    float* o = out + (n * H + head) * hd;
+    float* pr = probs ? probs + ((b * H + head) * T + t) * T : nullptr;
+    if (pr) std::fill(pr + S, pr + T, 0.0f);
+    if (mx == -INFINITY) {  // nothing visible
+      std::fill(o, o + hd, NAN);
+      if (pr) std::fill(pr, pr + S, 0.0f);
+      continue;
+    }
+    float* wp = w.data();
+    for (int64_t s = 0; s < S; ++s) {
+      const float ws = wp[s], e = fast_exp(ws - mx);
+      wp[s] = ws > -INFINITY ? e : 0.0f;  // masked slots exactly 0
+    }
+    const float inv = 1.0f / sum8(wp, S);
+    for (int64_t s = 0; s < S; ++s) wp[s] *= inv;
+    weighted_rows(wp, vb, kv.s2, S, hd, o);
+    if (pr) std::copy(wp, wp + S, pr);
+  }
+}
+
+// Backward for (row, kv head) tasks job in [begin, end) (job = b * K + kh).
+void attention_backward_jobs(int64_t begin, int64_t end, const float* q, const float* k, const float* v,
+                             const float* probs, const float* dout, const AttentionShape& sh, bool ordered, float* dq,
+                             float* dk, float* dv, std::vector<float>& dp, std::vector<float>& ds) {
+  const int64_t T = sh.T, H = sh.H, K = sh.K, hd = sh.hd, G = H / K;
+  for (int64_t job = begin; job < end; ++job) {
+    const int64_t b = job / K, kh = job % K;
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t head = kh * G + g;
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t n = b * T + t, S = ordered ? t + 1 : T;
+        const float* pr = probs + ((b * H + head) * T + t) * T;
+        const float* dov = dout + (n * H + head) * hd;
+        const float* qv = q + (n * H + head) * hd;
+        float* dqv = dq + (n * H + head) * hd;
+        // dP_s = dO . V_s ; dS_s = P_s (dP_s - sum_j P_j dP_j)
+        float d = 0.0f;
+        for (int64_t s = 0; s < S; ++s) {
+          dp[s] = pr[s] == 0.0f ? 0.0f : dot(dov, v + ((b * T + s) * K + kh) * hd, hd);
+          d += pr[s] * dp[s];
+        }
+        for (int64_t s = 0; s < S; ++s) ds[s] = pr[s] * (dp[s] - d) * sh.scale;
+        weighted_rows(ds.data(), k + (b * T * K + kh) * hd, K * hd, S, hd, dqv);  // dq = sum_s dS_s K_s
+        for (int64_t s = 0; s < S; ++s) {
+          if (pr[s] == 0.0f) continue;
+          const int64_t m = (b * T + s) * K + kh;
+          axpy(ds[s], qv, dk + m * hd, hd);
+          axpy(pr[s], dov, dv + m * hd, hd);
+        }
+      }
+    }
+  }
+}
+
+void swiglu_forward_range(const float* g, const float* u, float* a, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    const float gi = g[i], ex = fast_exp(-gi);
+    a[i] = gi * u[i] / (1.0f + ex);
+  }
+}
+
+void swiglu_backward_range(const float* g, const float* u, const float* da, float* dg, float* du, int64_t b,
+                           int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    const float gi = g[i], ex = fast_exp(-gi);
+    const float s = 1.0f / (1.0f + ex);
+    dg[i] = da[i] * u[i] * s * (1.0f + gi * (1.0f - s));
+    du[i] = da[i] * gi * s;
+  }
+}
+
+}  // namespace
+
+void rms_norm_forward(const float* x, const float* w, float* y, float* r, int64_t N, int64_t D, float eps) {
+  at::parallel_for(0, N, 16, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) {
+      const float* xr = x + n * D;
+      float* yr = y + n * D;
+      const float rn = 1.0f / std::sqrt(dot(xr, xr, D) / static_cast<float>(D) + eps);
+      if (r) r[n] = rn;
+      for (int64_t i = 0; i < D; ++i) yr[i] = w[i] * (xr[i] * rn);
+    }
+  });
+}
+
+void rms_norm_backward(const float* x, const float* w, const float* r, const float* dy, float* dx, float* dw,
+                       int64_t N, int64_t D) {
+  // y_i = w_i x_i r, r = (mean(x^2) + eps)^-1/2, dr/dx_j = -r^3 x_j / D:
+  //   dx_j = r w_j dy_j - x_j r^3 / D * sum_i w_i dy_i x_i;   dw_i += dy_i x_i r.
+  at::parallel_for(0, N, 16, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) {
+      const float* xr = x + n * D;
+      const float* dyr = dy + n * D;
+      float* dxr = dx + n * D;
+      const float rn = r[n];
+      float s = 0.0f;
+      for (int64_t i = 0; i < D; ++i) s += w[i] * dyr[i] * xr[i];
+      const float c = s * rn * rn * rn / static_cast<float>(D);
+      for (int64_t i = 0; i < D; ++i) dxr[i] = rn * w[i] * dyr[i] - xr[i] * c;
+    }
+  });
+  for (int64_t n = 0; n < N; ++n) {  // serial: dw is shared by all rows
+    const float* xr = x + n * D;
+    const float* dyr = dy + n * D;
+    const float rn = r[n];
+    for (int64_t i = 0; i < D; ++i) dw[i] += dyr[i] * xr[i] * rn;
+  }
+}
+
+void rope_inplace(float* x, const int64_t* pos, const float* cos_table, const float* sin_table, int64_t N,
+                  int64_t heads, int64_t hd, bool inverse) {
+  // Forward: y1 = x1 c1 - x2 s1, y2 = x2 c2 + x1 s2 (halves of the head).
+  // Transpose: x1 = y1 c1 + y2 s2, x2 = y2 c2 - y1 s1.
+  const int64_t half = hd / 2;
+  at::parallel_for(0, N, 64, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) {
+      const float* c = cos_table + pos[n] * hd;
+      const float* s = sin_table + pos[n] * hd;
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = x + (n * heads + h) * hd;
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = v[i], b2 = v[i + half];
+          if (!inverse) {
+            v[i] = a * c[i] - b2 * s[i];
+            v[i + half] = b2 * c[i + half] + a * s[i + half];
+          } else {
+            v[i] = a * c[i] + b2 * s[i + half];
+            v[i + half] = b2 * c[i + half] - a * s[i];
+          }
+        }
+      }
+    }
+  });
+}
+
+void attention_forward(const float* q, const KeyLayout& kv, const int64_t* pos, const uint8_t* valid, bool cached,
+                       const AttentionShape& sh, float* out, float* probs) {
+  const bool ordered = !cached && positions_are_indices(pos, sh.B, sh.T);
+  at::parallel_for(0, sh.B * sh.T * sh.H, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> w;
+    attention_jobs(begin, end, q, kv, pos, valid, cached, ordered, sh, out, probs, w);
+  });
+}
+
+void attention_backward(const float* q, const float* k, const float* v, const float* probs, const float* dout,
+                        const AttentionShape& sh, const int64_t* pos, float* dq, float* dk, float* dv) {
+  const int64_t B = sh.B, T = sh.T, H = sh.H, K = sh.K, hd = sh.hd;
+  std::fill(dq, dq + B * T * H * hd, 0.0f);
+  std::fill(dk, dk + B * T * K * hd, 0.0f);
+  std::fill(dv, dv + B * T * K * hd, 0.0f);
+  const bool ordered = positions_are_indices(pos, B, T);
+  // One task per (row, kv head): it owns that head's dk/dv and its G query heads' dq.
+  at::parallel_for(0, B * K, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> dp(static_cast<size_t>(T)), ds(static_cast<size_t>(T));
+    attention_backward_jobs(begin, end, q, k, v, probs, dout, sh, ordered, dq, dk, dv, dp, ds);
+  });
+}
+
+void swiglu_forward(const float* g, const float* u, float* a, int64_t n) {
+  at::parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) { swiglu_forward_range(g, u, a, b, e); });
+}
+
+void swiglu_backward(const float* g, const float* u, const float* da, float* dg, float* du, int64_t n) {
+  // a = g s(g) u:  da/dg = u s (1 + g (1 - s)),  da/du = g s.
+  at::parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) { swiglu_backward_range(g, u, da, dg, du, b, e); });
+}
+
+}  // namespace rlf::cpu

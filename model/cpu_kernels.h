@@ -1,0 +1,59 @@
+// fp32 CPU kernels for the transformer's non-matmul work (RMSNorm, RoPE,
+// attention, SwiGLU), forward and backward, on contiguous row-major buffers.
+// model/cpu_fast_forward.cpp composes them with LibTorch matmuls into the
+// inference path and, wrapped as autograd functions, into the fp32 CPU
+// training path (see transformer.h, set_fast_cpu_path).
+//
+// Shapes: N = B*T token rows, H query heads, K kv heads (G = H / K per kv
+// head), hd head dim, D hidden, S key slots. q is [N, H*hd]; k and v are
+// [N, K*hd] unless strided (KV cache).
+#pragma once
+
+#include <cstdint>
+
+namespace rlf::cpu {
+
+// y[n] = w * x[n] * r[n], r[n] = 1/sqrt(mean(x[n]^2) + eps); r may be null.
+void rms_norm_forward(const float* x, const float* w, float* y, float* r, int64_t N, int64_t D, float eps);
+// Gradients of rms_norm_forward: dx [N, D] (overwritten) and dw [D] (added to).
+void rms_norm_backward(const float* x, const float* w, const float* r, const float* dy, float* dx, float* dw,
+                       int64_t N, int64_t D);
+
+// Rotate-half RoPE in place on x [N, heads, hd] with rows of the tables
+// (cos/sin [positions, hd]) at pos[n]. `inverse` applies the transpose (the
+// backward of the rotation).
+void rope_inplace(float* x, const int64_t* pos, const float* cos_table, const float* sin_table, int64_t N,
+                  int64_t heads, int64_t hd, bool inverse);
+
+// Where attention reads keys and values: element (row b, kv head kh, slot s,
+// i) is at base + b*s0 + kh*s1 + s*s2 + i.
+struct KeyLayout {
+  const float* keys = nullptr;
+  const float* values = nullptr;
+  int64_t s0 = 0, s1 = 0, s2 = 0;
+};
+
+struct AttentionShape {
+  int64_t B = 0, T = 0, H = 0, K = 0, hd = 0;
+  float scale = 1.0f;  // 1/sqrt(hd)
+};
+
+// Causal attention. With `cached` the query at position p attends slots
+// [0, p] of its row; otherwise it attends this call's tokens s (slot = token
+// index) with pos[s] <= pos[t] and valid[s] (valid may be null). out is
+// [N, H*hd]. `probs` (optional, uncached only) receives the softmax
+// [B, H, T, T] (0 where not visible). A query that sees nothing gets NaN, as
+// softmax over an all -inf row does.
+void attention_forward(const float* q, const KeyLayout& kv, const int64_t* pos, const uint8_t* valid, bool cached,
+                       const AttentionShape& s, float* out, float* probs);
+
+// Backward of uncached attention given the saved probs: dq [N, H*hd], dk and
+// dv [N, K*hd] (all overwritten).
+void attention_backward(const float* q, const float* k, const float* v, const float* probs, const float* dout,
+                        const AttentionShape& s, const int64_t* pos, float* dq, float* dk, float* dv);
+
+// a = silu(g) * u, elementwise over n values; in place into g when a == g.
+void swiglu_forward(const float* g, const float* u, float* a, int64_t n);
+void swiglu_backward(const float* g, const float* u, const float* da, float* dg, float* du, int64_t n);
+
+}  // namespace rlf::cpu

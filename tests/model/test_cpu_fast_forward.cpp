@@ -1,0 +1,164 @@
+// The fp32 CPU inference path (model/cpu_fast_forward.cpp) against the module
+// path on the same weights: with a KV cache (prefill, then ragged decoding),
+// without one (padding masked by key_mask), with biases, grouped-query
+// attention and an explicit head_dim; and which path runs when. The module
+// path and the fast path are each checked against transformers in
+// test_transformer_oracle.cpp.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "model/loader.h"
+
+namespace rlf {
+namespace {
+
+// A tiny model exercising every branch: GQA (G = 2), q/k/v/o and MLP biases
+// (random, not zero), head_dim != hidden / heads, untied lm_head.
+CausalLM odd_model(uint64_t seed) {
+  ModelConfig c = ModelConfig::preset("stories260K");
+  c.hidden_size = 48;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 16;
+  c.intermediate_size = 80;
+  c.num_hidden_layers = 3;
+  c.attention_bias = true;
+  c.o_bias = true;
+  c.mlp_bias = true;
+  c.tie_word_embeddings = false;
+  c.rope_theta = 500000.0;
+  auto m = make_random_model(c, seed, torch::kFloat32, torch::kCPU);
+  torch::NoGradGuard ng;
+  auto gen = at::detail::createCPUGenerator(seed + 100);
+  for (auto& p : m->named_parameters()) {
+    const std::string& n = p.key();
+    if (n.size() > 5 && n.substr(n.size() - 5) == ".bias") p.value().copy_(at::normal(0.0, 0.1, p.value().sizes(), gen));
+    if (n.find("norm") != std::string::npos) p.value().copy_(1.0 + at::normal(0.0, 0.1, p.value().sizes(), gen));
+  }
+  return m;
+}
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+class FastPath : public ::testing::TestWithParam<std::string> {
+ protected:
+  CausalLM model() {
+    if (GetParam() == "odd") return odd_model(5);
+    return make_random_model(ModelConfig::preset("stories260K"), 5, torch::kFloat32, torch::kCPU);
+  }
+};
+
+TEST_P(FastPath, CachedPrefillAndRaggedDecodeMatchModulePath) {
+  CausalLM m = model();
+  const ModelConfig& c = m->config();
+  torch::NoGradGuard ng;
+  auto ids = torch::randint(0, c.vocab_size, {3, 12}, torch::kInt64);
+  std::vector<torch::Tensor> out[2];
+  for (int fast = 0; fast < 2; ++fast) {
+    m->set_fast_cpu_path(fast == 1);
+    KVCache cache(c, 3, 32, torch::kFloat32, torch::kCPU);
+    // Prefill rows with different prompt lengths one at a time (as the engine
+    // does), then decode all rows together at their own positions.
+    const int64_t lens[3] = {3, 7, 5};
+    for (int64_t r = 0; r < 3; ++r) {
+      KVCache row = cache.rows(r, 1);
+      auto pos = torch::arange(lens[r], torch::kInt64).view({1, lens[r]});
+      out[fast].push_back(m->logits(m->forward_hidden(ids.narrow(0, r, 1).narrow(1, 0, lens[r]), pos, &row)));
+    }
+    for (int64_t step = 0; step < 4; ++step) {
+      auto tok = torch::empty({3, 1}, torch::kInt64), pos = torch::empty({3, 1}, torch::kInt64);
+      for (int64_t r = 0; r < 3; ++r) {
+        tok[r][0] = ids[r][lens[r] + step];
+        pos[r][0] = lens[r] + step;
+      }
+      out[fast].push_back(m->logits(m->forward_hidden(tok, pos, &cache)));
+    }
+  }
+  ASSERT_EQ(out[0].size(), out[1].size());
+  for (size_t i = 0; i < out[0].size(); ++i) EXPECT_LT(max_diff(out[0][i], out[1][i]), 2e-5) << "call " << i;
+  EXPECT_GT(out[0][0].abs().max().item<double>(), 1e-3);  // not a comparison of zeros
+}
+
+TEST_P(FastPath, UncachedWithPaddingMatchesModulePathOnValidTokens) {
+  CausalLM m = model();
+  const ModelConfig& c = m->config();
+  torch::NoGradGuard ng;
+  auto ids = torch::randint(0, c.vocab_size, {2, 9}, torch::kInt64);
+  auto pos = torch::arange(9, torch::kInt64).unsqueeze(0).expand({2, 9}).contiguous();
+  auto mask = torch::ones({2, 9}, torch::kBool);
+  mask[1].narrow(0, 6, 3).fill_(false);  // row 1: 6 tokens + 3 padding
+  auto targets = torch::randint(0, c.vocab_size, {2, 9}, torch::kInt64);
+  m->set_fast_cpu_path(false);
+  auto ref = m->token_logprobs(m->forward_hidden(ids, pos, nullptr, mask), targets);
+  m->set_fast_cpu_path(true);
+  auto fast = m->token_logprobs(m->forward_hidden(ids, pos, nullptr, mask), targets);
+  EXPECT_LT(max_diff(ref.masked_select(mask), fast.masked_select(mask)), 2e-5);
+  // Padding changes nothing for the valid tokens of a row.
+  auto alone = m->token_logprobs(m->forward_hidden(ids.narrow(0, 1, 1).narrow(1, 0, 6), pos.narrow(0, 1, 1).narrow(1, 0, 6)),
+                                 targets.narrow(0, 1, 1).narrow(1, 0, 6));
+  EXPECT_LT(max_diff(alone, fast.narrow(0, 1, 1).narrow(1, 0, 6)), 2e-5);
+}
+
+TEST(FastPathSelection, WhichPathRunsWhen) {
+  CausalLM m = make_random_model(ModelConfig::preset("stories260K"), 9, torch::kFloat32, torch::kCPU);
+  auto ids = torch::randint(0, 512, {1, 5}, torch::kInt64);
+  auto pos = torch::arange(5, torch::kInt64).view({1, 5});
+  KVCache cache(m->config(), 1, 8, torch::kFloat32, torch::kCPU);
+  EXPECT_TRUE(m->fast_cpu_path());
+  EXPECT_TRUE(m->fast_cpu_path_applies());         // training path (autograd functions)
+  EXPECT_FALSE(m->fast_cpu_path_applies(&cache));  // no cached decoding under autograd
+  auto h = m->forward_hidden(ids, pos);
+  EXPECT_TRUE(h.requires_grad());
+  torch::NoGradGuard ng;
+  EXPECT_TRUE(m->fast_cpu_path_applies(&cache));
+  auto fast = m->forward_hidden(ids, pos);
+  m->set_fast_cpu_path(false);
+  EXPECT_FALSE(m->fast_cpu_path_applies());
+  auto slow = m->forward_hidden(ids, pos);
+  EXPECT_LT(max_diff(fast, slow), 2e-5);
+  EXPECT_LT(max_diff(fast, h.detach()), 2e-5);
+  // bf16 models run the module path (the fast path is fp32 only).
+  CausalLM b = make_random_model(ModelConfig::preset("stories260K"), 9, torch::kBFloat16, torch::kCPU);
+  EXPECT_FALSE(b->fast_cpu_path_applies());
+  EXPECT_EQ(b->forward_hidden(ids, pos).scalar_type(), torch::kBFloat16);
+}
+
+// The training path's gradients: a weighted log-prob loss over a padded batch,
+// backward through both paths, every parameter's gradient compared.
+TEST_P(FastPath, TrainingGradientsMatchModulePath) {
+  CausalLM m = model();
+  const ModelConfig& c = m->config();
+  auto ids = torch::randint(0, c.vocab_size, {3, 10}, torch::kInt64);
+  auto pos = torch::arange(10, torch::kInt64).unsqueeze(0).expand({3, 10}).contiguous();
+  auto mask = torch::ones({3, 10}, torch::kBool);
+  mask[2].narrow(0, 7, 3).fill_(false);
+  auto targets = torch::randint(0, c.vocab_size, {3, 10}, torch::kInt64);
+  auto weights = torch::rand({3, 10}) * mask.to(torch::kFloat32);
+  std::map<std::string, torch::Tensor> grads[2];
+  double losses[2];
+  for (int fast = 0; fast < 2; ++fast) {
+    m->set_fast_cpu_path(fast == 1);
+    ASSERT_EQ(m->fast_cpu_path_applies(), fast == 1);
+    for (auto& p : m->parameters()) p.mutable_grad() = torch::Tensor();
+    auto lp = m->token_logprobs(m->forward_hidden(ids, pos, nullptr, mask), targets);
+    auto loss = -(lp * weights).sum() / weights.sum();
+    losses[fast] = loss.item<double>();
+    loss.backward();
+    for (auto& p : m->named_parameters()) {
+      ASSERT_TRUE(p.value().grad().defined()) << p.key();
+      grads[fast][p.key()] = p.value().grad().clone();
+    }
+  }
+  EXPECT_NEAR(losses[0], losses[1], 1e-5);
+  for (const auto& [name, g] : grads[0]) {
+    const double scale = std::max(1e-3, g.abs().max().item<double>());
+    EXPECT_LT(max_diff(g, grads[1][name]) / scale, 1e-4) << name;
+  }
+  EXPECT_GT(grads[0]["model.layers.0.self_attn.q_proj.weight"].abs().max().item<double>(), 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, FastPath, ::testing::Values("stories260K", "odd"));
+
+}  // namespace
+}  // namespace rlf
