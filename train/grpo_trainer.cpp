@@ -53,6 +53,7 @@ void GrpoOptions::validate() const {
   advantage.validate();
   update.validate();
   rlf::validate(optimizer);
+  rlf::validate(lr);  // at config load, so a bad schedule fails before SFT or any step
 }
 
 GrpoTrainer::GrpoTrainer(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards,

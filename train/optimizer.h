@@ -11,7 +11,11 @@
 // optimiser keeps an fp32 master copy w, fp32 moments, steps in fp32 and writes
 // w back into the parameter rounded to the parameter's dtype; forward and
 // backward stay in the model's dtype. fp32 parameters are their own master.
-// State lives on each parameter's device.
+// State lives on each parameter's device. On CPU each parameter's update is
+// one fused pass over memory (read g, w, m, v; write w, m, v and the rounded
+// parameter) with the same per-element fp32 arithmetic; elsewhere (CUDA,
+// fp16, no masters) it runs as tensor ops. The gradient norm is accumulated
+// in double on CPU.
 //
 // One optimisation step with gradient accumulation:
 //   opt.zero_grad();

@@ -15,6 +15,9 @@ const ConfigSchema& train_config_schema() {
         {"model.dtype", T::String, "fp32", "", "compute dtype; bf16 keeps fp32 master weights in the optimizer",
          {"fp32", "bf16"}},
         {"model.device", T::String, "cpu", "", "cpu, cuda or cuda:N"},
+        {"model.fast_cpu_path", T::Bool, true, "",
+         "fp32 on CPU: fused kernels for RMSNorm, RoPE + attention and SwiGLU in rollouts and updates (docs/DESIGN.md); "
+         "false = LibTorch module path"},
         // [data] and [[reward]] are validated by their own libraries.
         {"data", T::Any, nullptr, "", "prompt dataset (docs/data.md): path, preset, fields, templates, split"},
         {"reward", T::Any, nullptr, "", "array of reward tables (docs/rewards.md): type, name, weight, options"},
@@ -78,6 +81,11 @@ const ConfigSchema& train_config_schema() {
         {"sft.batch_size", T::Int, 16, "pairs", "(prompt, response) pairs per SFT step"},
         {"sft.micro_batch_size", T::Int, 16, "pairs", "pairs per forward/backward"},
         {"sft.lr", T::Float, 1e-3, "", "SFT learning rate (AdamW, constant)"},
+        {"sft.stop_at_pass1", T::Float, 0.0, "",
+         "stop SFT early once greedy pass@1 on training prompts reaches this (0 = run all sft.steps)"},
+        {"sft.stop_eval_every", T::Int, 25, "steps", "SFT steps between those pass@1 checks"},
+        {"sft.stop_eval_prompts", T::Int, 200, "prompts",
+         "training prompts (the first N; never held-out ones) those checks use"},
     };
     check_schema(s);
     return s;
@@ -95,6 +103,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   c.tokenizer_path = get("model", "tokenizer").get<std::string>();
   c.dtype = get("model", "dtype").get<std::string>();
   c.device = get("model", "device").get<std::string>();
+  c.fast_cpu_path = get("model", "fast_cpu_path").get<bool>();
   c.data = prompt_dataset_options_from_json(j.at("data"), source + " [data]");
   c.rewards = j.at("reward");
   check(c.rewards.is_array() && !c.rewards.empty(), source, ": 'reward' must be an array of tables ([[reward]] ...) with at least one reward");
@@ -162,6 +171,13 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     c.sft.batch_size = sft.at("batch_size").get<int64_t>();
     c.sft.micro_batch_size = sft.at("micro_batch_size").get<int64_t>();
     c.sft.lr = sft.at("lr").get<double>();
+    c.sft.stop_at_pass1 = sft.at("stop_at_pass1").get<double>();
+    c.sft.stop_eval_every = sft.at("stop_eval_every").get<int64_t>();
+    c.sft.stop_eval_prompts = sft.at("stop_eval_prompts").get<int64_t>();
+    check(c.sft.stop_at_pass1 >= 0 && c.sft.stop_at_pass1 <= 1, source, ": sft.stop_at_pass1 must be in [0, 1] (got ",
+          c.sft.stop_at_pass1, "; 0 = off)");
+    check(c.sft.stop_eval_every > 0 && c.sft.stop_eval_prompts > 0, source,
+          ": sft.stop_eval_every and sft.stop_eval_prompts must be > 0");
     check(c.sft.steps > 0 && c.sft.batch_size > 0 && c.sft.micro_batch_size > 0 && c.sft.lr > 0, source,
           ": [sft] with data needs steps, batch_size, micro_batch_size and lr > 0");
   }

@@ -32,6 +32,13 @@ struct SftOptions {
   int64_t batch_size = 16;       // (prompt, response) pairs per step
   int64_t micro_batch_size = 16;
   double lr = 1e-3;
+  // Stop early once greedy pass@1 on the first stop_eval_prompts training
+  // prompts reaches stop_at_pass1, checked every stop_eval_every steps
+  // (0 = run all `steps`): "weak but not hopeless" reached by measurement, not
+  // by a step count that any numeric change would move.
+  double stop_at_pass1 = 0.0;
+  int64_t stop_eval_every = 25;
+  int64_t stop_eval_prompts = 200;
 };
 
 struct TrainConfig {
@@ -39,6 +46,7 @@ struct TrainConfig {
   std::string source;             // where it came from (for messages)
   // [model]
   std::string model_path, tokenizer_path, dtype, device;
+  bool fast_cpu_path = true;  // CausalLMImpl::set_fast_cpu_path for the policy and the reference
   // [data] and [[reward]]
   PromptDatasetOptions data;
   Json rewards;                   // array of reward tables

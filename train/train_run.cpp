@@ -91,6 +91,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& run)
   lo.dtype = cfg.dtype;
   lo.device = cfg.device;
   Policy policy = load_policy(cfg.model_path, cfg.tokenizer_path, lo);
+  policy.model()->set_fast_cpu_path(cfg.fast_cpu_path);
   TokenizerChat chat = tokenizer_chat_of(*policy.tokenizer);
   PromptDataset data = PromptDataset::load(cfg.data, &chat);
   check(!data.train().empty(), cfg.source, ": the dataset has no training records");
@@ -101,6 +102,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& run)
   CausalLM reference{nullptr};
   if (cfg.grpo.update.kl_beta > 0) {
     reference = load_model(cfg.model_path, lo).model;
+    reference->set_fast_cpu_path(cfg.fast_cpu_path);
     for (auto& p : reference->parameters()) p.set_requires_grad(false);
   }
 
@@ -146,18 +148,32 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& run)
     po.force_plain = run.quiet;
     std::unique_ptr<ProgressBar> bar;
     if (!run.quiet) bar = std::make_unique<ProgressBar>(po);
-    double loss = 0;
+    // Early stop: greedy pass@1 on training prompts (held-out ones stay unseen).
+    const std::vector<PromptExample> stop_probe(
+        data.train().begin(),
+        data.train().begin() + std::min<size_t>(data.train().size(), static_cast<size_t>(cfg.sft.stop_eval_prompts)));
+    double loss = 0, probe_pass1 = -1;
+    int64_t done = 0;
     for (int64_t s = 0; s < cfg.sft.steps; ++s) {
       auto eps = sft_episodes(policy, sft_examples, cur.next_batch(), cfg.add_special_tokens);
       opt.zero_grad();
       UpdateStats st = accumulate_sft_gradients(*policy.model(), eps, cfg.sft.micro_batch_size);
       if (st.finite) opt.step(cfg.sft.lr, st.loss);
       loss = st.loss;
-      if (bar) bar->update(s + 1, {{"loss", loss}});
+      done = s + 1;
+      if (cfg.sft.stop_at_pass1 > 0 && done % cfg.sft.stop_eval_every == 0) {
+        probe_pass1 = greedy_pass1(policy, stop_probe, rewards, cfg.grpo, cfg.add_special_tokens);
+        if (probe_pass1 >= cfg.sft.stop_at_pass1) break;
+      }
+      if (bar) bar->update(done, {{"loss", loss}});
     }
     if (bar) bar->finish();
-    summary.sft_steps = cfg.sft.steps;
-    say("sft: " + std::to_string(cfg.sft.steps) + " steps, final loss " + std::to_string(loss));
+    summary.sft_steps = done;
+    std::string stop_note;
+    if (cfg.sft.stop_at_pass1 > 0)
+      stop_note = ", training-prompt pass@1 " + std::to_string(probe_pass1) +
+                  (probe_pass1 >= cfg.sft.stop_at_pass1 ? " (reached sft.stop_at_pass1)" : " (sft.stop_at_pass1 not reached)");
+    say("sft: " + std::to_string(done) + " steps, final loss " + std::to_string(loss) + stop_note);
   }
 
   const bool add_special = cfg.add_special_tokens;

@@ -74,6 +74,10 @@ TEST(Demo, BadOverridesNameTheKeyAndWriteNothing) {
             std::string::npos);
   o.overrides = {"sft.data.wrong_fraction=2"};
   EXPECT_NE(test::error_of([&] { run_demo(o); }).find("[sft.data]: wrong_fraction must be in [0, 1]"), std::string::npos);
+  // A schedule that does not fit the run fails at load, before SFT runs.
+  o.overrides = {"run.steps=5"};
+  EXPECT_NE(test::error_of([&] { run_demo(o); }).find("warmup_steps = 10: must be <= total_steps = 5"),
+            std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir / "demo"));
 }
 

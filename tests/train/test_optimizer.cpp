@@ -102,6 +102,45 @@ TEST(Optimizer, MatchesTorchAdamWInFp32) {
               n_clipped);
 }
 
+// Large parameters (several parallel chunks of the fused CPU kernels, odd
+// sizes) against torch::optim::AdamW with clip_grad_norm_, random gradients.
+TEST(Optimizer, LargeParametersMatchTorchAdamW) {
+  torch::manual_seed(21);
+  // (both 2-D: rlf exempts 1-D weights from decay, torch's AdamW does not)
+  Named ours = {{"a.weight", torch::randn({317, 411})}, {"b.weight", torch::randn({1, 100003})}};
+  Named ref;
+  for (auto& [n, t] : ours) {
+    t.set_requires_grad(true);
+    ref.emplace_back(n, t.detach().clone().set_requires_grad(true));
+  }
+  OptimizerOptions o;
+  o.weight_decay = 0.05;
+  o.max_grad_norm = 50.0;
+  Optimizer opt(ours, o);
+  torch::optim::AdamW torch_opt({ref[0].second, ref[1].second},
+                                torch::optim::AdamWOptions(3e-3).betas({0.9, 0.999}).eps(1e-8).weight_decay(0.05));
+  double worst = 0.0;
+  int n_clipped = 0;
+  for (int step = 0; step < 5; ++step) {
+    for (size_t i = 0; i < ours.size(); ++i) {
+      auto g = torch::randn(ours[i].second.sizes()) * (0.05 + 0.1 * step);
+      ours[i].second.mutable_grad() = g.clone();
+      ref[i].second.mutable_grad() = g.clone();
+    }
+    StepResult r = opt.step(3e-3);
+    ASSERT_TRUE(r.applied);
+    const double torch_norm = torch::nn::utils::clip_grad_norm_(std::vector<torch::Tensor>{ref[0].second, ref[1].second}, 50.0);
+    EXPECT_NEAR(r.grad_norm, torch_norm, 1e-6 * torch_norm);
+    EXPECT_EQ(r.clipped, torch_norm > 50.0);
+    n_clipped += r.clipped;
+    torch_opt.step();
+    for (size_t i = 0; i < ours.size(); ++i) worst = std::max(worst, max_abs_diff(ours[i].second, ref[i].second));
+  }
+  EXPECT_LT(worst, 1e-6);
+  EXPECT_GT(n_clipped, 0);
+  EXPECT_LT(n_clipped, 5);
+}
+
 TEST(Optimizer, Bf16ParamsStepFp32MastersExactly) {
   Named p = make_params(5, torch::kBFloat16);
   OptimizerOptions o;
