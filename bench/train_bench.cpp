@@ -55,6 +55,7 @@ Json run_train_bench(const TrainBenchOptions& o) {
         o.dtype, "'");
   const torch::Device device = parse_device(o.device);
   auto [model, source] = make_bench_model(o.shape, o.dtype, o.device, o.seed);
+  model->set_fast_cpu_path(o.fast_cpu);
   model->train();
   const ModelConfig& c = model->config();
   check(o.seq <= c.max_position_embeddings, "bench train: --seq ", o.seq, " exceeds the model's context (",
@@ -141,6 +142,7 @@ Json run_train_bench(const TrainBenchOptions& o) {
   j["loss_first"] = loss_first;
   j["loss_last"] = loss_last;
   j["peak_rss_mb"] = peak_rss_mb();
+  j["fast_cpu_path_used"] = model->fast_cpu_path_applies();  // grad mode on, as in the timed steps
   return j;
 }
 

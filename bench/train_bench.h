@@ -27,6 +27,7 @@ struct TrainBenchOptions {
   int64_t warmup = 1;                 // untimed steps first (allocations, optimiser state, kernel caches)
   double lr = 1e-5;                   // learning rate of the AdamW steps (small: weights stay sane)
   uint64_t seed = 0;                  // weights and token batches
+  bool fast_cpu = true;               // fp32 CPU fast path (CausalLM::set_fast_cpu_path)
 
   void validate() const;
 };

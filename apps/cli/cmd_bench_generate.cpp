@@ -32,9 +32,7 @@ CommandSpec make_bench_generate_command() {
     o.prompt_len = a.integer("prompt-len");
     o.repeats = a.integer("repeats");
     o.seed = static_cast<uint64_t>(a.integer("seed"));
-    const std::string fast = a.str("fast-cpu");
-    check(fast == "on" || fast == "off", "--fast-cpu must be on or off (got '", fast, "')");
-    o.fast_cpu = fast == "on";
+    o.fast_cpu = fast_cpu_option(a);
     configure_threads(a, o.dtype, o.device);
     Json j = run_generate_bench(o);
     if (a.flag("json")) {

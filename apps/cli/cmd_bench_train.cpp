@@ -21,6 +21,7 @@ CommandSpec make_bench_train_command() {
       {"warmup", OptKind::Int, "1", "untimed steps before timing", "N"},
       {"lr", OptKind::Float, "1e-5", "AdamW learning rate", "LR"},
       {"seed", OptKind::Int, "0", "seed for weights and token batches", "N"},
+      {"fast-cpu", OptKind::String, "on", "on|off: the fp32 CPU fast path (off: LibTorch module path)", "ON|OFF"},
       {"json", OptKind::Flag, "false", "print one JSON object", ""},
   };
   c.run = [](const Args& a) {
@@ -34,6 +35,7 @@ CommandSpec make_bench_train_command() {
     o.warmup = a.integer("warmup");
     o.lr = a.number("lr");
     o.seed = static_cast<uint64_t>(a.integer("seed"));
+    o.fast_cpu = fast_cpu_option(a);
     configure_threads(a, o.dtype, o.device);
     Json j = run_train_bench(o);
     if (a.flag("json")) {

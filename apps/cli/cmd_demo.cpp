@@ -22,7 +22,12 @@ CommandSpec make_demo_command() {
       {"json", OptKind::Flag, "false", "print only the summary: {pass1_before, pass1_after, wall_s, steps, ...}", ""},
   };
   c.run = [](const Args& a) {
-    configure_threads(a);
+    // One thread unless --threads is given: the 0.6M-parameter policy gains
+    // nothing from more cores, and one thread makes the run's numbers the same
+    // on every machine (OpenBLAS splits sums differently with more threads,
+    // and this small RL run is sensitive to rounding).
+    if (a.given("threads")) configure_threads(a);
+    else apply_cpu_threads(CpuThreadPlan{available_cores(), 1});  // OpenBLAS 1 thread, rlf's kernels all cores
     DemoOptions o;
     o.out_dir = a.str("out");
     o.seed = static_cast<uint64_t>(a.integer("seed"));

@@ -14,4 +14,7 @@ namespace rlf::cli {
 // Applies --threads for a model computing in `dtype` on `device`; returns the plan in effect.
 CpuThreadPlan configure_threads(const Args& args, const std::string& dtype = "fp32", const std::string& device = "cpu");
 
+// The value of a command's `--fast-cpu on|off` option (CausalLM::set_fast_cpu_path).
+bool fast_cpu_option(const Args& args);
+
 }  // namespace rlf::cli
