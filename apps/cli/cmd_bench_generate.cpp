@@ -33,8 +33,9 @@ CommandSpec make_bench_generate_command() {
     o.repeats = a.integer("repeats");
     o.seed = static_cast<uint64_t>(a.integer("seed"));
     o.fast_cpu = fast_cpu_option(a);
-    configure_threads(a, o.dtype, o.device);
+    const CpuThreadPlan plan = configure_threads(a, o.dtype, o.device);
     Json j = run_generate_bench(o);
+    j["cpu"] = cpu_report(plan);
     if (a.flag("json")) {
       std::cout << j.dump() << "\n";
     } else {

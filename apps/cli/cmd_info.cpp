@@ -3,6 +3,7 @@
 
 #include "apps/cli/commands.h"
 #include "apps/cli/runtime.h"
+#include "model/cpu_features.h"
 #include "model/loader.h"
 #include "util/error.h"
 
@@ -39,6 +40,7 @@ int run_info(const Args& args) {
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   j["attention_bias"] = c.attention_bias;
   j["tokenizer"] = m.tokenizer.string();
+  j["cpu_bf16_matmul_fast"] = cpu_bf16_matmul_fast();  // model/cpu_features.h
   if (args.flag("json")) {
     std::cout << j.dump() << "\n";
   } else {

@@ -22,7 +22,7 @@ CommandSpec make_train_command() {
   c.run = [](const Args& a) {
     TrainConfig cfg = load_train_config(a.positional().at(0), a.list("set"));
     if (a.given("threads") || cfg.threads == 0) configure_threads(a, cfg.dtype, cfg.device);
-    else configure_cpu_threads(static_cast<int>(cfg.threads), cfg.dtype, cfg.device);
+    else configure_threads(static_cast<int>(cfg.threads), cfg.dtype, cfg.device);
     TrainRunOptions ro;
     ro.resume = a.flag("resume");
     ro.quiet = a.flag("quiet") || a.flag("json");

@@ -1,5 +1,8 @@
 #include "apps/cli/runtime.h"
 
+#include <iostream>
+
+#include "model/cpu_features.h"
 #include "util/error.h"
 
 namespace rlf::cli {
@@ -10,10 +13,22 @@ bool fast_cpu_option(const Args& args) {
   return v == "on";
 }
 
+CpuThreadPlan configure_threads(int threads, const std::string& dtype, const std::string& device) {
+  const std::string warning = dtype_speed_warning(dtype, device);
+  if (!warning.empty()) std::cerr << warning << "\n";
+  return configure_cpu_threads(threads, dtype, device);
+}
+
 CpuThreadPlan configure_threads(const Args& args, const std::string& dtype, const std::string& device) {
   int64_t n = args.integer("threads");
   check(n >= 0, "--threads must be >= 0 (0 = all cores), got ", n);
-  return configure_cpu_threads(static_cast<int>(n), dtype, device);
+  return configure_threads(static_cast<int>(n), dtype, device);
+}
+
+Json cpu_report(const CpuThreadPlan& plan) {
+  const CpuFeatures f = cpu_features();
+  return {{"torch_threads", plan.torch_threads}, {"blas_threads", plan.blas_threads}, {"avx512", f.avx512},
+          {"avx512_bf16", f.avx512_bf16}, {"amx_bf16", f.amx_bf16}};
 }
 
 }  // namespace rlf::cli

@@ -8,11 +8,21 @@
 
 #include "apps/cli/cli.h"
 #include "model/cpu_threads.h"
+#include "util/json_util.h"
 
 namespace rlf::cli {
 
-// Applies --threads for a model computing in `dtype` on `device`; returns the plan in effect.
+// Applies --threads for a model computing in `dtype` on `device`; returns the
+// plan in effect. Prints model/cpu_features.h's warning to stderr when the
+// dtype is slow on this CPU (bf16 without AVX-512).
 CpuThreadPlan configure_threads(const Args& args, const std::string& dtype = "fp32", const std::string& device = "cpu");
+
+// The same with a thread count from a config file (0 = all cores).
+CpuThreadPlan configure_threads(int threads, const std::string& dtype, const std::string& device);
+
+// {"torch_threads", "blas_threads", "avx512", "avx512_bf16", "amx_bf16"}: the
+// thread plan and the CPU features a benchmark ran with.
+Json cpu_report(const CpuThreadPlan& plan);
 
 // The value of a command's `--fast-cpu on|off` option (CausalLM::set_fast_cpu_path).
 bool fast_cpu_option(const Args& args);

@@ -158,6 +158,41 @@ TEST_P(FastPath, TrainingGradientsMatchModulePath) {
   EXPECT_GT(grads[0]["model.layers.0.self_attn.q_proj.weight"].abs().max().item<double>(), 1e-6);
 }
 
+// Forward log-probs and every parameter gradient of the training path, and
+// cached decoding logits, are bit-identical with 1 and 3 LibTorch threads:
+// the kernels split work by rows and heads, never inside a sum (the products
+// run on OpenBLAS, whose thread count this does not change). `rlf demo`
+// relies on it for the same numbers on any core count.
+TEST_P(FastPath, ResultsDoNotDependOnTheThreadCount) {
+  CausalLM m = model();
+  const ModelConfig& c = m->config();
+  auto ids = torch::randint(0, c.vocab_size, {5, 23}, torch::kInt64);
+  auto pos = torch::arange(23, torch::kInt64).unsqueeze(0).expand({5, 23}).contiguous();
+  auto mask = torch::ones({5, 23}, torch::kBool);
+  mask[3].narrow(0, 15, 8).fill_(false);
+  auto targets = torch::randint(0, c.vocab_size, {5, 23}, torch::kInt64);
+  const int threads_before = at::get_num_threads();
+  std::map<std::string, torch::Tensor> grads[2];
+  torch::Tensor logprobs[2], decoded[2];
+  const int counts[2] = {1, 3};
+  for (int i = 0; i < 2; ++i) {
+    at::set_num_threads(counts[i]);
+    for (auto& p : m->parameters()) p.mutable_grad() = torch::Tensor();
+    auto lp = m->token_logprobs(m->forward_hidden(ids, pos, nullptr, mask), targets);
+    logprobs[i] = lp.detach().clone();
+    (-(lp * mask).sum() / mask.sum()).backward();
+    for (auto& p : m->named_parameters()) grads[i][p.key()] = p.value().grad().clone();
+    torch::NoGradGuard ng;
+    KVCache cache(c, 5, 32, torch::kFloat32, torch::kCPU);
+    m->forward_hidden(ids.narrow(1, 0, 10), pos.narrow(1, 0, 10), &cache);
+    decoded[i] = m->logits(m->forward_hidden(ids.narrow(1, 10, 1), pos.narrow(1, 10, 1), &cache));
+  }
+  at::set_num_threads(threads_before);
+  EXPECT_TRUE(torch::equal(logprobs[0], logprobs[1]));
+  EXPECT_TRUE(torch::equal(decoded[0], decoded[1]));
+  for (const auto& [name, g] : grads[0]) EXPECT_TRUE(torch::equal(g, grads[1][name])) << name;
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, FastPath, ::testing::Values("stories260K", "odd"));
 
 }  // namespace
