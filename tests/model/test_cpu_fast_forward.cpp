@@ -41,6 +41,18 @@ CausalLM odd_model(uint64_t seed) {
 
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
+// Runs loss.backward() from cleared gradients; every parameter's gradient by name.
+std::map<std::string, torch::Tensor> gradients_of(CausalLMImpl& m, const torch::Tensor& loss) {
+  for (auto& p : m.parameters()) p.mutable_grad() = torch::Tensor();
+  loss.backward();
+  std::map<std::string, torch::Tensor> out;
+  for (auto& p : m.named_parameters()) {
+    EXPECT_TRUE(p.value().grad().defined()) << p.key();
+    if (p.value().grad().defined()) out[p.key()] = p.value().grad().clone();
+  }
+  return out;
+}
+
 class FastPath : public ::testing::TestWithParam<std::string> {
  protected:
   CausalLM model() {
@@ -140,15 +152,10 @@ TEST_P(FastPath, TrainingGradientsMatchModulePath) {
   for (int fast = 0; fast < 2; ++fast) {
     m->set_fast_cpu_path(fast == 1);
     ASSERT_EQ(m->fast_cpu_path_applies(), fast == 1);
-    for (auto& p : m->parameters()) p.mutable_grad() = torch::Tensor();
     auto lp = m->token_logprobs(m->forward_hidden(ids, pos, nullptr, mask), targets);
     auto loss = -(lp * weights).sum() / weights.sum();
     losses[fast] = loss.item<double>();
-    loss.backward();
-    for (auto& p : m->named_parameters()) {
-      ASSERT_TRUE(p.value().grad().defined()) << p.key();
-      grads[fast][p.key()] = p.value().grad().clone();
-    }
+    grads[fast] = gradients_of(*m, loss);
   }
   EXPECT_NEAR(losses[0], losses[1], 1e-5);
   for (const auto& [name, g] : grads[0]) {
@@ -161,8 +168,8 @@ TEST_P(FastPath, TrainingGradientsMatchModulePath) {
 // Forward log-probs and every parameter gradient of the training path, and
 // cached decoding logits, are bit-identical with 1 and 3 LibTorch threads:
 // the kernels split work by rows and heads, never inside a sum (the products
-// run on OpenBLAS, whose thread count this does not change). `rlf demo`
-// relies on it for the same numbers on any core count.
+// run on OpenBLAS, whose thread count this does not change; `rlf demo` fixes
+// that one).
 TEST_P(FastPath, ResultsDoNotDependOnTheThreadCount) {
   CausalLM m = model();
   const ModelConfig& c = m->config();
@@ -177,11 +184,9 @@ TEST_P(FastPath, ResultsDoNotDependOnTheThreadCount) {
   const int counts[2] = {1, 3};
   for (int i = 0; i < 2; ++i) {
     at::set_num_threads(counts[i]);
-    for (auto& p : m->parameters()) p.mutable_grad() = torch::Tensor();
     auto lp = m->token_logprobs(m->forward_hidden(ids, pos, nullptr, mask), targets);
     logprobs[i] = lp.detach().clone();
-    (-(lp * mask).sum() / mask.sum()).backward();
-    for (auto& p : m->named_parameters()) grads[i][p.key()] = p.value().grad().clone();
+    grads[i] = gradients_of(*m, -(lp * mask).sum() / mask.sum());
     torch::NoGradGuard ng;
     KVCache cache(c, 5, 32, torch::kFloat32, torch::kCPU);
     m->forward_hidden(ids.narrow(1, 0, 10), pos.narrow(1, 0, 10), &cache);
