@@ -67,17 +67,27 @@ std::unordered_map<int64_t, Moments> group_moments(std::span<const std::optional
   return out;
 }
 
-// Whitens the present entries of `x` in place over the batch:
-// (x - mean) / (std + eps), restricted to entries with include[i].
-void whiten(std::vector<double>& x, const std::vector<bool>& include, double eps) {
-  std::vector<double> values;
+// Mean and Bessel-corrected std of the values with include[i], over every
+// rank (two passes through batch_sum, so the sums are the same as one
+// process would form: each rank's partial sums in its own order, then added).
+Moments batch_moments(const std::vector<double>& x, const std::vector<bool>& include, const BatchSum& batch_sum) {
+  double first[2] = {0.0, 0.0};  // n, sum
   for (std::size_t i = 0; i < x.size(); ++i) {
-    if (include[i]) values.push_back(x[i]);
+    if (include[i]) first[0] += 1.0, first[1] += x[i];
   }
-  const Moments m = moments_of(values);
+  if (batch_sum) batch_sum(std::span<double>(first, 2));
+  Moments m;
+  m.n = static_cast<int64_t>(first[0]);
+  m.sum = first[1];
+  if (m.n == 0) return m;
+  m.mean = m.sum / static_cast<double>(m.n);
+  double sq = 0.0;
   for (std::size_t i = 0; i < x.size(); ++i) {
-    x[i] = include[i] ? (x[i] - m.mean) / (m.std + eps) : 0.0;
+    if (include[i]) sq += (x[i] - m.mean) * (x[i] - m.mean);
   }
+  if (batch_sum) batch_sum(std::span<double>(&sq, 1));
+  if (m.n >= 2) m.std = std::sqrt(sq / static_cast<double>(m.n - 1));
+  return m;
 }
 
 }  // namespace
@@ -91,53 +101,77 @@ std::string_view advantage_estimator_name(AdvantageEstimator estimator) {
 }
 
 void AdvantageOptions::validate() const {
-  check(std::isfinite(std_eps) && std_eps >= 0.0, "AdvantageOptions: std_eps must be a finite value >= 0, got ",
+  check(std::isfinite(std_eps) && std_eps >= 0.0, "algorithm.std_eps must be a finite value >= 0, got ",
         std_eps, " (TRL uses 1e-4)");
 }
 
-std::vector<double> compute_advantages(std::span<const std::optional<double>> rewards,
-                                       std::span<const int64_t> group_ids, const AdvantageOptions& options) {
+std::vector<AdvantageBaseline> advantage_baselines(std::span<const std::optional<double>> rewards,
+                                                   std::span<const int64_t> group_ids, const AdvantageOptions& options,
+                                                   const BatchSum& batch_sum) {
   options.validate();
   check_inputs(rewards, group_ids, "compute_advantages");
   const std::size_t n = rewards.size();
   const double eps = options.std_eps;
   const auto groups = group_moments(rewards, group_ids);
+  const AdvantageEstimator est = options.estimator;
 
-  std::vector<double> present;
-  for (const auto& r : rewards) {
-    if (r.has_value()) present.push_back(*r);
-  }
-  const Moments batch = moments_of(present);
-
-  std::vector<double> adv(n, 0.0);
-  std::vector<bool> has_baseline(n, false);  // present and in a group of >= 2 present rewards
+  std::vector<double> r(n, 0.0);
+  std::vector<bool> present(n, false);
   for (std::size_t i = 0; i < n; ++i) {
-    if (!rewards[i].has_value()) continue;
-    const double r = *rewards[i];
+    if (rewards[i].has_value()) r[i] = *rewards[i], present[i] = true;
+  }
+  Moments batch;
+  if (est == AdvantageEstimator::BatchStd || est == AdvantageEstimator::ReinforcePP) batch = batch_moments(r, present, batch_sum);
+
+  std::vector<AdvantageBaseline> out(n);
+  std::vector<bool> has_group(n, false);  // present and in a group of >= 2 present rewards
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!present[i]) continue;
     const Moments& g = groups.at(group_ids[i]);
-    has_baseline[i] = g.n >= 2;
-    switch (options.estimator) {
+    has_group[i] = g.n >= 2;
+    AdvantageBaseline& b = out[i];
+    b.has_baseline = has_group[i];
+    switch (est) {
       case AdvantageEstimator::Grpo:
-        adv[i] = g.n >= 2 ? (r - g.mean) / (g.std + eps) : 0.0;
+        b.baseline = g.mean, b.scale = g.std + eps;
         break;
       case AdvantageEstimator::DrGrpo:
-        adv[i] = g.n >= 2 ? r - g.mean : 0.0;
+      case AdvantageEstimator::ReinforcePPBaseline:
+        b.baseline = g.mean;
         break;
       case AdvantageEstimator::BatchStd:
-        adv[i] = g.n >= 2 ? (r - g.mean) / (batch.std + eps) : 0.0;
+        b.baseline = g.mean, b.scale = batch.std + eps;
         break;
       case AdvantageEstimator::Rloo:
-        adv[i] = g.n >= 2 ? r - (g.sum - r) / static_cast<double>(g.n - 1) : 0.0;
+        if (g.n >= 2) b.baseline = (g.sum - r[i]) / static_cast<double>(g.n - 1);
         break;
       case AdvantageEstimator::ReinforcePP:
-        adv[i] = (r - batch.mean) / (batch.std + eps);
-        break;
-      case AdvantageEstimator::ReinforcePPBaseline:
-        adv[i] = g.n >= 2 ? r - g.mean : 0.0;
+        b.has_baseline = true, b.baseline = batch.mean, b.scale = batch.std + eps;
         break;
     }
   }
-  if (options.estimator == AdvantageEstimator::ReinforcePPBaseline) whiten(adv, has_baseline, eps);
+  if (est == AdvantageEstimator::ReinforcePPBaseline) {
+    // x_i = r_i - group mean, whitened over the batch: baseline mean_g + mean_x, scale std_x + eps.
+    std::vector<double> x(n, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (has_group[i]) x[i] = r[i] - out[i].baseline;
+    }
+    const Moments w = batch_moments(x, has_group, batch_sum);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (has_group[i]) out[i].baseline += w.mean, out[i].scale = w.std + eps;
+    }
+  }
+  return out;
+}
+
+std::vector<double> compute_advantages(std::span<const std::optional<double>> rewards,
+                                       std::span<const int64_t> group_ids, const AdvantageOptions& options,
+                                       const BatchSum& batch_sum) {
+  const auto base = advantage_baselines(rewards, group_ids, options, batch_sum);
+  std::vector<double> adv(rewards.size(), 0.0);
+  for (std::size_t i = 0; i < adv.size(); ++i) {
+    if (base[i].has_baseline) adv[i] = (*rewards[i] - base[i].baseline) / base[i].scale;
+  }
   return adv;
 }
 

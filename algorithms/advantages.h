@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -45,11 +46,35 @@ struct AdvantageOptions {
   void validate() const;
 };
 
-// Per-sample advantages, same length as `rewards`. Throws when the lengths of
-// rewards and group_ids differ or a present reward is not finite.
+// The data-parallel seam for batch statistics: sums `values` element-wise
+// across ranks, in place. Empty (the default) = one process, nothing to add.
+// Group statistics never need it: a group's samples live on one rank.
+using BatchSum = std::function<void(std::span<double> values)>;
+
+// Every estimator is a baseline and a scale per sample:
+//   advantage_i = (r_i - baseline_i) / scale_i      (0 when !has_baseline)
+// which turn- and token-level credit (credit.h) apply to returns other than r_i.
+struct AdvantageBaseline {
+  bool has_baseline = false;  // false: the sample's reward is missing, or its group has < 2 present rewards
+  double baseline = 0.0;
+  double scale = 1.0;
+};
+
+// One entry per sample. Batch statistics (batch_std, reinforce_pp,
+// reinforce_pp_baseline) are summed through `batch_sum` (two passes: counts
+// and sums, then squared deviations), so N ranks compute what one process
+// computes over the union of their samples.
+std::vector<AdvantageBaseline> advantage_baselines(std::span<const std::optional<double>> rewards,
+                                                   std::span<const int64_t> group_ids,
+                                                   const AdvantageOptions& options = {},
+                                                   const BatchSum& batch_sum = {});
+
+// Per-sample advantages, same length as `rewards`: (r - baseline) / scale
+// from advantage_baselines. Throws when the lengths of rewards and group_ids
+// differ or a present reward is not finite.
 std::vector<double> compute_advantages(std::span<const std::optional<double>> rewards,
                                        std::span<const int64_t> group_ids,
-                                       const AdvantageOptions& options = {});
+                                       const AdvantageOptions& options = {}, const BatchSum& batch_sum = {});
 
 // Dynamic sampling (DAPO, Yu et al. 2025): the groups whose present rewards
 // are all equal (zero variance), so every estimator gives them advantage 0

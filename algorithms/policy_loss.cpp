@@ -49,16 +49,22 @@ std::string_view ratio_level_name(RatioLevel level) { return detail::name_of(kRa
 
 void PolicyLossOptions::validate() const {
   check(std::isfinite(eps_low) && eps_low >= 0.0 && eps_low < 1.0,
-        "PolicyLossOptions: eps_low must be in [0, 1), got ", eps_low, " (PPO/GRPO use 0.2)");
-  check(std::isfinite(eps_high) && eps_high >= 0.0, "PolicyLossOptions: eps_high must be >= 0, got ", eps_high,
+        "algorithm.eps_low must be in [0, 1), got ", eps_low, " (PPO/GRPO use 0.2)");
+  check(std::isfinite(eps_high) && eps_high >= 0.0, "algorithm.eps_high must be >= 0, got ", eps_high,
         " (PPO/GRPO use 0.2, DAPO clip-higher 0.28)");
   check(dual_clip == 0.0 || (std::isfinite(dual_clip) && dual_clip > 1.0),
-        "PolicyLossOptions: dual_clip must be 0 (off) or > 1, got ", dual_clip, " (verl uses 3)");
+        "algorithm.dual_clip must be 0 (off) or > 1, got ", dual_clip, " (verl uses 3)");
+  check(std::isfinite(ratio_cap) && ratio_cap >= 0.0, "algorithm.ratio_cap must be >= 0 (0 = off), got ",
+        ratio_cap);
+  check(std::isfinite(mask_low) && mask_low >= 0.0 && mask_low < 1.0,
+        "algorithm.mask_low must be in [0, 1) (0 = off), got ", mask_low);
+  check(std::isfinite(mask_high) && (mask_high == 0.0 || mask_high > 1.0),
+        "algorithm.mask_high must be 0 (off) or > 1, got ", mask_high);
 }
 
 PolicyLossResult policy_loss(const torch::Tensor& logp, const torch::Tensor& old_logp,
                              const torch::Tensor& advantages, const torch::Tensor& mask,
-                             const PolicyLossOptions& options) {
+                             const PolicyLossOptions& options, const torch::Tensor& guard_in) {
   options.validate();
   constexpr std::string_view fn = "policy_loss";
   detail::check_bt(logp, fn, "logp");
@@ -95,7 +101,24 @@ PolicyLossResult policy_loss(const torch::Tensor& logp, const torch::Tensor& old
     const auto lp = torch::where(on, logp, zero);                             // [B, T]
     log_r = lp - lp.detach() + log_s.unsqueeze(1);
   }
-  const auto ratio = torch::exp(log_r.clamp(-kMaxLogRatio, kMaxLogRatio));  // [B, T]
+  auto ratio = torch::exp(log_r.clamp(-kMaxLogRatio, kMaxLogRatio));  // [B, T]
+
+  // Off-policy safeguards on guarded tokens.
+  const bool guarded = guard_in.defined() && (options.ratio_cap > 0 || options.mask_low > 0 || options.mask_high > 0);
+  torch::Tensor guard, capped, masked;  // [B, T] bool
+  if (guarded) {
+    check(guard_in.sizes() == logp.sizes(), fn, ": guard has shape ", guard_in.sizes(), " but logp has ", logp.sizes());
+    guard = (guard_in != 0) & on;
+    const auto r = ratio.detach();
+    if (options.ratio_cap > 0) {
+      capped = guard & (r > options.ratio_cap);
+      ratio = torch::where(capped, torch::full({}, options.ratio_cap, ratio.options()), ratio);
+    }
+    auto out = torch::zeros_like(guard);
+    if (options.mask_low > 0) out = out | (r < options.mask_low);
+    if (options.mask_high > 0) out = out | (r > options.mask_high);
+    masked = guard & out;
+  }
 
   const auto loss_unclipped = -adv * ratio;
   const auto loss_clipped = -adv * ratio.clamp(1.0 - options.eps_low, 1.0 + options.eps_high);
@@ -106,7 +129,13 @@ PolicyLossResult policy_loss(const torch::Tensor& logp, const torch::Tensor& old
 
   PolicyLossResult result;
   result.per_token = torch::where(on, loss, zero);
+  if (masked.defined()) result.per_token = torch::where(masked, zero, result.per_token);
   result.stats = stats_of(on, ratio, log_ratio, adv, options);
+  if (guarded && result.stats.n_tokens > 0) {
+    torch::NoGradGuard no_grad;
+    if (capped.defined()) result.stats.capped_frac = capped.sum().item<double>() / result.stats.n_tokens;
+    result.stats.masked_frac = masked.sum().item<double>() / result.stats.n_tokens;
+  }
   return result;
 }
 

@@ -40,6 +40,17 @@ struct PolicyLossOptions {
   double dual_clip = 0.0;
   // Token-level (PPO/GRPO) or sequence-level (GSPO) importance ratio.
   RatioLevel ratio_level = RatioLevel::Token;
+  // Safeguards for off-policy tokens (the `guard` argument of policy_loss:
+  // replayed tokens, tokens sampled under another context), whose old_logp
+  // is a stored behaviour log-prob:
+  //   ratio_cap  C > 0: the ratio is truncated, r -> min(r, C), before the
+  //              surrogate (no gradient where it is capped); 0 = off.
+  //   mask_low, mask_high: a token whose ratio lies outside [mask_low,
+  //              mask_high] contributes nothing (loss 0, no gradient; it
+  //              still counts in the normaliser). 0 = that side off.
+  double ratio_cap = 0.0;
+  double mask_low = 0.0;
+  double mask_high = 0.0;
 
   // Throws rlf::Error naming the bad field.
   void validate() const;
@@ -56,6 +67,8 @@ struct PolicyLossStats {
   double ratio_max = 0;       // largest importance ratio
   double approx_kl = 0;       // mean of (r - 1) - log r with r = pi_theta/pi_old per token:
                               // the k3 estimate of KL(pi_old || pi_theta), always >= 0
+  double capped_frac = 0;     // share of loss tokens whose ratio was truncated (guarded tokens)
+  double masked_frac = 0;     // share of loss tokens masked for leaving the band (guarded tokens)
 };
 
 struct PolicyLossResult {
@@ -65,8 +78,10 @@ struct PolicyLossResult {
 };
 
 // Per-token clipped surrogate loss; throws rlf::Error on shape/dtype mismatch.
+// `guard` [B, T] (optional): nonzero on the tokens the off-policy safeguards
+// (ratio_cap, mask_low/high) apply to; undefined = none.
 PolicyLossResult policy_loss(const torch::Tensor& logp, const torch::Tensor& old_logp,
                              const torch::Tensor& advantages, const torch::Tensor& mask,
-                             const PolicyLossOptions& options = {});
+                             const PolicyLossOptions& options = {}, const torch::Tensor& guard = {});
 
 }  // namespace rlf::algo

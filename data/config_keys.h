@@ -43,6 +43,9 @@ void read_shared_dataset_keys(const Json& t, const std::string& src, DatasetOpti
   o.on_bad_record = json_get_or(t, "on_bad_record", o.on_bad_record, src);
   if (t.contains("arithmetic")) o.arithmetic = arithmetic_options_from_json(t["arithmetic"], src + " arithmetic");
   if (t.contains("countdown")) o.countdown = countdown_options_from_json(t["countdown"], src + " countdown");
+  if constexpr (requires { o.guess; }) {
+    if (t.contains("guess")) o.guess = guess_options_from_json(t["guess"], src + " guess");
+  }
 }
 
 }  // namespace rlf

@@ -39,8 +39,11 @@ std::optional<Rational> make(__int128 num, __int128 den) {
 
 class Evaluator {
  public:
-  Evaluator(std::string_view text, const std::vector<int64_t>& numbers) : text_(text) {
-    for (int64_t n : numbers) ++available_[n];
+  // `numbers`: the numbers the expression may use (each at most as often as
+  // given); nullptr = any number, any number of times.
+  Evaluator(std::string_view text, const std::vector<int64_t>* numbers) : text_(text), restricted_(numbers != nullptr) {
+    if (numbers)
+      for (int64_t n : *numbers) ++available_[n];
   }
 
   Rational parse_all() {
@@ -115,6 +118,7 @@ class Evaluator {
         throw Invalid{"a number in the expression is too large"};
       ++pos_;
     }
+    if (!restricted_) return Rational{n, 1};
     auto it = available_.find(n);
     if (it == available_.end()) throw Invalid{str("number ", n, " is not one of the given numbers")};
     if (it->second == 0) throw Invalid{str("number ", n, " is used more times than it is given")};
@@ -124,6 +128,7 @@ class Evaluator {
 
   std::string_view text_;
   size_t pos_ = 0;
+  bool restricted_ = true;
   std::map<int64_t, int> available_;  // number -> uses left
 };
 
@@ -148,7 +153,7 @@ CountdownVerdict verify_countdown(std::string_view expression, const CountdownPr
     return verdict;
   }
   try {
-    Rational value = Evaluator(expression, problem.numbers).parse_all();
+    Rational value = Evaluator(expression, &problem.numbers).parse_all();
     verdict.value = to_string(value);
     verdict.correct = value.den == 1 && value.num == problem.target;
     verdict.reason = verdict.correct ? str("equals the target ", problem.target)
@@ -157,6 +162,26 @@ CountdownVerdict verify_countdown(std::string_view expression, const CountdownPr
     verdict.reason = e.reason;
   }
   return verdict;
+}
+
+ExactValue evaluate_exact(std::string_view expression) {
+  ExactValue out;
+  expression = trim(expression);
+  if (expression.empty()) {
+    out.reason = "empty expression";
+    return out;
+  }
+  if (expression.size() > kMaxExpressionLength) {
+    out.reason = str("expression longer than ", kMaxExpressionLength, " bytes");
+    return out;
+  }
+  try {
+    out.value = to_string(Evaluator(expression, nullptr).parse_all());
+    out.ok = true;
+  } catch (const Invalid& e) {
+    out.reason = e.reason;
+  }
+  return out;
 }
 
 std::string countdown_answer(std::string_view completion) {

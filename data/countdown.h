@@ -41,6 +41,18 @@ inline constexpr int kMaxDepth = 64;
 // Checks `expression` against `problem` (rules above). Never throws.
 CountdownVerdict verify_countdown(std::string_view expression, const CountdownProblem& problem);
 
+// The exact value of an arithmetic expression under the same rules as
+// verify_countdown but without the number restriction (any non-negative
+// integers, any number of times): integers, + - * /, parentheses, evaluated
+// over the rationals. Used by the calculator tool (env/calculator_env.h).
+// Never throws.
+struct ExactValue {
+  bool ok = false;
+  std::string value;   // "82", "163/2" (when ok)
+  std::string reason;  // why there is no value (when !ok)
+};
+ExactValue evaluate_exact(std::string_view expression);
+
 // The expression a completion answers with: the text after the last "####"
 // up to the end of that line, trimmed; when it holds "=", the part before
 // the first "=" ("25 + 7 = 32" -> "25 + 7"). "" when there is no "####".

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "util/json_util.h"
 
@@ -18,6 +19,13 @@ struct PromptExample {
   std::string where;       // its origin for messages: "'path' line N" or "arithmetic #N"
 };
 
+// One stretch of a multi-turn SFT target: a policy turn (trained on) or an
+// observation the environment would append (never trained on).
+struct SftTurn {
+  bool policy = true;
+  std::string text;
+};
+
 struct SftExample {
   std::string id;          // as PromptExample::id
   std::string raw_prompt;  // the prompt field as written
@@ -25,6 +33,11 @@ struct SftExample {
   std::string response;    // the target text (no end-of-turn/EOS token: the trainer appends it)
   bool correct = true;     // synthetic pairs: false for deliberately wrong responses
   std::string where;       // origin, as PromptExample::where
+  // Multi-turn targets (e.g. a tool call, its result, the answer): when not
+  // empty, `response` is their concatenation and the trainer tokenizes each
+  // stretch on its own, as the rollout engine would see it, with loss weight
+  // 0 on observations.
+  std::vector<SftTurn> turns;
 };
 
 }  // namespace rlf

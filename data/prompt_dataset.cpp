@@ -53,6 +53,7 @@ PromptExample read_example(const JsonlRecord& r, const FieldMap& fields, const s
 
 std::vector<PromptExample> synthetic_examples(const PromptDatasetOptions& o, const DatasetPreset& preset) {
   if (preset.name == "arithmetic") return generate_arithmetic(o.arithmetic, o.seed);
+  if (preset.name == "guess") return generate_guess(o.guess, o.seed);
   return generate_countdown(o.countdown, o.seed);
 }
 
@@ -67,6 +68,7 @@ const std::vector<DatasetPreset>& dataset_presets() {
        "{prompt}\nPlease reason step by step, and put your final answer within \\boxed{}.", false},
       {"arithmetic", "", "", "", "{prompt} End your answer with #### followed by the number.", true},
       {"countdown", "", "", "", "{prompt} End your answer with #### followed by the expression.", true},
+      {"guess", "", "", "", "{prompt}", true},
   };
   return presets;
 }
@@ -74,7 +76,7 @@ const std::vector<DatasetPreset>& dataset_presets() {
 const DatasetPreset& find_dataset_preset(const std::string& name) {
   for (const DatasetPreset& p : dataset_presets())
     if (p.name == name) return p;
-  fail("dataset: unknown preset '", name, "' (expected generic, gsm8k, math500, arithmetic or countdown)");
+  fail("dataset: unknown preset '", name, "' (expected generic, gsm8k, math500, arithmetic, countdown or guess)");
 }
 
 PromptDataset PromptDataset::load(const PromptDatasetOptions& o, const TokenizerChat* tokenizer) {
@@ -131,7 +133,7 @@ PromptDatasetOptions prompt_dataset_options_from_json(const Json& t, const std::
   check_known_keys(t,
                    {"path", "preset", "prompt_field", "reference_field", "id_field", "system_prompt", "chat_template",
                     "prompt_template", "shuffle", "seed", "eval_fraction", "eval_size", "max_records", "on_bad_record",
-                    "arithmetic", "countdown"},
+                    "arithmetic", "countdown", "guess"},
                    src);
   PromptDatasetOptions o;
   read_shared_dataset_keys(t, src, o);

@@ -25,7 +25,7 @@ namespace rlf {
 
 struct PromptDatasetOptions {
   std::string path;               // JSONL or JSONL.gz file; "" for the synthetic presets
-  std::string preset = "generic";  // generic | gsm8k | math500 | arithmetic | countdown
+  std::string preset = "generic";  // generic | gsm8k | math500 | arithmetic | countdown | guess
   std::string prompt_field;       // "" = the preset's (generic: first present of prompt, question, problem)
   std::string reference_field;    // "" = the preset's (generic: first present of answer, solution, reference, or none)
   std::string id_field;           // "" = the preset's; none: ids are "<file name>:<line>"
@@ -40,6 +40,7 @@ struct PromptDatasetOptions {
   std::string on_bad_record = "error";  // "error" stops at a bad line; "skip" skips and counts it
   ArithmeticOptions arithmetic;   // preset "arithmetic"
   CountdownOptions countdown;     // preset "countdown"
+  GuessTaskOptions guess;         // preset "guess"
 };
 
 // The field mapping and template a preset stands for.

@@ -32,13 +32,14 @@ SftDataset SftDataset::load(const SftDatasetOptions& o, const TokenizerChat* tok
     p.countdown = o.countdown;
     PromptDataset problems = PromptDataset::load(p, tokenizer);
     ds.examples_ = synthetic_sft_examples(problems.train(), o.wrong_fraction, o.seed, parse_wrong_style(o.wrong_style),
-                                          o.worked);
+                                          o.worked, o.tool_fraction);
     source = "sft " + preset.name;
   } else {
     check(!o.path.empty(), "sft dataset: path is required (a JSONL or JSONL.gz file of prompt/response records)");
     check(o.wrong_fraction == 0.0, "sft dataset: wrong_fraction applies to the synthetic presets only");
     check(o.wrong_style == "offset", "sft dataset: wrong_style applies to the synthetic presets only");
     check(o.worked, "sft dataset: worked applies to the synthetic presets only");
+    check(o.tool_fraction == 0.0, "sft dataset: tool_fraction applies to the synthetic presets only");
     PromptFormatter formatter({o.prompt_template.empty() ? preset.prompt_template : o.prompt_template, o.system_prompt,
                                o.chat_template},
                               tokenizer);
@@ -73,8 +74,8 @@ SftDataset SftDataset::load(const SftDatasetOptions& o, const TokenizerChat* tok
 SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string& src) {
   check_known_keys(t,
                    {"path", "preset", "prompt_field", "response_field", "system_prompt", "chat_template",
-                    "prompt_template", "shuffle", "seed", "max_records", "on_bad_record", "wrong_fraction", "wrong_style", "worked", "arithmetic",
-                    "countdown"},
+                    "prompt_template", "shuffle", "seed", "max_records", "on_bad_record", "wrong_fraction", "wrong_style", "worked",
+                    "tool_fraction", "arithmetic", "countdown"},
                    src);
   SftDatasetOptions o;
   read_shared_dataset_keys(t, src, o);
@@ -87,6 +88,9 @@ SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string
   check(o.wrong_style == "offset" || o.wrong_style == "drop_carry", src,
         ": wrong_style must be \"offset\" or \"drop_carry\" (got \"", o.wrong_style, "\")");
   o.worked = json_get_or(t, "worked", o.worked, src);
+  o.tool_fraction = json_get_or(t, "tool_fraction", o.tool_fraction, src);
+  check(o.tool_fraction >= 0.0 && o.tool_fraction <= 1.0, src, ": tool_fraction must be in [0, 1] (got ",
+        o.tool_fraction, ")");
   return o;
 }
 

@@ -36,6 +36,8 @@ struct SftDatasetOptions {
   double wrong_fraction = 0.0;      // synthetic presets: share of deliberately wrong responses, in [0, 1]
   bool worked = true;               // synthetic arithmetic: "37 + 48 = 85. #### 85" (true) or "#### 85"
   std::string wrong_style = "offset";  // synthetic presets: "offset" | "drop_carry" (data/synthetic_tasks.h)
+  double tool_fraction = 0.0;       // synthetic arithmetic: share of responses that call the calculator tool
+                                    //   (multi-turn targets, data/synthetic_tasks.h)
   ArithmeticOptions arithmetic;     // preset "arithmetic"
   CountdownOptions countdown;       // preset "countdown"
 };

@@ -169,6 +169,33 @@ std::vector<PromptExample> generate_countdown(const CountdownOptions& o, uint64_
   return out;
 }
 
+std::vector<PromptExample> generate_guess(const GuessTaskOptions& o, uint64_t seed) {
+  check(o.n_problems > 0, "guess.n_problems must be positive (got ", o.n_problems, ")");
+  check(o.max_number >= 2 && o.max_number <= 1000000, "guess.max_number must be in 2..1000000 (got ", o.max_number, ")");
+  SeededRng rng(derive_seed(seed, "guess"));
+  std::vector<PromptExample> out;
+  for (int64_t i = 0; i < o.n_problems; ++i) {
+    const int64_t secret = rng.uniform_int(1, o.max_number);
+    PromptExample e;
+    e.id = str("guess:", i);
+    e.where = str("guess #", i);
+    e.raw_prompt = str("I am thinking of a number from 1 to ", o.max_number,
+                       ". Guess it: answer with one number each turn.");
+    e.reference = std::to_string(secret);
+    e.record = {{"task", "guess"}, {"secret", secret}, {"low", 1}, {"high", o.max_number}};
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+GuessTaskOptions guess_options_from_json(const Json& t, const std::string& src) {
+  check_known_keys(t, {"n_problems", "max_number"}, src);
+  GuessTaskOptions g;
+  g.n_problems = json_get_or(t, "n_problems", g.n_problems, src);
+  g.max_number = json_get_or(t, "max_number", g.max_number, src);
+  return g;
+}
+
 ArithmeticOptions arithmetic_options_from_json(const Json& t, const std::string& src) {
   check_known_keys(t, {"n_problems", "min_digits", "max_digits", "operations", "allow_negative"}, src);
   ArithmeticOptions a;
@@ -211,8 +238,16 @@ int64_t carry_free_answer(int64_t a, char op, int64_t b) {
 }
 
 std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems, double wrong_fraction,
-                                               uint64_t seed, WrongStyle style, bool worked) {
+                                               uint64_t seed, WrongStyle style, bool worked, double tool_fraction) {
   check(wrong_fraction >= 0.0 && wrong_fraction <= 1.0, "wrong_fraction must be in [0, 1] (got ", wrong_fraction, ")");
+  check(tool_fraction >= 0.0 && tool_fraction <= 1.0, "tool_fraction must be in [0, 1] (got ", tool_fraction, ")");
+  // Problems answered with the calculator, in a seeded choice.
+  std::vector<bool> tool(problems.size(), false);
+  {
+    const std::vector<size_t> order = shuffled_indices(problems.size(), derive_seed(seed, "sft-tool"));
+    const size_t n_tool = static_cast<size_t>(std::llround(tool_fraction * static_cast<double>(problems.size())));
+    for (size_t i = 0; i < n_tool; ++i) tool[order[i]] = true;
+  }
   // Problems that may be made wrong, in a seeded order.
   std::vector<size_t> eligible;
   for (size_t i : shuffled_indices(problems.size(), derive_seed(seed, "sft-wrong"))) {
@@ -245,7 +280,14 @@ std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>&
     s.raw_prompt = p.raw_prompt;
     s.prompt = p.prompt;
     s.where = p.where;
-    if (task == "arithmetic") {
+    if (task == "arithmetic" && tool[i]) {
+      const CalculatorSyntax x;
+      const int64_t answer = r["answer"].get<int64_t>();
+      s.turns = {{true, str(x.call_open, r["a"].get<int64_t>(), r["op"].get<std::string>(), r["b"].get<int64_t>(), x.call_close)},
+                 {false, str(x.result_open, answer, x.result_close)},
+                 {true, str(" #### ", answer)}};
+      for (const SftTurn& t : s.turns) s.response += t.text;
+    } else if (task == "arithmetic") {
       int64_t answer = r["answer"].get<int64_t>();
       if (wrong[i] && style == WrongStyle::DropCarry) {
         answer = carry_free_answer(r["a"].get<int64_t>(), r["op"].get<std::string>()[0], r["b"].get<int64_t>());
@@ -273,6 +315,7 @@ std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>&
     } else {
       fail(p.where, ": cannot write an SFT response for task '", task, "' (expected arithmetic or countdown)");
     }
+    check(!tool[i] || task == "arithmetic", p.where, ": tool_fraction applies to arithmetic problems only");
     out.push_back(std::move(s));
   }
   return out;

@@ -8,6 +8,10 @@
 //                       "solution":"(21 + (2 * 15)) + 9",
 //                       "steps":["2 * 15 = 30","21 + 30 = 51","51 + 9 = 60"]}
 //               (verified by countdown.h's verify_countdown)
+//   guess       "I am thinking of a number from 1 to 16. Guess it: answer
+//               with one number each turn."       reference "11"
+//               record {"task":"guess","secret":11,"low":1,"high":16}
+//               (a multi-turn game: env/guess_env.h answers each guess)
 //
 // Generation is deterministic by seed and portable (data/seeded_rng.h), and
 // the problems of one call are distinct, so a train/eval split of them is
@@ -35,6 +39,20 @@ struct ArithmeticOptions {
   bool allow_negative = false;   // false: "a - b" always has a >= b
 };
 
+struct GuessTaskOptions {
+  int64_t n_problems = 1000;  // games to generate (secrets may repeat when n_problems > high - low + 1)
+  int64_t max_number = 16;    // secrets are drawn from [1, max_number] (2..1000000)
+};
+
+// The calculator tool's syntax (env/calculator_env.h), shared with the SFT
+// transcripts that show a policy how to call it.
+struct CalculatorSyntax {
+  std::string call_open = "<calc>";
+  std::string call_close = "</calc>";
+  std::string result_open = "<result>";
+  std::string result_close = "</result>";
+};
+
 struct CountdownOptions {
   int64_t n_problems = 2000;  // distinct problems to generate
   int n_numbers = 4;          // numbers per problem (2..6)
@@ -46,11 +64,13 @@ struct CountdownOptions {
 // the options allow fewer distinct problems than n_problems.
 std::vector<PromptExample> generate_arithmetic(const ArithmeticOptions& options, uint64_t seed);
 std::vector<PromptExample> generate_countdown(const CountdownOptions& options, uint64_t seed);
+std::vector<PromptExample> generate_guess(const GuessTaskOptions& options, uint64_t seed);
 
 // Options from a config table ({"n_problems": 500, "operations": "+-"});
 // unknown keys and wrong types are errors naming `source` and the key.
 ArithmeticOptions arithmetic_options_from_json(const Json& table, const std::string& source);
 CountdownOptions countdown_options_from_json(const Json& table, const std::string& source);
+GuessTaskOptions guess_options_from_json(const Json& table, const std::string& source);
 
 // How deliberately wrong SFT responses are wrong.
 //   offset      an arithmetic answer off by 1..10 (either sign); a countdown
@@ -70,9 +90,14 @@ WrongStyle parse_wrong_style(const std::string& name);  // "offset" | "drop_carr
 // WrongStyle) are chosen by `seed`; SftExample::correct says which.
 // `worked` = false gives arithmetic answers without the worked equation
 // ("#### 85" instead of "37 + 48 = 85. #### 85"); countdown keeps its steps.
+// `tool_fraction` (arithmetic only): the share of responses, chosen by
+// `seed`, that use the calculator tool instead of answering directly — a
+// multi-turn target (SftExample::turns): the call "<calc>a op b</calc>", the
+// tool's observation "<result>v</result>" and the answer "#### v". Those are
+// never wrong.
 std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems, double wrong_fraction,
                                                uint64_t seed, WrongStyle style = WrongStyle::Offset,
-                                               bool worked = true);
+                                               bool worked = true, double tool_fraction = 0.0);
 
 // a op b worked digit by digit with no carry (op '+') or borrow (op '-', a >= b >= 0).
 int64_t carry_free_answer(int64_t a, char op, int64_t b);

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "data/prompt_format.h"
-#include "eval/countdown_reward.h"
+#include "rewards/env_reward.h"
 #include "rewards/registry.h"
 #include "rewards/reward_options.h"
 #include "rollout/policy.h"
@@ -16,7 +16,7 @@ namespace rlf {
 namespace {
 
 const std::vector<std::string>& eval_sections() {
-  static const std::vector<std::string> sections = {"model", "data", "reward", "eval"};
+  static const std::vector<std::string> sections = {"model", "data", "reward", "env", "eval"};
   return sections;
 }
 
@@ -24,14 +24,6 @@ bool is_eval_section(const std::string& key) {
   for (const std::string& s : eval_sections())
     if (s == key) return true;
   return false;
-}
-
-// The registry's types plus countdown, sorted.
-std::vector<std::string> eval_reward_types() {
-  std::vector<std::string> types = reward_types();
-  types.push_back("countdown");
-  std::sort(types.begin(), types.end());
-  return types;
 }
 
 bool is_synthetic_preset(const std::string& name) {
@@ -46,15 +38,21 @@ const ConfigSchema& eval_config_schema() {
   static const ConfigSchema schema = [] {
     const EvalModelOptions d;
     ConfigSchema s = {
-        {"model.path", OptionType::String, nullptr, "", "the model: a Hugging Face directory or a llama2.c .bin"},
+        {"model.path", OptionType::String, "", "", "the model: a Hugging Face directory or a llama2.c .bin"},
         {"model.tokenizer", OptionType::String, d.tokenizer, "",
          "tokenizer.json, a directory with one, or a llama2.c tok*.bin; \"\" = the model's own"},
         {"model.dtype", OptionType::String, d.dtype, "", "compute dtype; \"\" = fp32 on CPU",
          {"", "fp32", "bf16", "fp16"}},
         {"model.device", OptionType::String, d.device, "", "where the model runs: cpu, cuda or cuda:N"},
+        {"model.fast_cpu_path", OptionType::Bool, true, "",
+         "fp32 on CPU: fused kernels (docs/DESIGN.md); read so a training config evaluates as is"},
+        {"model.random_init", OptionType::String, "", "",
+         "a training config's random initial model: evaluate one of its checkpoints with --set model.path=..."},
         {"data", OptionType::Any, nullptr, "", "the prompt dataset table: path, preset, ... (docs/data.md)"},
+        {"env", OptionType::Any, Json::object(), "",
+         "the environment episodes run in (docs/environments.md); none = single-turn"},
         {"reward", OptionType::Any, Json::array(), "",
-         "[[reward]] tables (docs/rewards.md; also type \"countdown\"); none = the preset's default"},
+         "[[reward]] tables (docs/rewards.md); none = the preset's default"},
     };
     for (const SchemaEntry& e : eval_options_schema()) s.push_back(e);
     check_schema(s);
@@ -73,15 +71,20 @@ EvalConfig eval_config_from_json(const Json& config, const std::string& source) 
   EvalConfig c;
   c.source = source;
   c.model.path = v["model"]["path"].get<std::string>();
-  check(!c.model.path.empty(), source, ": key 'model.path' is empty (a Hugging Face directory or a llama2.c .bin)");
+  check(!c.model.path.empty(), source, ": key 'model.path' is empty (a Hugging Face directory or a llama2.c .bin",
+        v["model"]["random_init"].get<std::string>().empty() ? "" : "; this run starts from a random model: evaluate a "
+        "checkpoint with --set model.path=RUN/checkpoints/step-N/model", ")");
+  c.model.fast_cpu_path = v["model"]["fast_cpu_path"].get<bool>();
   c.model.tokenizer = v["model"]["tokenizer"].get<std::string>();
   c.model.dtype = v["model"]["dtype"].get<std::string>();
   c.model.device = v["model"]["device"].get<std::string>();
   c.data = prompt_dataset_options_from_json(v["data"], source + " [data]");
+  c.env = env_config_from_json(v["env"], source + " [env]");
   c.rewards = v["reward"];
   check(c.rewards.is_array(), source, ": 'reward' must be an array of tables ([[reward]] in TOML), got ",
         c.rewards.type_name());
-  if (c.rewards.empty()) c.rewards = with_context(source, [&] { return default_reward_tables(c.data.preset); });
+  if (c.rewards.empty() && !c.env.gives_rewards)
+    c.rewards = with_context(source, [&] { return default_reward_tables(c.data.preset); });
   c.eval = eval_options_from_json(v["eval"], source);
   return c;
 }
@@ -91,7 +94,7 @@ EvalConfig read_eval_config(const std::filesystem::path& path, const std::vector
   for (const std::string& assignment : overrides) {
     const std::string key = assignment.substr(0, assignment.find('='));
     const std::string section = key.substr(0, key.find('.'));
-    check(is_eval_section(section), "--set '", assignment, "': eval reads only the sections model, data, reward and eval",
+    check(is_eval_section(section), "--set '", assignment, "': eval reads only the sections model, data, reward, env and eval",
           " (e.g. --set eval.n_samples=8)");
   }
   apply_overrides(config, overrides, /*allow_new_keys=*/true);
@@ -102,47 +105,7 @@ Json default_reward_tables(const std::string& preset) {
   if (preset == "gsm8k" || preset == "math500" || preset == "arithmetic") return Json::array({{{"type", "math"}}});
   if (preset == "countdown") return Json::array({{{"type", "countdown"}}});
   fail("no reward configured and preset '", preset, "' has no default reward; add a [[reward]] table or --reward TYPE (",
-       join_names(eval_reward_types()), ")");
-}
-
-RewardSet make_eval_reward_set(const Json& tables, const std::string& where) {
-  check(tables.is_array(), where, ": rewards must be an array of tables ([[reward]] in TOML), got ", tables.type_name());
-  check(!tables.empty(), where, ": no rewards configured; add at least one [[reward]] table (types: ",
-        join_names(eval_reward_types()), ")");
-  RewardSet set;
-  for (size_t k = 0; k < tables.size(); ++k) {
-    const Json& table = tables[k];
-    const std::string at = str(where, " [[reward]] #", k + 1);
-    check(table.is_object(), at, ": expected a table, got ", table.type_name());
-    auto type = table.find("type");
-    check(type != table.end() && type->is_string(), at, ": missing 'type' (a string; one of: ",
-          join_names(eval_reward_types()), ")");
-    const std::string type_name = type->get<std::string>();
-    const std::vector<std::string> types = eval_reward_types();
-    check(std::find(types.begin(), types.end(), type_name) != types.end(), at, ": unknown reward type '", type_name,
-          "'; valid types: ", join_names(types));
-    std::string name = type_name;
-    if (auto n = table.find("name"); n != table.end()) {
-      check(n->is_string() && !n->get<std::string>().empty(), at, ": 'name' must be a non-empty string");
-      name = n->get<std::string>();
-    }
-    double weight = 1.0;
-    if (auto w = table.find("weight"); w != table.end()) {
-      check(w->is_number() && std::isfinite(w->get<double>()), at, ": 'weight' must be a finite number, got ", w->dump());
-      weight = w->get<double>();
-    }
-    std::unique_ptr<Reward> reward;
-    if (type_name == "countdown") {
-      for (const auto& [key, _] : table.items())
-        check(key == "type" || key == "name" || key == "weight", at, ": reward type 'countdown': unknown option '", key,
-              "'; it has none (only name, type, weight)");
-      reward = std::make_unique<CountdownReward>();
-    } else {
-      reward = make_reward(type_name, table, at);
-    }
-    with_context(at, [&] { set.add(name, weight, std::move(reward)); });
-  }
-  return set;
+       join_names(reward_types()), ")");
 }
 
 const std::vector<PromptExample>& eval_split(const PromptDataset& dataset) {
@@ -165,7 +128,7 @@ Json eval_config_json_from_flags(const EvalFlags& f) {
     check(f.preset.empty() || !is_synthetic_preset(f.preset), "rlf eval: --preset ", f.preset,
           " generates its own problems; remove --data");
   }
-  const std::vector<std::string> types = eval_reward_types();
+  const std::vector<std::string> types = reward_types();
   for (const std::string& t : f.rewards)
     check(std::find(types.begin(), types.end(), t) != types.end(), "rlf eval: unknown --reward '", t,
           "' (expected one of ", join_names(types), ")");
@@ -183,16 +146,23 @@ Json eval_config_json_from_flags(const EvalFlags& f) {
 
 EvalRun run_eval(const EvalConfig& config, const EvalProgress& progress) {
   // Rewards first: a bad reward table fails before the model loads.
-  RewardSet rewards = make_eval_reward_set(config.rewards, config.source);
+  RewardSet rewards;
+  if (!config.rewards.empty()) rewards = make_reward_set(config.rewards, config.source);
+  std::unique_ptr<Environment> env = make_environment(config.env, config.source + " [env]");
+  if (env->gives_rewards() && std::none_of(rewards.components().begin(), rewards.components().end(),
+                                           [](const RewardComponent& x) { return x.reward->name() == "env"; }))
+    rewards.add("env", config.env.reward_weight, std::make_unique<EnvReward>());
   LoadOptions load;
   load.dtype = config.model.dtype;
   load.device = config.model.device;
   Policy policy = load_policy(config.model.path, config.model.tokenizer, load);
+  policy.model()->set_fast_cpu_path(config.model.fast_cpu_path);
   const TokenizerChat chat = tokenizer_chat_of(*policy.tokenizer);
   const PromptDataset dataset = PromptDataset::load(config.data, &chat);
   EvalRun run;
   run.data_summary = dataset.summary();
-  run.result = evaluate(policy, eval_split(dataset), rewards, config.eval, progress);
+  run.result = evaluate(policy, eval_split(dataset), rewards, config.eval, progress,
+                        EvalEnvironment{env.get(), config.env.episode});
   return run;
 }
 

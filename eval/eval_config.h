@@ -1,5 +1,5 @@
-// An evaluation run from a config: the [model], [data], [[reward]] and [eval]
-// sections a training config has (any other section, e.g. [grpo] or
+// An evaluation run from a config: the [model], [data], [[reward]], [env] and
+// [eval] sections a training config has (any other section, e.g. [grpo] or
 // [optimizer], is ignored, so a training config evaluates as is), or the
 // same structure built from `rlf eval` flags.
 //
@@ -7,9 +7,10 @@
 //   [data]    the prompt dataset table (data/prompt_dataset.h, docs/data.md);
 //             the eval split when it holds one (eval_fraction / eval_size),
 //             else every record
-//   [[reward]] reward tables (rewards/registry.h, plus type "countdown");
+//   [[reward]] reward tables (rewards/registry.h);
 //             none: the preset's default (gsm8k, math500, arithmetic: math;
 //             countdown: countdown)
+//   [env]     the environment (env/env_registry.h); none = single-turn
 //   [eval]    EvalOptions (eval/eval_options.h)
 #pragma once
 
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "data/prompt_dataset.h"
+#include "env/env_registry.h"
 #include "eval/eval_options.h"
 #include "eval/evaluator.h"
 #include "rewards/reward_set.h"
@@ -31,12 +33,14 @@ struct EvalModelOptions {
   std::string tokenizer;       // "" = the one stored with the model
   std::string dtype;           // "" = fp32 on CPU; fp32 | bf16 | fp16
   std::string device = "cpu";  // cpu | cuda | cuda:N
+  bool fast_cpu_path = true;   // CausalLMImpl::set_fast_cpu_path
 };
 
 struct EvalConfig {
   EvalModelOptions model;
   PromptDatasetOptions data;
   Json rewards = Json::array();  // [[reward]] tables, the preset's default filled in when none were given
+  EnvConfig env;                 // [env]: the environment episodes run in (default single-turn)
   EvalOptions eval;
   std::string source = "config";  // where it came from, for messages ("run.toml", "command line")
 };
@@ -59,7 +63,7 @@ EvalConfig read_eval_config(const std::filesystem::path& path, const std::vector
 Json default_reward_tables(const std::string& preset);
 
 // Like make_reward_set (rewards/registry.h), plus the type "countdown"
-// (eval/countdown_reward.h). Table k is described as `where` [[reward]] #k.
+// (rewards/countdown_reward.h). Table k is described as `where` [[reward]] #k.
 RewardSet make_eval_reward_set(const Json& tables, const std::string& where);
 
 // The prompts an evaluation uses: the eval split when it is non-empty, else train().

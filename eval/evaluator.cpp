@@ -10,6 +10,8 @@
 #include "eval/majority_vote.h"
 #include "eval/pass_at_k.h"
 #include "rewards/exact_match.h"
+#include "env/episode_rewards.h"
+#include "env/single_turn_env.h"
 #include "rollout/engine.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -144,7 +146,7 @@ void check_records(const RewardSet& rewards, const std::vector<PromptExample>& e
 }  // namespace
 
 EvalResult evaluate(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards,
-                    const EvalOptions& options, const EvalProgress& progress) {
+                    const EvalOptions& options, const EvalProgress& progress, const EvalEnvironment& environment) {
   const auto t_start = Clock::now();
   options.validate();
   check(!examples.empty(), "evaluate: no prompts to evaluate (the dataset split is empty)");
@@ -153,47 +155,33 @@ EvalResult evaluate(Policy& policy, const std::vector<PromptExample>& examples, 
   Tally tally(rewards, options);  // resolves accuracy_reward before any generation
   check_records(rewards, examples, n_prompts);
 
-  // Encode every prompt first, so a bad one fails before generation starts.
-  std::vector<GenerationRequest> requests(n_prompts);
+  SingleTurnEnvironment single;
+  Environment& env = environment.env ? *environment.env : single;
+  for (size_t i = 0; i < n_prompts; ++i) env.check_record(examples[i]);
+  EpisodeOptions eo = environment.episode;
+  eo.max_batch_rows = options.max_batch_rows;
+  eo.add_special_tokens = options.add_special_tokens;
+  EpisodeProducer producer(policy, env, eo);
   const SamplingParams params = options.sampling();
-  for (size_t i = 0; i < n_prompts; ++i) {
-    GenerationRequest& req = requests[i];
-    req.prompt_ids = policy.tokenizer->encode(examples[i].prompt, options.add_special_tokens);
-    check(!req.prompt_ids.empty(), examples[i].where, ": the prompt encodes to no tokens",
-          options.add_special_tokens ? "" : " (add_special_tokens = false adds no BOS)");
-    req.n = options.n_samples;
-    req.params = params;
-    req.params.seed = mix_seed(options.seed ^ mix_seed(uint64_t(i)));
-  }
-
-  EngineOptions engine_options;
-  engine_options.max_batch_rows = options.max_batch_rows;
-  engine_options.eos_token_ids = policy.eos_token_ids;
-  engine_options.seed = options.seed;
-  RolloutEngine engine(policy.model(), policy.tokenizer, engine_options);
 
   const size_t chunk = options.prompts_per_call > 0 ? size_t(options.prompts_per_call) : n_prompts;
   double generate_s = 0;
   for (size_t begin = 0; begin < n_prompts; begin += chunk) {
     const size_t end = std::min(n_prompts, begin + chunk);
-    std::vector<GenerationRequest> part(requests.begin() + begin, requests.begin() + end);
-    const auto t0 = Clock::now();
-    std::vector<GeneratedSequence> seqs = engine.generate(part);
-    generate_s += seconds_since(t0);
-
-    // Results are ordered by (request, sample): consecutive runs of n_samples.
-    std::vector<std::vector<RewardSample>> groups(part.size());
-    for (GeneratedSequence& s : seqs) {
-      RewardSample r;
-      r.completion = std::move(s.text);
-      r.completion_ids = std::move(s.completion_ids);
-      r.finish_reason = finish_reason_name(s.finish_reason);
-      groups.at(size_t(s.request_index)).push_back(std::move(r));
+    std::vector<const PromptExample*> tasks;
+    std::vector<uint64_t> seeds;
+    for (size_t i = begin; i < end; ++i) {
+      tasks.push_back(&examples[i]);
+      seeds.push_back(mix_seed(options.seed ^ mix_seed(uint64_t(i))));
     }
-    for (size_t i = 0; i < groups.size(); ++i) tally.add(examples[begin + i], std::move(groups[i]));
+    const auto t0 = Clock::now();
+    std::vector<EpisodeGroup> groups = producer.produce(tasks, options.n_samples, params, seeds, 0, nullptr);
+    generate_s += seconds_since(t0);
+    for (size_t i = 0; i < groups.size(); ++i)
+      tally.add(examples[begin + i], reward_group_of(groups[i], options.max_new_tokens).samples);
     if (progress) progress(int64_t(end), int64_t(n_prompts));
   }
-  engine.release_cache();
+  producer.engine().release_cache();
 
   EvalResult result = tally.finish();
   result.generate_s = generate_s;

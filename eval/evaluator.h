@@ -1,8 +1,10 @@
 // Evaluation of a policy on prompts with a reward set:
 //
-//   1. generate — n_samples completions per prompt with the rollout engine
-//                 (all prompts in one batched generate() call, or in chunks
-//                 of prompts_per_call); request i is seeded from
+//   1. generate — n_samples episodes per prompt through the environment
+//                 (single-turn unless one is given) with the episode
+//                 producer (env/episode_producer.h) — the same code training
+//                 samples with — all prompts in one batched call, or in
+//                 chunks of prompts_per_call; prompt i is seeded from
 //                 (options.seed, i), so results depend on the seed only
 //   2. score    — every reward component scores each prompt's group; a
 //                 sample is correct when the accuracy component scores above
@@ -26,6 +28,8 @@
 #include <vector>
 
 #include "data/examples.h"
+#include "env/environment.h"
+#include "env/episode_producer.h"
 #include "eval/eval_options.h"
 #include "rewards/reward_set.h"
 #include "rollout/policy.h"
@@ -79,11 +83,20 @@ struct EvalResult {
 // Called after each generation chunk with (prompts done, prompts in all).
 using EvalProgress = std::function<void(int64_t done, int64_t total)>;
 
+// The environment episodes run in: `env` (null = single-turn) and its
+// limits (max_turns, ...; max_batch_rows and add_special_tokens come from EvalOptions).
+struct EvalEnvironment {
+  Environment* env = nullptr;
+  EpisodeOptions episode;
+};
+
 // Steps 1–3 on the first max_prompts (0 = all) of `examples`. Checks every
-// record against the rewards first. Throws rlf::Error for bad options, an
-// unknown accuracy_reward, a prompt that encodes to nothing, or a reward misuse.
+// record against the rewards (and the environment) first. Throws rlf::Error
+// for bad options, an unknown accuracy_reward, a prompt that encodes to
+// nothing, or a reward misuse.
 EvalResult evaluate(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards,
-                    const EvalOptions& options, const EvalProgress& progress = nullptr);
+                    const EvalOptions& options, const EvalProgress& progress = nullptr,
+                    const EvalEnvironment& environment = {});
 
 // Steps 2–3: completions[i] are the n_samples completions of examples[i]
 // (every group must have options.n_samples; max_prompts is ignored).

@@ -2,6 +2,8 @@
 // strict about shape (the whole group) and lenient per entry (one sample).
 #include "rewards/external_reward.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 namespace rlf {
@@ -62,6 +64,18 @@ std::string external_request(const RewardGroup& group, int64_t id, bool send_rec
                   {"completions", completions},
                   {"finish_reasons", finish_reasons},
                   {"n_tokens", n_tokens}};
+  // Multi-turn episodes: every sample's turns and observations.
+  const bool multi_turn =
+      std::any_of(group.samples.begin(), group.samples.end(), [](const RewardSample& s) { return !s.turns.empty(); });
+  if (multi_turn) {
+    Json turns = Json::array();
+    for (const RewardSample& s : group.samples) {
+      Json parts = Json::array();
+      for (const TranscriptPart& p : s.turns) parts.push_back({{"role", p.role}, {"text", p.text}});
+      turns.push_back(parts);
+    }
+    request["turns"] = turns;
+  }
   return dump(request);
 }
 
@@ -129,17 +143,25 @@ ExternalReward::ExternalReward(ExternalRewardOptions options) : options_(std::mo
 
 ExternalReward::~ExternalReward() = default;
 
+bool is_external_reply(const std::string& line, int64_t id) {
+  Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("scores")) return false;
+  auto it = j.find("id");
+  return it == j.end() || it->is_null() || (it->is_number_integer() && it->get<int64_t>() == id);
+}
+
 std::vector<RewardResult> ExternalReward::score(const RewardGroup& group) {
   std::lock_guard<std::mutex> lock(mutex_);
   const int64_t id = next_id_++;
   std::vector<RewardResult> results(group.samples.size());
   if (group.samples.empty()) return results;
   const std::string request = external_request(group, id, options_.send_record);
-  ScorerExchange exchange = process_->exchange(request, options_.timeout_s);
+  const ReplyPredicate is_reply = [id](const std::string& line) { return is_external_reply(line, id); };
+  ScorerExchange exchange = process_->exchange(request, options_.timeout_s, is_reply);
   // A scorer that ended normally (status 0) without replying had finished
   // before this request, e.g. one that serves a single request per process:
   // a fresh one gets the request again, once.
-  if (!exchange.ok && exchange.clean_exit) exchange = process_->exchange(request, options_.timeout_s);
+  if (!exchange.ok && exchange.clean_exit) exchange = process_->exchange(request, options_.timeout_s, is_reply);
   std::string problem;
   if (exchange.ok) {
     try {
@@ -150,6 +172,8 @@ std::vector<RewardResult> ExternalReward::score(const RewardGroup& group) {
     }
   } else {
     problem = str("external scorer: ", exchange.error);
+    if (exchange.n_stray_lines > 0)
+      problem += str("; ", exchange.n_stray_lines, " stdout line(s) that are not the reply were skipped");
   }
   for (RewardResult& r : results) r.missing_reason = problem;
   return results;

@@ -5,16 +5,24 @@
 // kept running. Per group, rlf writes one request line to its stdin:
 //   {"protocol": 1, "id": 7, "prompt": "...", "reference": "...", "record": {...},
 //    "max_new_tokens": 512, "completions": ["...", ...],
-//    "finish_reasons": ["stop", ...], "n_tokens": [12, ...]}
+//    "finish_reasons": ["stop", ...], "n_tokens": [12, ...],
+//    "turns": [[{"role": "policy", "text": ...}, {"role": "observation", ...}], ...]}
+// ("turns" only for multi-turn episodes: every sample's turns and
+// observations in order; "completions" then holds each last policy turn and
+// "n_tokens" counts every token after the prompt.)
 // and reads one reply line from its stdout:
 //   {"scores": [1.0, null, ...],          required, one number or null per completion
 //    "explanations": ["...", null, ...],  optional
 //    "reasons": [null, "why missing", ...],  optional, for null scores
 //    "token_rewards": [[0.1, ...], null, ...],  optional, one list per completion
 //    "id": 7}                            optional echo of the request id
-// Its stderr is free for logs. A null score (or one that is not a number)
-// makes only that sample missing. A timeout, a crash, a line that is not
-// JSON or a reply of the wrong shape makes the whole group missing with the
+// Its stderr is free for logs. The reply is the first stdout line that is a
+// JSON object with "scores" and, when it has an "id", the request's id; any
+// other stdout line (a debug print, a late reply to an earlier request) is
+// skipped, counted and echoed to stderr. A null score (or one that is not a
+// number) makes only that sample missing. A timeout, the scorer's exit
+// (noticed at once, even when a process it started keeps its stdout open)
+// or a reply of the wrong shape makes the whole group missing with the
 // reason; the program is then killed (its whole process group) and started
 // again for the next group. Training never stops because of the scorer.
 // A scorer that exits with status 0 instead of replying (say, one that
@@ -51,6 +59,9 @@ ExternalRewardOptions read_external_options(OptionReader& reader);
 
 // The request line for a group (no trailing newline).
 std::string external_request(const RewardGroup& group, int64_t id, bool send_record);
+
+// True when `line` is the reply to request `id` (see above).
+bool is_external_reply(const std::string& line, int64_t id);
 
 // Parses a reply line into one result per sample; throws rlf::Error saying
 // what is wrong with the reply as a whole (then every sample is missing).

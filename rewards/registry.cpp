@@ -6,6 +6,8 @@
 #include <map>
 
 #include "rewards/code_reward.h"
+#include "rewards/countdown_reward.h"
+#include "rewards/env_reward.h"
 #include "rewards/exact_match.h"
 #include "rewards/external_reward.h"
 #include "rewards/format_reward.h"
@@ -29,9 +31,20 @@ Factory factory(Options (*read)(OptionReader&)) {
   };
 }
 
+// A reward type without options of its own.
+template <typename RewardT>
+Factory no_options() {
+  return [](OptionReader& reader) -> std::unique_ptr<Reward> {
+    reader.finish();
+    return std::make_unique<RewardT>();
+  };
+}
+
 const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> table = {
       {"code", factory<CodeRewardOptions, CodeReward>(read_code_options)},
+      {"countdown", no_options<CountdownReward>()},
+      {"env", no_options<EnvReward>()},
       {"external", factory<ExternalRewardOptions, ExternalReward>(read_external_options)},
       {"format", factory<FormatRewardOptions, FormatReward>(read_format_options)},
       {"keywords", factory<KeywordRewardOptions, KeywordReward>(read_keyword_options)},

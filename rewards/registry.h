@@ -16,7 +16,7 @@
 
 namespace rlf {
 
-// The reward types, sorted: code, external, format, keywords, length, math.
+// The reward types, sorted: code, countdown, env, external, format, keywords, length, math.
 const std::vector<std::string>& reward_types();
 
 // Builds one reward from its options table (the keys type, name and weight

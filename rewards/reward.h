@@ -21,11 +21,24 @@
 
 namespace rlf {
 
-// One completion to score.
+// One stretch of a multi-turn episode after its prompt.
+struct TranscriptPart {
+  std::string role;  // "policy" | "observation" | "feedback"
+  std::string text;
+};
+
+// One completion (an episode after its prompt) to score.
 struct RewardSample {
-  std::string completion;               // decoded completion text (stop string and EOS removed)
-  std::vector<int32_t> completion_ids;  // its tokens
-  std::string finish_reason;            // "stop" | "length"
+  std::string completion;               // the (last) policy turn's text (stop string and EOS removed)
+  std::vector<int32_t> completion_ids;  // every token after the prompt (policy turns and observations)
+  std::string finish_reason;            // of the last turn: "stop" | "length"
+  // Multi-turn episodes (env/): every turn and observation in order; empty
+  // for a single-turn completion. Rewards that judge the whole trajectory
+  // read this; single-turn rewards read `completion`.
+  std::vector<TranscriptPart> turns;
+  std::optional<double> env_reward;     // sum of the environment's step rewards (unset: none, or it failed)
+  std::string env_missing_reason;       // why env_reward is unset (an environment error), "" otherwise
+  std::string env_explanation;          // the environment's feedback texts, joined
 };
 
 // The completions of one prompt, with the prompt's dataset record.

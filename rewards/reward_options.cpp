@@ -12,14 +12,17 @@ std::string join_names(const std::vector<std::string>& names) {
   return out;
 }
 
-OptionReader::OptionReader(const Json& table, std::string type, std::string where)
-    : table_(table.is_null() ? Json::object() : table), type_(std::move(type)), where_(std::move(where)) {
+OptionReader::OptionReader(const Json& table, std::string type, std::string where, std::string kind)
+    : table_(table.is_null() ? Json::object() : table),
+      type_(std::move(type)),
+      where_(std::move(where)),
+      kind_(std::move(kind)) {
   check(table_.is_object(), context(), ": options must be a table (JSON object), got ", table_.type_name());
   for (const std::string& key : reward_set_keys()) known_.insert(key);
 }
 
 std::string OptionReader::context() const {
-  return where_.empty() ? str("reward type '", type_, "'") : str(where_, ": reward type '", type_, "'");
+  return where_.empty() ? str(kind_, " '", type_, "'") : str(where_, ": ", kind_, " '", type_, "'");
 }
 
 const Json* OptionReader::find(const std::string& key) {

@@ -19,7 +19,8 @@ class OptionReader {
  public:
   // `table` must be a JSON object (or null = no options); `type` is the reward
   // type ("math"), `where` the table's place ("config.toml [[reward]] #2").
-  OptionReader(const Json& table, std::string type, std::string where);
+  // `kind` names what is configured in messages ("reward type", "environment type").
+  OptionReader(const Json& table, std::string type, std::string where, std::string kind = "reward type");
 
   // The value of `key`, or `fallback` when absent. Throws rlf::Error when the
   // value has the wrong JSON type ("option 'workers' must be an integer, got
@@ -46,6 +47,7 @@ class OptionReader {
   Json table_;
   std::string type_;
   std::string where_;
+  std::string kind_;
   std::set<std::string> known_;
 };
 

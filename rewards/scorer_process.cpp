@@ -73,6 +73,11 @@ bool has_exited(pid_t pid, siginfo_t* info) {
 
 }  // namespace
 
+bool ScorerProcess::exited() const {
+  siginfo_t info;
+  return pid_ > 0 && has_exited(pid_, &info);
+}
+
 ScorerProcess::ScorerProcess(ScorerProcessOptions options) : options_(std::move(options)) {}
 
 ScorerProcess::~ScorerProcess() {
@@ -219,7 +224,14 @@ std::string ScorerProcess::exit_description(bool* clean) {
   return str("was killed by signal ", info.si_status, " (", strsignal(info.si_status), ")");
 }
 
-ScorerExchange ScorerProcess::exchange(const std::string& line, double timeout_s) {
+void ScorerProcess::note_stray(const std::string& line) {
+  ++n_stray_lines_;
+  std::string shown = line.size() > 200 ? line.substr(0, 200) + "..." : line;
+  std::string msg = str("[scorer ", pid_, "] skipped a stdout line that is not the reply: ", shown, "\n");
+  (void)!::write(STDERR_FILENO, msg.data(), msg.size());
+}
+
+ScorerExchange ScorerProcess::exchange(const std::string& line, double timeout_s, const ReplyPredicate& is_reply) {
   ScorerExchange result;
   auto give_up = [&](const std::string& why) {
     result.ok = false;
@@ -228,15 +240,10 @@ ScorerExchange ScorerProcess::exchange(const std::string& line, double timeout_s
     return result;
   };
 
-  // A scorer that ended, or wrote more than one line for the last request,
-  // is replaced before the request is sent.
+  // A helper that ended is replaced before the request is sent. Lines left
+  // from earlier requests are stray: they stay buffered and are skipped below.
   siginfo_t info;
-  if (running()) {
-    read_stderr();
-    char c;
-    ssize_t n = ::read(stdout_fd_, &c, 1);
-    if (!stdout_buffer_.empty() || n >= 0 || has_exited(pid_, &info)) kill_now();
-  }
+  if (running() && has_exited(pid_, &info)) kill_now();
   if (!running()) {
     try {
       start();
@@ -249,19 +256,24 @@ ScorerExchange ScorerProcess::exchange(const std::string& line, double timeout_s
   const std::string request = line + "\n";
   size_t written = 0;
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-  char buffer[65536];
+  bool exited = false;
   for (;;) {
-    size_t nl = stdout_buffer_.find('\n');
-    if (nl != std::string::npos) {
-      if (written < request.size()) return give_up("replied before reading the whole request");
+    for (size_t nl = stdout_buffer_.find('\n'); nl != std::string::npos; nl = stdout_buffer_.find('\n')) {
+      std::string candidate = stdout_buffer_.substr(0, nl);
+      stdout_buffer_.erase(0, nl + 1);
+      if (written < request.size() || (is_reply && !is_reply(candidate))) {
+        note_stray(candidate);
+        ++result.n_stray_lines;
+        continue;
+      }
       result.ok = true;
-      result.reply = stdout_buffer_.substr(0, nl);
-      stdout_buffer_.erase(0, nl + 1);  // anything left is a protocol error, handled at the next request
+      result.reply = std::move(candidate);
       return result;
     }
     if (int64_t(stdout_buffer_.size()) > options_.max_line_bytes) {
       return give_up(str("reply line longer than ", options_.max_line_bytes, " bytes"));
     }
+    if (exited) return give_up(exit_description(&result.clean_exit));
     double left_s = std::chrono::duration<double>(deadline - Clock::now()).count();
     if (left_s <= 0) return give_up(str("no reply within ", timeout_s, " s (option timeout_s)"));
 
@@ -272,7 +284,9 @@ ScorerExchange ScorerProcess::exchange(const std::string& line, double timeout_s
     if (stderr_fd_ >= 0) fds[n_fds++] = {stderr_fd_, POLLIN, 0};
     int stdin_slot = written < request.size() ? int(n_fds) : -1;
     if (stdin_slot >= 0) fds[n_fds++] = {stdin_fd_, POLLOUT, 0};
-    int wait_ms = int(std::min(left_s * 1000.0 + 1.0, double(INT_MAX)));
+    // Wake up every 20 ms to notice the helper's own exit: a process it
+    // started may hold its stdout open, so EOF alone cannot tell.
+    int wait_ms = int(std::min({left_s * 1000.0 + 1.0, 20.0, double(INT_MAX)}));
     if (::poll(fds, n_fds, wait_ms) < 0) {
       if (errno == EINTR) continue;
       return give_up(str("poll failed: ", std::strerror(errno)));
@@ -286,16 +300,31 @@ ScorerExchange ScorerProcess::exchange(const std::string& line, double timeout_s
         return give_up("stopped reading its input and " + exit_description(&result.clean_exit));
       }
     }
-    if (fds[0].revents) {
-      ssize_t n = ::read(stdout_fd_, buffer, sizeof(buffer));
-      if (n > 0) {
-        stdout_buffer_.append(buffer, size_t(n));
-      } else if (n == 0) {
-        return give_up(exit_description(&result.clean_exit));
-      } else if (errno != EAGAIN && errno != EINTR) {
-        return give_up(str("reading its stdout failed: ", std::strerror(errno)));
-      }
+    // Drain what stdout holds now; once the helper has exited, drain again so
+    // a reply written just before it exited is still read.
+    std::string read_error = drain_stdout(&exited);
+    if (!read_error.empty()) return give_up(read_error);
+    if (!exited && has_exited(pid_, &info)) {
+      exited = true;
+      read_error = drain_stdout(&exited);
+      if (!read_error.empty()) return give_up(read_error);
     }
+  }
+}
+
+std::string ScorerProcess::drain_stdout(bool* eof) {
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = ::read(stdout_fd_, buffer, sizeof(buffer));
+    if (n > 0) {
+      stdout_buffer_.append(buffer, size_t(n));
+      if (int64_t(stdout_buffer_.size()) > options_.max_line_bytes) return "";
+      continue;
+    }
+    if (n == 0) *eof = true;
+    else if (errno == EINTR) continue;
+    else if (errno != EAGAIN) return str("reading its stdout failed: ", std::strerror(errno));
+    return "";
   }
 }
 

@@ -1,6 +1,13 @@
 // A long-running helper process spoken to in lines: one request line on its
 // stdin, one reply line on its stdout, within a deadline. Used by the
-// `external` reward (rewards/external_reward.h) for user scorers.
+// `external` reward (rewards/external_reward.h) for user scorers and by
+// external environments (env/external_env.h).
+//
+// Replies are matched to requests: the caller passes a predicate that
+// recognises the reply (e.g. JSON carrying the request's id). Any other line
+// on stdout — a debug print, a late reply to an earlier request — is a stray
+// line: skipped, counted and echoed to stderr, never taken as the reply and
+// never a reason to restart the helper.
 //
 // The child is started with posix_spawn (vfork semantics: no copy of a large
 // trainer's page tables) in a process group of its own, with stdin, stdout
@@ -8,8 +15,10 @@
 // dispositions and an empty signal mask. Its stderr is drained while waiting
 // and its tail kept for error messages (and optionally echoed to ours).
 //
-// Any failure of an exchange (timeout, crash, closed pipe, over-long line)
-// kills the whole process group with SIGKILL and reaps the child, so the
+// The helper's own exit is noticed at once (it is polled while waiting), even
+// when a process it started keeps its stdout open, and reported with its
+// status. Any failure of an exchange (timeout, crash, closed pipe, over-long
+// line) kills the whole process group with SIGKILL and reaps the child, so the
 // next exchange starts a fresh one: no zombies, no stray processes, and a
 // broken scorer never blocks the caller past the deadline. The destructor
 // closes stdin, gives the child shutdown_grace_s to exit, then kills the
@@ -19,6 +28,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,7 +47,11 @@ struct ScorerExchange {
   std::string reply;  // the reply line without '\n' (when ok)
   std::string error;  // why there is no reply (when !ok): "no reply within 2 s", "exited with status 3"
   bool clean_exit = false;  // !ok because the child exited with status 0 before replying
+  int64_t n_stray_lines = 0;  // lines skipped because the predicate did not accept them
 };
+
+// Recognises the reply to the current request among the helper's stdout lines.
+using ReplyPredicate = std::function<bool(const std::string& line)>;
 
 class ScorerProcess {
  public:
@@ -49,14 +63,21 @@ class ScorerProcess {
   // Starts the child; throws rlf::Error naming the command when it cannot.
   void start();
   bool running() const { return pid_ > 0; }
+  // True when the child was started and has ended since (not yet reaped by kill_now()).
+  bool exited() const;
   pid_t pid() const { return pid_; }
   // How many times the child was started (1 after the first start).
   int64_t n_starts() const { return n_starts_; }
 
-  // Sends `line` + '\n' and waits for one line back, for at most timeout_s
-  // in all. Starts the child first when it is not running. On failure the
-  // child is killed (the next call restarts it).
-  ScorerExchange exchange(const std::string& line, double timeout_s);
+  // Sends `line` + '\n' and waits for the reply, for at most timeout_s in
+  // all: the first stdout line `is_reply` accepts (every line when it is
+  // null). Lines it rejects are stray (skipped, counted, echoed to stderr).
+  // Starts the child first when it is not running. On failure the child is
+  // killed (the next call restarts it).
+  ScorerExchange exchange(const std::string& line, double timeout_s, const ReplyPredicate& is_reply = nullptr);
+
+  // Stray lines skipped since construction.
+  int64_t n_stray_lines() const { return n_stray_lines_; }
 
   // Kills the process group at once and reaps the child (no-op when stopped).
   void kill_now();
@@ -65,6 +86,11 @@ class ScorerProcess {
 
  private:
   void read_stderr();
+  // Appends what stdout holds now to stdout_buffer_ (non-blocking); sets
+  // *eof at end of file; returns a read error ("" when none).
+  std::string drain_stdout(bool* eof);
+  // Reports a skipped stdout line on stderr (truncated).
+  void note_stray(const std::string& line);
   // Waits briefly for the child to end, then says how it ended; sets
   // *clean when it exited with status 0.
   std::string exit_description(bool* clean);
@@ -77,7 +103,8 @@ class ScorerProcess {
   int stdout_fd_ = -1;
   int stderr_fd_ = -1;
   int64_t n_starts_ = 0;
-  std::string stdout_buffer_;  // bytes read past the last reply (a protocol error)
+  int64_t n_stray_lines_ = 0;
+  std::string stdout_buffer_;  // bytes read past the last reply (stray lines, checked at the next exchange)
   std::string stderr_line_;    // partial stderr line being echoed
   std::string stderr_tail_;    // last bytes of stderr, for messages
 };

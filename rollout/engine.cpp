@@ -34,8 +34,12 @@ struct RolloutEngine::Row {
   std::vector<float> logprobs;
   Rng rng{0};
   std::unique_ptr<StreamDecoder> decoder;
-  std::string text;
+  std::string text;                        // the current turn, decoded
+  int64_t turn = 0;                        // index of the current turn
+  int64_t turn_begin = 0;                  // where the current turn starts in `completion`
+  std::vector<CompletionSegment> segments; // finished turns and appended stretches
   bool finished = false;
+  bool overflowed = false;
   FinishReason reason = FinishReason::Length;
   std::string stop;
 
@@ -64,14 +68,14 @@ void RolloutEngine::reserve_cache(int64_t n_rows, int64_t max_len) {
 
 void RolloutEngine::release_cache() { cache_.release(); }
 
-bool RolloutEngine::finish_if_done(Row& row, std::vector<GeneratedSequence>& done) {
-  (void)done;
+bool RolloutEngine::turn_over(Row& row) {
   const SamplingParams& p = row.req->params;
   const int32_t tok = row.completion.back();
+  bool over = false;
   if (!p.ignore_eos && std::find(options_.eos_token_ids.begin(), options_.eos_token_ids.end(), tok) != options_.eos_token_ids.end()) {
-    row.finished = true, row.reason = FinishReason::Stop, row.stop = "eos";
+    over = true, row.reason = FinishReason::Stop, row.stop = "eos";
   } else if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), tok) != p.stop_token_ids.end()) {
-    row.finished = true, row.reason = FinishReason::Stop, row.stop = "id:" + std::to_string(tok);
+    over = true, row.reason = FinishReason::Stop, row.stop = "id:" + std::to_string(tok);
   } else if (row.decoder) {
     const size_t before = row.text.size();
     row.text += row.decoder->push(tok);
@@ -80,20 +84,102 @@ bool RolloutEngine::finish_if_done(Row& row, std::vector<GeneratedSequence>& don
       size_t at = row.text.find(s, from);
       if (at != std::string::npos) {
         row.text.resize(at);
-        row.finished = true, row.reason = FinishReason::Stop, row.stop = s;
+        over = true, row.reason = FinishReason::Stop, row.stop = s;
         break;
       }
     }
   }
-  if (!row.finished && (static_cast<int64_t>(row.completion.size()) >= p.max_new_tokens || row.length() >= row.limit)) {
-    row.finished = true, row.reason = FinishReason::Length, row.stop = "";
+  const int64_t turn_tokens = static_cast<int64_t>(row.completion.size()) - row.turn_begin;
+  if (!over && (turn_tokens >= p.max_new_tokens || row.length() >= row.limit)) {
+    over = true, row.reason = FinishReason::Length, row.stop = "";
   }
-  if (row.finished && row.decoder && row.reason != FinishReason::Stop) row.text += row.decoder->finish();
-  return row.finished;
+  if (over && row.decoder && row.reason != FinishReason::Stop) row.text += row.decoder->finish();
+  return over;
+}
+
+void RolloutEngine::end_turn(Row& row, int64_t cache_row, TurnHandler* handler, std::vector<Row>& rows) {
+  CompletionSegment seg;
+  seg.sampled = true;
+  seg.begin = row.turn_begin;
+  seg.end = static_cast<int64_t>(row.completion.size());
+  seg.text = std::move(row.text);
+  seg.finish_reason = row.reason;
+  seg.stop = row.stop;
+  row.text.clear();
+  row.segments.push_back(std::move(seg));
+  const int64_t room = std::max<int64_t>(0, row.limit - row.length());
+  if (!handler) {
+    row.finished = true;
+    return;
+  }
+  TurnEnd te;
+  te.request_index = row.request;
+  te.sample_index = row.sample;
+  te.turn = row.turn;
+  te.segment = &row.segments.back();
+  te.completion_ids = &row.completion;
+  te.length = row.length();
+  te.room = room;
+  TurnContinuation next = handler->on_turn_end(te);
+  if (next.done) {
+    row.finished = true;
+    return;
+  }
+  if (static_cast<int64_t>(next.append_ids.size()) + 1 > room) {
+    row.finished = true;
+    row.overflowed = true;
+    return;
+  }
+  for (int32_t id : next.append_ids)
+    check(id >= 0 && id < model_->config().vocab_size, "appended token id ", id, " is outside the vocabulary (",
+          model_->config().vocab_size, ")");
+
+  // Feed the turn's last sampled token and the appended ids at their
+  // positions, on top of the row's cache; the last position's logits give the
+  // next turn's first token.
+  torch::NoGradGuard no_grad;
+  auto t0 = Clock::now();
+  const auto device = model_->device();
+  const int64_t p0 = row.length() - 1;  // position of the last sampled token (not yet in the cache)
+  std::vector<int64_t> ids;
+  ids.reserve(next.append_ids.size() + 1);
+  ids.push_back(row.completion.back());
+  for (int32_t id : next.append_ids) ids.push_back(id);
+  const int64_t n = static_cast<int64_t>(ids.size());
+  auto input = torch::tensor(ids, torch::kInt64).view({1, n}).to(device);
+  auto positions = torch::arange(p0, p0 + n, torch::TensorOptions().dtype(torch::kInt64).device(device)).view({1, n});
+  KVCache view = cache_.rows(cache_row, 1);
+  auto hidden = model_->forward_hidden(input, positions, &view);
+  auto last = model_->logits(hidden.narrow(1, n - 1, 1)).to(torch::kFloat32).to(torch::kCPU).contiguous().view({1, -1});
+  stats_.prefill_s += seconds_since(t0);
+  stats_.n_prefill_tokens += n;
+
+  if (!next.append_ids.empty()) {
+    CompletionSegment obs;
+    obs.sampled = false;
+    obs.begin = static_cast<int64_t>(row.completion.size());
+    row.completion.insert(row.completion.end(), next.append_ids.begin(), next.append_ids.end());
+    row.logprobs.insert(row.logprobs.end(), next.append_ids.size(), 0.0f);
+    obs.end = static_cast<int64_t>(row.completion.size());
+    row.segments.push_back(std::move(obs));
+  }
+  row.turn += 1;
+  row.turn_begin = static_cast<int64_t>(row.completion.size());
+  row.stop.clear();
+  row.reason = FinishReason::Length;
+  if (tokenizer_) {
+    // A fresh decoder primed with the appended tail, as for a prompt.
+    row.decoder = std::make_unique<StreamDecoder>(*tokenizer_, /*skip_special=*/true);
+    const size_t k = row.completion.size();
+    for (size_t j = k - std::min<size_t>(k, 8); j < k; ++j) row.decoder->push(row.completion[j]);
+  }
+  sample_rows(last, rows, cache_row);
+  stats_.n_decode_tokens += 1;
+  if (turn_over(row)) end_turn(row, cache_row, handler, rows);
 }
 
 void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<GeneratedSequence>& done,
-                          const std::vector<GenerationRequest>& requests) {
+                          const std::vector<GenerationRequest>& requests, TurnHandler* handler) {
   torch::NoGradGuard no_grad;
   const auto device = model_->device();
   while (!queue.items.empty() && static_cast<int64_t>(rows.size()) < cache_.n_rows()) {
@@ -122,7 +208,7 @@ void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<Gene
       row.sample = item.first + j;
       row.req = &req;
       const int64_t model_limit = options_.max_seq_len > 0 ? options_.max_seq_len : model_->config().max_position_embeddings;
-      row.limit = std::min(P + req.params.max_new_tokens, model_limit);
+      row.limit = std::min(P + req.total_budget(), model_limit);
       uint64_t base = req.params.seed ? *req.params.seed : 0;
       row.rng = Rng(mix_seed(base ^ mix_seed(static_cast<uint64_t>(row.sample) + 1)));
       if (tokenizer_) {
@@ -135,7 +221,8 @@ void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<Gene
     }
     // Every sample of the group draws its first token from the shared logits.
     sample_rows(last.view({1, -1}).expand({n, -1}).contiguous(), rows, row0);
-    for (int64_t j = 0; j < n; ++j) finish_if_done(rows[row0 + j], done);
+    for (int64_t j = 0; j < n; ++j)
+      if (turn_over(rows[row0 + j])) end_turn(rows[row0 + j], row0 + j, handler, rows);
     stats_.n_decode_tokens += n;
     item.first += n;
     item.count -= n;
@@ -205,7 +292,9 @@ void RolloutEngine::compact(std::vector<Row>& rows, std::vector<GeneratedSequenc
     s.logprobs = std::move(r.logprobs);
     s.finish_reason = r.reason;
     s.stop = std::move(r.stop);
-    s.text = std::move(r.text);
+    s.text = r.segments.empty() ? std::string() : r.segments.back().text;
+    s.segments = std::move(r.segments);
+    s.overflowed = r.overflowed;
     done.push_back(std::move(s));
   };
   // Fill each finished row's slot with the last live row (one cache copy each).
@@ -229,7 +318,8 @@ void RolloutEngine::compact(std::vector<Row>& rows, std::vector<GeneratedSequenc
   }
 }
 
-std::vector<GeneratedSequence> RolloutEngine::generate(const std::vector<GenerationRequest>& requests) {
+std::vector<GeneratedSequence> RolloutEngine::generate(const std::vector<GenerationRequest>& requests,
+                                                       TurnHandler* handler) {
   const int64_t model_limit = options_.max_seq_len > 0 ? options_.max_seq_len : model_->config().max_position_embeddings;
   int64_t total = 0, max_len = 1;
   Queue queue;
@@ -239,6 +329,8 @@ std::vector<GeneratedSequence> RolloutEngine::generate(const std::vector<Generat
     with_context(where, [&] { req.params.validate(); });
     check(!req.prompt_ids.empty(), where, ": the prompt is empty (add at least a BOS token)");
     check(req.n > 0, where, ": n must be > 0 (got ", req.n, ")");
+    check(req.max_total_tokens >= 0, where, ": max_total_tokens must be >= 0 (got ", req.max_total_tokens,
+          "; 0 = max_new_tokens)");
     const int64_t P = static_cast<int64_t>(req.prompt_ids.size());
     check(P < model_limit, where, ": the prompt has ", P, " tokens but the context limit is ", model_limit,
           " (max_position_embeddings or --max-seq-len)");
@@ -246,7 +338,7 @@ std::vector<GeneratedSequence> RolloutEngine::generate(const std::vector<Generat
       check(id >= 0 && id < model_->config().vocab_size, where, ": token id ", id, " is outside the vocabulary (",
             model_->config().vocab_size, ")");
     check(req.params.stop_strings.empty() || tokenizer_, where, ": stop strings need a tokenizer");
-    max_len = std::max(max_len, std::min(P + req.params.max_new_tokens, model_limit));
+    max_len = std::max(max_len, std::min(P + req.total_budget(), model_limit));
     total += req.n;
     queue.items.push_back({static_cast<int64_t>(r), 0, req.n});
   }
@@ -260,10 +352,11 @@ std::vector<GeneratedSequence> RolloutEngine::generate(const std::vector<Generat
   std::vector<GeneratedSequence> done;
   done.reserve(static_cast<size_t>(total));
   while (!queue.items.empty() || !rows.empty()) {
-    admit(queue, rows, done, seeded);
+    admit(queue, rows, done, seeded, handler);
     if (rows.empty()) continue;
     decode_step(rows);
-    for (auto& row : rows) finish_if_done(row, done);
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (turn_over(rows[i])) end_turn(rows[i], static_cast<int64_t>(i), handler, rows);
     compact(rows, done);
   }
   std::sort(done.begin(), done.end(), [](const auto& a, const auto& b) {

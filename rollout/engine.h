@@ -13,6 +13,16 @@
 // per-token log-probs at temperature 1 (from the same forward code the trainer
 // uses) and a finish reason.
 //
+// Conversations (multi-turn): with a TurnHandler, a sequence whose turn ends
+// (EOS, a stop id or string, the turn's token limit) is not finished: the
+// handler sees the turn and either ends the sequence or returns observation
+// tokens. The engine appends them to the row and continues decoding from the
+// row's cached state: a turn costs the prefill of the appended tokens (plus
+// the turn's last sampled token, which was not yet fed), never of the history
+// (EngineStats::n_prefill_tokens counts exactly that). Rows at different
+// turns share the batch. The sequence's ids are exactly the sampled ids and
+// the appended ids, in order: nothing is re-rendered or re-tokenized.
+//
 // Memory: the KV cache is reserved by reserve_cache() (or on demand by
 // generate()) and stays reserved until release_cache(), which the trainer calls
 // before an update to reclaim it.
@@ -33,21 +43,69 @@ namespace rlf {
 struct GenerationRequest {
   std::vector<int32_t> prompt_ids;  // must be non-empty
   int64_t n = 1;                    // samples of this prompt (a group)
-  SamplingParams params;
+  SamplingParams params;            // params.max_new_tokens limits each turn
+  // Conversations: tokens after the prompt for the whole sequence (every
+  // turn and every appended observation). 0 = params.max_new_tokens (one turn).
+  int64_t max_total_tokens = 0;
+
+  // The row length limit after the prompt (max_total_tokens or max_new_tokens).
+  int64_t total_budget() const { return max_total_tokens > 0 ? max_total_tokens : params.max_new_tokens; }
 };
 
 enum class FinishReason { Stop, Length };
 const char* finish_reason_name(FinishReason r);  // "stop", "length"
+
+// One stretch of a completion: a policy turn (sampled) or tokens the caller
+// appended between turns (an observation).
+struct CompletionSegment {
+  bool sampled = true;        // true: the policy's turn; false: appended by the TurnHandler
+  int64_t begin = 0;          // [begin, end) into GeneratedSequence::completion_ids
+  int64_t end = 0;
+  std::string text;           // sampled: the decoded turn (stop string and EOS removed); appended: ""
+  FinishReason finish_reason = FinishReason::Length;  // sampled only
+  std::string stop;           // sampled only: "eos", "id:N", the stop string, or "" (length)
+};
+
+// What the handler sees when a turn ends.
+struct TurnEnd {
+  int64_t request_index = 0;
+  int64_t sample_index = 0;
+  int64_t turn = 0;                      // 0-based index of the turn that just ended
+  const CompletionSegment* segment = nullptr;  // the turn (text, finish reason, stop)
+  const std::vector<int32_t>* completion_ids = nullptr;  // everything after the prompt so far
+  int64_t length = 0;                    // tokens in the sequence now (prompt included)
+  int64_t room = 0;                      // tokens the sequence may still grow by (budget and context; 0 = none)
+};
+
+// The handler's answer: end the sequence, or append `append_ids` (possibly
+// none) and let the policy take another turn. Continuing needs
+// append_ids.size() + 1 <= room (at least one token left for the policy);
+// otherwise the sequence ends with GeneratedSequence::overflowed set.
+struct TurnContinuation {
+  bool done = true;
+  std::vector<int32_t> append_ids;
+};
+
+// Decides, at the end of each turn, how a conversation goes on. Called on the
+// engine's thread, between decode steps; an exception from it propagates out
+// of generate() (handlers catch their own per-sequence failures).
+class TurnHandler {
+ public:
+  virtual ~TurnHandler() = default;
+  virtual TurnContinuation on_turn_end(const TurnEnd& turn) = 0;
+};
 
 struct GeneratedSequence {
   int64_t request_index = 0;             // index into the generate() argument
   int64_t sample_index = 0;              // 0..n-1 within its request
   std::vector<int32_t> prompt_ids;
   std::vector<int32_t> completion_ids;   // includes the EOS/stop token when one ended it
-  std::vector<float> logprobs;           // per completion token, temperature 1
-  FinishReason finish_reason = FinishReason::Length;
-  std::string stop;                      // what stopped it: "eos", a stop id "id:N", or the stop string
-  std::string text;                      // decoded completion (stop string and EOS removed); "" without a tokenizer
+  std::vector<float> logprobs;           // per completion token, temperature 1 (0 on appended tokens)
+  FinishReason finish_reason = FinishReason::Length;  // of the last turn
+  std::string stop;                      // what stopped the last turn: "eos", a stop id "id:N", or the stop string
+  std::string text;                      // the last turn decoded (stop string and EOS removed); "" without a tokenizer
+  std::vector<CompletionSegment> segments;  // turns and appended stretches, in order (one segment without a handler)
+  bool overflowed = false;               // the handler asked to append more than the room left
 };
 
 struct EngineOptions {
@@ -60,7 +118,7 @@ struct EngineOptions {
 };
 
 struct EngineStats {
-  int64_t n_prefill_tokens = 0;
+  int64_t n_prefill_tokens = 0;   // tokens run through prefill: prompts (once per group) and continuations
   int64_t n_decode_tokens = 0;    // tokens sampled
   int64_t n_steps = 0;            // decode forward passes
   double prefill_s = 0;
@@ -73,8 +131,10 @@ class RolloutEngine {
   RolloutEngine(CausalLM model, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options);
 
   // Generates every sample of every request; results are ordered by
-  // (request_index, sample_index).
-  std::vector<GeneratedSequence> generate(const std::vector<GenerationRequest>& requests);
+  // (request_index, sample_index). With `handler`, sequences are
+  // conversations (see above); without one, every sequence is one turn.
+  std::vector<GeneratedSequence> generate(const std::vector<GenerationRequest>& requests,
+                                          TurnHandler* handler = nullptr);
 
   // Reserves the cache for `n_rows` sequences of up to `max_len` tokens.
   void reserve_cache(int64_t n_rows, int64_t max_len);
@@ -89,8 +149,12 @@ class RolloutEngine {
  private:
   struct Row;
   void admit(struct Queue& queue, std::vector<Row>& rows, std::vector<GeneratedSequence>& done,
-             const std::vector<GenerationRequest>& requests);
-  bool finish_if_done(Row& row, std::vector<GeneratedSequence>& done);
+             const std::vector<GenerationRequest>& requests, TurnHandler* handler);
+  // True when the row's current turn has ended (EOS, stop, limits).
+  bool turn_over(Row& row);
+  // After a turn ended: asks the handler (if any) and either marks the row
+  // finished or appends the observation and samples the next turn's first token.
+  void end_turn(Row& row, int64_t cache_row, TurnHandler* handler, std::vector<Row>& rows);
   void decode_step(std::vector<Row>& rows);
   // Samples the next token of rows [row0, row0 + n) from fp32 CPU logits
   // [n, V] (row i of `logits` belongs to rows[row0 + i]).

@@ -8,13 +8,13 @@
 
 namespace rlf {
 
-void SamplingParams::validate() const {
-  check(std::isfinite(temperature) && temperature >= 0, "sampling: temperature must be >= 0 (got ", temperature, "; 0 = greedy)");
-  check(top_k >= 0, "sampling: top_k must be >= 0 (got ", top_k, "; 0 = off)");
-  check(top_p > 0 && top_p <= 1, "sampling: top_p must be in (0, 1] (got ", top_p, "; 1 = off)");
-  check(min_p >= 0 && min_p < 1, "sampling: min_p must be in [0, 1) (got ", min_p, "; 0 = off)");
-  check(max_new_tokens > 0, "sampling: max_new_tokens must be > 0 (got ", max_new_tokens, ")");
-  for (const auto& s : stop_strings) check(!s.empty(), "sampling: stop_strings must not contain an empty string");
+void SamplingParams::validate(const std::string& k) const {
+  check(std::isfinite(temperature) && temperature >= 0, k, "temperature must be >= 0 (got ", temperature, "; 0 = greedy)");
+  check(top_k >= 0, k, "top_k must be >= 0 (got ", top_k, "; 0 = off)");
+  check(top_p > 0 && top_p <= 1, k, "top_p must be in (0, 1] (got ", top_p, "; 1 = off)");
+  check(min_p >= 0 && min_p < 1, k, "min_p must be in [0, 1) (got ", min_p, "; 0 = off)");
+  check(max_new_tokens > 0, k, "max_new_tokens must be > 0 (got ", max_new_tokens, ")");
+  for (const auto& s : stop_strings) check(!s.empty(), k, "stop must not contain an empty string");
 }
 
 uint64_t mix_seed(uint64_t x) {

@@ -26,8 +26,9 @@ struct SamplingParams {
   std::optional<uint64_t> seed;   // unset = derived from the engine's seed and the request's order
   bool ignore_eos = false;        // keep generating past EOS (benchmarks)
 
-  // Throws rlf::Error naming the field and the accepted range.
-  void validate() const;
+  // Throws rlf::Error naming the field (as `prefix` + field: "rollout." in a
+  // run config, "--" on the command line; default "sampling: ") and the accepted range.
+  void validate(const std::string& prefix = "sampling: ") const;
 };
 
 // A small, fast, seedable RNG (xoshiro256**), seeded through splitmix64.

@@ -24,17 +24,18 @@ std::string lr_schedule_kind_name(LrScheduleKind kind) {
 }
 
 void validate(const LrScheduleOptions& o) {
-  check(std::isfinite(o.lr) && o.lr > 0.0, "lr_schedule.lr = ", o.lr, ": must be a finite number > 0");
-  check(o.warmup_steps >= 0, "lr_schedule.warmup_steps = ", o.warmup_steps, ": must be >= 0 (0 = no warm-up)");
-  check(o.total_steps >= 0, "lr_schedule.total_steps = ", o.total_steps, ": must be >= 0");
+  check(std::isfinite(o.lr) && o.lr > 0.0, "optim.lr = ", o.lr, ": must be a finite number > 0");
+  check(o.warmup_steps >= 0, "optim.warmup_steps = ", o.warmup_steps, ": must be >= 0 (0 = no warm-up)");
+  check(o.total_steps >= 0, "the schedule's total_steps = ", o.total_steps, ": must be >= 0");
   if (o.kind == LrScheduleKind::Constant) return;
   const std::string kind = lr_schedule_kind_name(o.kind);
-  check(std::isfinite(o.lr_min) && o.lr_min >= 0.0 && o.lr_min <= o.lr, "lr_schedule.lr_min = ", o.lr_min,
+  check(std::isfinite(o.lr_min) && o.lr_min >= 0.0 && o.lr_min <= o.lr, "optim.lr_min = ", o.lr_min,
         ": must be in [0, lr = ", o.lr, "]");
-  check(o.total_steps > 0, "lr_schedule.total_steps = 0: a ", kind,
-        " schedule needs the run's number of optimiser steps (set total_steps > 0)");
-  check(o.warmup_steps <= o.total_steps, "lr_schedule.warmup_steps = ", o.warmup_steps,
-        ": must be <= total_steps = ", o.total_steps);
+  check(o.total_steps > 0, "optim.schedule = \"", kind,
+        "\" needs the run's number of optimiser steps (total_steps = 0; set run.steps)");
+  check(o.warmup_steps <= o.total_steps, "optim.warmup_steps = ", o.warmup_steps,
+        ": must be <= the run's optimiser steps, ", o.total_steps,
+        " (run.steps x algorithm.epochs x algorithm.mini_batches)");
 }
 
 LrSchedule::LrSchedule(const LrScheduleOptions& options) : options_(options) { validate(options_); }

@@ -105,12 +105,12 @@ double grad_sq_norm(const torch::Tensor& g) {
 
 void validate(const OptimizerOptions& o) {
   auto in_unit = [](double x) { return std::isfinite(x) && x >= 0.0 && x < 1.0; };
-  check(in_unit(o.beta1), "optimizer.beta1 = ", o.beta1, ": must be in [0, 1) (typical: 0.9)");
-  check(in_unit(o.beta2), "optimizer.beta2 = ", o.beta2, ": must be in [0, 1) (typical: 0.999)");
-  check(std::isfinite(o.eps) && o.eps > 0.0, "optimizer.eps = ", o.eps, ": must be > 0 (typical: 1e-8)");
-  check(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0, "optimizer.weight_decay = ", o.weight_decay,
+  check(in_unit(o.beta1), "optim.beta1 = ", o.beta1, ": must be in [0, 1) (typical: 0.9)");
+  check(in_unit(o.beta2), "optim.beta2 = ", o.beta2, ": must be in [0, 1) (typical: 0.999)");
+  check(std::isfinite(o.eps) && o.eps > 0.0, "optim.eps = ", o.eps, ": must be > 0 (typical: 1e-8)");
+  check(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0, "optim.weight_decay = ", o.weight_decay,
         ": must be >= 0 (0 disables it)");
-  check(std::isfinite(o.max_grad_norm) && o.max_grad_norm >= 0.0, "optimizer.max_grad_norm = ", o.max_grad_norm,
+  check(std::isfinite(o.max_grad_norm) && o.max_grad_norm >= 0.0, "optim.max_grad_norm = ", o.max_grad_norm,
         ": must be >= 0 (0 disables clipping)");
 }
 

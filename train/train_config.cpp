@@ -5,86 +5,143 @@
 
 namespace rlf {
 
+namespace {
+
+std::vector<std::string> names_of_estimators() {
+  return {"grpo", "dr_grpo", "batch_std", "rloo", "reinforce_pp", "reinforce_pp_baseline"};
+}
+
+}  // namespace
+
+const char* trainer_kind_name(TrainerKind kind) { return kind == TrainerKind::Sft ? "sft" : "grpo"; }
+
+std::filesystem::path TrainConfig::model_path() const {
+  return model.random_init.empty() ? std::filesystem::path(model.path) : run.out_dir / "init";
+}
+
 const ConfigSchema& train_config_schema() {
   using T = OptionType;
   static const ConfigSchema schema = [] {
+    const TrainConfig d;  // every default, from the option structs
+    const RlStepOptions& r = d.rl;
+    const TrainerOptions& t = d.trainer;
+    const SftOptions& sft = d.sft;
     ConfigSchema s = {
+        // [trainer]
+        {"trainer.kind", T::String, trainer_kind_name(d.kind), "",
+         "what the run trains: grpo = RL through the environment with rewards; sft = supervised on [sft.data] alone",
+         {"grpo", "sft"}},
         // [model]
-        {"model.path", T::String, nullptr, "", "policy to train: a Hugging Face directory or a llama2.c .bin"},
-        {"model.tokenizer", T::String, "", "", "tokenizer.json, a directory with one, or tok*.bin (\"\" = the model's)"},
-        {"model.dtype", T::String, "fp32", "", "compute dtype; bf16 keeps fp32 master weights in the optimizer",
+        {"model.path", T::String, d.model.path, "",
+         "policy to train: a Hugging Face directory or a llama2.c .bin (required unless model.random_init)"},
+        {"model.tokenizer", T::String, d.model.tokenizer, "",
+         "tokenizer.json, a directory with one, or tok*.bin (\"\" = the model's)"},
+        {"model.dtype", T::String, d.model.dtype, "", "compute dtype; bf16 keeps fp32 master weights in the optimizer",
          {"fp32", "bf16"}},
-        {"model.device", T::String, "cpu", "", "cpu, cuda or cuda:N"},
-        {"model.fast_cpu_path", T::Bool, true, "",
+        {"model.device", T::String, d.model.device, "", "cpu, cuda or cuda:N"},
+        {"model.fast_cpu_path", T::Bool, d.model.fast_cpu_path, "",
          "fp32 on CPU: fused kernels for RMSNorm, RoPE + attention and SwiGLU in rollouts and updates (docs/DESIGN.md); "
          "false = LibTorch module path"},
-        // [data] and [[reward]] are validated by their own libraries.
-        {"data", T::Any, nullptr, "", "prompt dataset (docs/data.md): path, preset, fields, templates, split"},
-        {"reward", T::Any, nullptr, "", "array of reward tables (docs/rewards.md): type, name, weight, options"},
+        {"model.random_init", T::String, d.model.random_init, "",
+         "\"\" = load model.path; \"demo\" = a fresh random 0.6M-parameter Llama with a character tokenizer, seeded by "
+         "run.seed, written to run.out_dir/init",
+         {"", "demo"}},
+        // [data], [[reward]] and [env] are validated by their own libraries.
+        {"data", T::Any, Json::object(), "", "prompt dataset (docs/data.md): path, preset, fields, templates, split"},
+        {"reward", T::Any, Json::array(), "", "array of reward tables (docs/rewards.md): type, name, weight, options"},
+        {"env", T::Any, Json::object(), "",
+         "environment (docs/environments.md): type (single_turn, calculator, guess, external), max_turns, ..."},
         // [rollout]
-        {"rollout.prompts_per_step", T::Int, 8, "prompts", "groups per step"},
-        {"rollout.group_size", T::Int, 8, "completions", "completions sampled per prompt (G)"},
-        {"rollout.max_new_tokens", T::Int, 128, "tokens", "completion length limit"},
-        {"rollout.temperature", T::Float, 1.0, "", "sampling temperature (0 = greedy)"},
-        {"rollout.top_k", T::Int, 0, "tokens", "top-k filter (0 = off)"},
-        {"rollout.top_p", T::Float, 1.0, "", "nucleus filter (1 = off)"},
-        {"rollout.min_p", T::Float, 0.0, "", "min-p filter (0 = off)"},
-        {"rollout.stop", T::StringList, Json::array(), "", "stop strings (excluded from the completion text)"},
-        {"rollout.max_batch_rows", T::Int, 64, "sequences", "sequences decoded together"},
+        {"rollout.prompts_per_step", T::Int, r.prompts_per_step, "prompts", "groups per step"},
+        {"rollout.group_size", T::Int, r.group_size, "episodes", "episodes sampled per prompt (G)"},
+        {"rollout.max_new_tokens", T::Int, r.sampling.max_new_tokens, "tokens", "length limit of each policy turn"},
+        {"rollout.temperature", T::Float, r.sampling.temperature, "", "sampling temperature (0 = greedy)"},
+        {"rollout.top_k", T::Int, r.sampling.top_k, "tokens", "top-k filter (0 = off)"},
+        {"rollout.top_p", T::Float, r.sampling.top_p, "", "nucleus filter (1 = off)"},
+        {"rollout.min_p", T::Float, r.sampling.min_p, "", "min-p filter (0 = off)"},
+        {"rollout.stop", T::StringList, Json(r.sampling.stop_strings), "",
+         "stop strings ending a turn (excluded from its text; the environment may add its own)"},
+        {"rollout.max_batch_rows", T::Int, r.max_batch_rows, "sequences", "sequences decoded together"},
         // [algorithm]
-        {"algorithm.advantage", T::String, "grpo", "", "advantage estimator (docs/algorithms.md)",
-         {"grpo", "dr_grpo", "batch_std", "rloo", "reinforce_pp", "reinforce_pp_baseline"}},
-        {"algorithm.std_eps", T::Float, 1e-4, "", "added to a standard deviation before dividing"},
-        {"algorithm.reward_aggregation", T::String, "sum_then_normalize", "", "how reward components combine (TRL)",
-         {"sum_then_normalize", "normalize_then_sum"}},
-        {"algorithm.accuracy_reward", T::String, "", "", "reward component whose score > 0.5 counts as correct (\"\" = the first)"},
-        {"algorithm.eps_low", T::Float, 0.2, "", "lower clip of the importance ratio (1 - eps_low)"},
-        {"algorithm.eps_high", T::Float, 0.2, "", "upper clip (1 + eps_high); DAPO clip-higher uses 0.28"},
-        {"algorithm.dual_clip", T::Float, 0.0, "", "dual-clip bound c > 1 for negative advantages (0 = off)"},
-        {"algorithm.ratio_level", T::String, "token", "", "importance ratio per token (PPO/GRPO) or per sequence (GSPO)",
-         {"token", "sequence"}},
-        {"algorithm.loss_aggregation", T::String, "token_mean", "", "per-token losses to one number",
-         {"token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"}},
-        {"algorithm.kl_beta", T::Float, 0.0, "", "weight of the KL to the frozen reference (0 = no reference loaded)"},
-        {"algorithm.kl_estimator", T::String, "k3", "", "KL estimator", {"k1", "k2", "k3"}},
-        {"algorithm.kl_placement", T::String, "loss", "", "KL term in the loss or subtracted from the reward",
-         {"loss", "reward"}},
-        {"algorithm.entropy_coef", T::Float, 0.0, "", "entropy bonus weight (0 = off)"},
-        {"algorithm.epochs", T::Int, 1, "", "optimisation passes over each rollout batch"},
-        {"algorithm.mini_batches", T::Int, 1, "", "optimiser steps per pass"},
-        {"algorithm.micro_batch_size", T::Int, 8, "sequences", "sequences per forward/backward (gradient accumulation)"},
-        {"algorithm.dynamic_sampling", T::Bool, false, "", "DAPO: drop groups whose rewards are all equal and refill"},
-        {"algorithm.dynamic_sampling_max_rounds", T::Int, 4, "", "rollout rounds per step at most"},
+        {"algorithm.advantage", T::String, std::string(algo::advantage_estimator_name(r.credit.advantage.estimator)), "",
+         "advantage estimator (docs/algorithms.md)", names_of_estimators()},
+        {"algorithm.std_eps", T::Float, r.credit.advantage.std_eps, "", "added to a standard deviation before dividing"},
+        {"algorithm.credit", T::String, std::string(algo::credit_mode_name(r.credit.mode)), "",
+         "how rewards reach tokens: one return per episode, per-turn returns, or per-token returns (docs/algorithms.md)",
+         {"episode", "turn", "token"}},
+        {"algorithm.gamma", T::Float, r.credit.gamma, "", "discount per turn (credit = turn) or per token (token)"},
+        {"algorithm.reward_aggregation", T::String, aggregation_name(r.reward_aggregation), "",
+         "how reward components combine (TRL)", {"sum_then_normalize", "normalize_then_sum"}},
+        {"algorithm.accuracy_reward", T::String, r.accuracy_reward, "",
+         "reward component whose score > 0.5 counts as correct (\"\" = the first)"},
+        {"algorithm.eps_low", T::Float, d.loss.policy.eps_low, "", "lower clip of the importance ratio (1 - eps_low)"},
+        {"algorithm.eps_high", T::Float, d.loss.policy.eps_high, "", "upper clip (1 + eps_high); DAPO clip-higher uses 0.28"},
+        {"algorithm.dual_clip", T::Float, d.loss.policy.dual_clip, "",
+         "dual-clip bound c > 1 for negative advantages (0 = off)"},
+        {"algorithm.ratio_level", T::String, std::string(algo::ratio_level_name(d.loss.policy.ratio_level)), "",
+         "importance ratio per token (PPO/GRPO) or per sequence (GSPO)", {"token", "sequence"}},
+        {"algorithm.off_policy_ratio_cap", T::Float, d.loss.policy.ratio_cap, "",
+         "off-policy tokens: truncate the importance ratio at this value (0 = off)"},
+        {"algorithm.off_policy_mask_low", T::Float, d.loss.policy.mask_low, "",
+         "off-policy tokens: drop tokens whose ratio is below this (0 = off)"},
+        {"algorithm.off_policy_mask_high", T::Float, d.loss.policy.mask_high, "",
+         "off-policy tokens: drop tokens whose ratio is above this (0 = off)"},
+        {"algorithm.loss_aggregation", T::String, std::string(algo::loss_aggregation_name(d.loss.aggregation.mode)), "",
+         "per-token losses to one number", {"token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"}},
+        {"algorithm.kl_beta", T::Float, r.kl_beta, "", "weight of the KL to the frozen reference (0 = no reference loaded)"},
+        {"algorithm.kl_estimator", T::String, std::string(algo::kl_estimator_name(r.kl_estimator)), "", "KL estimator",
+         {"k1", "k2", "k3"}},
+        {"algorithm.kl_placement", T::String, r.kl_in_reward ? "reward" : "loss", "",
+         "KL term in the loss, or -beta*k per token in the reward", {"loss", "reward"}},
+        {"algorithm.kl_reference", T::String, d.loss.kl_reference, "",
+         "the KL reference: the policy as RL starts (after the SFT warm start) or the model as loaded",
+         {"rl_start", "initial"}},
+        {"algorithm.entropy_coef", T::Float, d.loss.entropy_coef, "", "entropy bonus weight (0 = off)"},
+        {"algorithm.epochs", T::Int, t.epochs, "", "optimisation passes over each step's episodes"},
+        {"algorithm.mini_batches", T::Int, t.mini_batches, "", "optimiser steps per pass"},
+        {"algorithm.micro_batch_size", T::Int, t.micro_batch_size, "sequences",
+         "sequences per forward/backward (gradient accumulation)"},
+        {"algorithm.dynamic_sampling", T::Bool, r.dynamic_sampling, "",
+         "DAPO: drop groups whose rewards are all equal and refill"},
+        {"algorithm.dynamic_sampling_max_rounds", T::Int, r.dynamic_sampling_max_rounds, "",
+         "rollout rounds per step at most"},
         // [optim]
-        {"optim.lr", T::Float, 1e-5, "", "peak learning rate"},
-        {"optim.schedule", T::String, "constant", "", "shape after warm-up", {"constant", "linear", "cosine"}},
-        {"optim.warmup_steps", T::Int, 0, "steps", "linear warm-up steps"},
-        {"optim.lr_min", T::Float, 0.0, "", "final learning rate of linear/cosine decay"},
-        {"optim.beta1", T::Float, 0.9, "", "AdamW first-moment decay"},
-        {"optim.beta2", T::Float, 0.999, "", "AdamW second-moment decay"},
-        {"optim.eps", T::Float, 1e-8, "", "AdamW denominator epsilon"},
-        {"optim.weight_decay", T::Float, 0.0, "", "decoupled weight decay"},
-        {"optim.max_grad_norm", T::Float, 1.0, "", "clip the global gradient norm (0 = off)"},
+        {"optim.lr", T::Float, t.lr.lr, "", "peak learning rate"},
+        {"optim.schedule", T::String, lr_schedule_kind_name(t.lr.kind), "", "shape after warm-up",
+         {"constant", "linear", "cosine"}},
+        {"optim.warmup_steps", T::Int, t.lr.warmup_steps, "steps", "linear warm-up (optimiser steps)"},
+        {"optim.lr_min", T::Float, t.lr.lr_min, "", "final learning rate of linear/cosine decay"},
+        {"optim.beta1", T::Float, t.optimizer.beta1, "", "AdamW first-moment decay"},
+        {"optim.beta2", T::Float, t.optimizer.beta2, "", "AdamW second-moment decay"},
+        {"optim.eps", T::Float, t.optimizer.eps, "", "AdamW denominator epsilon"},
+        {"optim.weight_decay", T::Float, t.optimizer.weight_decay, "", "decoupled weight decay"},
+        {"optim.max_grad_norm", T::Float, t.optimizer.max_grad_norm, "", "clip the global gradient norm (0 = off)"},
         // [run]
-        {"run.steps", T::Int, 100, "steps", "RL steps"},
-        {"run.seed", T::Int, 0, "", "seeds sampling, data order and mini-batches"},
-        {"run.out_dir", T::String, "runs/rlf", "", "metrics, samples, checkpoints and the plot go here"},
-        {"run.checkpoint_every", T::Int, 0, "steps", "checkpoint period (0 = only at the end)"},
-        {"run.keep_checkpoints", T::Int, 3, "", "complete checkpoints kept"},
-        {"run.samples_every", T::Int, 10, "steps", "write prompts/completions/rewards to samples.jsonl (0 = never)"},
-        {"run.samples_per_step", T::Int, 4, "samples", "samples written each time"},
-        {"run.eval_every", T::Int, 0, "steps", "evaluate pass@1 on the eval split (0 = only before and after)"},
-        {"run.threads", T::Int, 0, "", "LibTorch CPU threads (0 = all cores)"},
+        {"run.steps", T::Int, d.run.steps, "steps", "trainer steps (RL steps, or SFT steps with trainer.kind = \"sft\")"},
+        {"run.seed", T::Int, static_cast<int64_t>(r.seed), "", "seeds sampling, data order and mini-batches (>= 0)"},
+        {"run.out_dir", T::String, d.run.out_dir.string(), "", "metrics, samples, checkpoints and the plot go here"},
+        {"run.checkpoint_every", T::Int, d.run.checkpoint_every, "steps", "checkpoint period (0 = only at the end)"},
+        {"run.keep_checkpoints", T::Int, d.run.keep_checkpoints, "", "complete checkpoints kept"},
+        {"run.samples_every", T::Int, d.run.samples_every, "steps",
+         "write prompts/completions/rewards to samples.jsonl (0 = never)"},
+        {"run.samples_per_step", T::Int, d.run.samples_per_step, "samples", "samples written each time"},
+        {"run.eval_every", T::Int, d.run.eval_every, "steps", "evaluate pass@1 on the eval split (0 = only before and after)"},
+        {"run.threads", T::Int, d.run.threads, "", "LibTorch CPU threads (0 = all cores)"},
+        {"run.sft_control", T::Bool, d.run.sft_control, "",
+         "after RL, train the post-SFT policy with SFT alone for the RL phase's wall time and report its pass@1 "
+         "(pass1_control; needs [sft])"},
         // [sft]
-        {"sft.data", T::Any, Json::object(), "", "SFT warm-start data (docs/data.md, SftDataset); empty = no SFT"},
-        {"sft.steps", T::Int, 0, "steps", "SFT optimiser steps before RL"},
-        {"sft.batch_size", T::Int, 16, "pairs", "(prompt, response) pairs per SFT step"},
-        {"sft.micro_batch_size", T::Int, 16, "pairs", "pairs per forward/backward"},
-        {"sft.lr", T::Float, 1e-3, "", "SFT learning rate (AdamW, constant)"},
-        {"sft.stop_at_pass1", T::Float, 0.0, "",
-         "stop SFT early once greedy pass@1 on training prompts reaches this (0 = run all sft.steps)"},
-        {"sft.stop_eval_every", T::Int, 25, "steps", "SFT steps between those pass@1 checks"},
-        {"sft.stop_eval_prompts", T::Int, 200, "prompts",
+        {"sft.data", T::Any, Json::object(), "",
+         "SFT data (docs/data.md, SftDataset): the warm start before RL, or the data of trainer.kind = \"sft\"; "
+         "empty = none"},
+        {"sft.steps", T::Int, sft.steps, "steps", "warm start: SFT optimiser steps before RL"},
+        {"sft.batch_size", T::Int, sft.batch_size, "pairs", "(prompt, response) pairs per SFT step"},
+        {"sft.micro_batch_size", T::Int, sft.micro_batch_size, "pairs", "pairs per forward/backward"},
+        {"sft.lr", T::Float, sft.lr, "", "warm start: learning rate (AdamW, constant)"},
+        {"sft.stop_at_pass1", T::Float, sft.stop_at_pass1, "",
+         "warm start: stop once greedy pass@1 on training prompts reaches this (0 = run all sft.steps)"},
+        {"sft.stop_eval_every", T::Int, sft.stop_eval_every, "steps", "SFT steps between those pass@1 checks"},
+        {"sft.stop_eval_prompts", T::Int, sft.stop_eval_prompts, "prompts",
          "training prompts (the first N; never held-out ones) those checks use"},
     };
     check_schema(s);
@@ -93,76 +150,138 @@ const ConfigSchema& train_config_schema() {
   return schema;
 }
 
+void RlStepOptions::validate() const {
+  check(prompts_per_step > 0, "rollout.prompts_per_step must be > 0 (got ", prompts_per_step, ")");
+  check(group_size > 0, "rollout.group_size must be > 0 (got ", group_size, ")");
+  check(max_batch_rows > 0, "rollout.max_batch_rows must be > 0 (got ", max_batch_rows, ")");
+  check(dynamic_sampling_max_rounds > 0, "algorithm.dynamic_sampling_max_rounds must be > 0 (got ",
+        dynamic_sampling_max_rounds, ")");
+  check(std::isfinite(kl_beta) && kl_beta >= 0, "algorithm.kl_beta must be >= 0 (got ", kl_beta, "; 0 = no reference model)");
+  sampling.validate("rollout.");
+  credit.validate();
+  env.episode.validate();
+  const algo::AdvantageEstimator e = credit.advantage.estimator;
+  check(group_size >= 2 || e == algo::AdvantageEstimator::ReinforcePP, "rollout.group_size = 1 gives every episode a "
+        "group of its own, so algorithm.advantage = \"", algo::advantage_estimator_name(e),
+        "\" (a group baseline) makes every advantage 0 and nothing is learned; set rollout.group_size >= 2 or "
+        "algorithm.advantage = \"reinforce_pp\"");
+  check(credit.mode == algo::CreditMode::Episode || reward_aggregation == RewardAggregation::sum_then_normalize,
+        "algorithm.credit = \"", algo::credit_mode_name(credit.mode),
+        "\" needs algorithm.reward_aggregation = \"sum_then_normalize\" (per-turn and per-token rewards are added "
+        "before any normalisation)");
+}
+
 TrainConfig train_config_from_json(const Json& config, const std::string& source) {
   TrainConfig c;
   c.source = source;
   c.raw = validate_config(config, train_config_schema(), source);
   const Json& j = c.raw;
   auto get = [&](const char* section, const char* key) -> const Json& { return j.at(section).at(key); };
-  c.model_path = get("model", "path").get<std::string>();
-  c.tokenizer_path = get("model", "tokenizer").get<std::string>();
-  c.dtype = get("model", "dtype").get<std::string>();
-  c.device = get("model", "device").get<std::string>();
-  c.fast_cpu_path = get("model", "fast_cpu_path").get<bool>();
-  c.data = prompt_dataset_options_from_json(j.at("data"), source + " [data]");
+  auto fail_at = [&](const auto&... args) { fail(source, ": ", args...); };
+
+  c.kind = get("trainer", "kind").get<std::string>() == "sft" ? TrainerKind::Sft : TrainerKind::Grpo;
+  c.model.path = get("model", "path").get<std::string>();
+  c.model.tokenizer = get("model", "tokenizer").get<std::string>();
+  c.model.dtype = get("model", "dtype").get<std::string>();
+  c.model.device = get("model", "device").get<std::string>();
+  c.model.fast_cpu_path = get("model", "fast_cpu_path").get<bool>();
+  c.model.random_init = get("model", "random_init").get<std::string>();
+  if (c.model.path.empty() && c.model.random_init.empty())
+    fail_at("missing required key 'model.path' (a Hugging Face directory or a llama2.c .bin; or set model.random_init)");
+  if (!c.model.path.empty() && !c.model.random_init.empty())
+    fail_at("model.path and model.random_init are both set; keep one (random_init writes its model to run.out_dir/init)");
+
+  // [data] and [[reward]]
+  c.has_data = !j.at("data").empty();
+  if (c.has_data) c.data = prompt_dataset_options_from_json(j.at("data"), source + " [data]");
   c.rewards = j.at("reward");
-  check(c.rewards.is_array() && !c.rewards.empty(), source, ": 'reward' must be an array of tables ([[reward]] ...) with at least one reward");
-  c.add_special_tokens = c.data.chat_template.empty();
-  c.grpo.add_special_tokens = c.add_special_tokens;
+  if (!c.rewards.is_array()) fail_at("'reward' must be an array of tables ([[reward]] ...)");
+  c.rl.add_special_tokens = c.data.chat_template.empty();
 
-  GrpoOptions& g = c.grpo;
-  g.prompts_per_step = get("rollout", "prompts_per_step").get<int64_t>();
-  g.group_size = get("rollout", "group_size").get<int64_t>();
-  g.sampling.max_new_tokens = get("rollout", "max_new_tokens").get<int64_t>();
-  g.sampling.temperature = get("rollout", "temperature").get<double>();
-  g.sampling.top_k = get("rollout", "top_k").get<int64_t>();
-  g.sampling.top_p = get("rollout", "top_p").get<double>();
-  g.sampling.min_p = get("rollout", "min_p").get<double>();
-  g.sampling.stop_strings = get("rollout", "stop").get<std::vector<std::string>>();
-  g.max_batch_rows = get("rollout", "max_batch_rows").get<int64_t>();
-  g.reward_aggregation = parse_aggregation(get("algorithm", "reward_aggregation").get<std::string>());
-  g.accuracy_reward = get("algorithm", "accuracy_reward").get<std::string>();
-  g.advantage.estimator = algo::parse_advantage_estimator(get("algorithm", "advantage").get<std::string>());
-  g.advantage.std_eps = get("algorithm", "std_eps").get<double>();
-  g.update.loss.eps_low = get("algorithm", "eps_low").get<double>();
-  g.update.loss.eps_high = get("algorithm", "eps_high").get<double>();
-  g.update.loss.dual_clip = get("algorithm", "dual_clip").get<double>();
-  g.update.loss.ratio_level = algo::parse_ratio_level(get("algorithm", "ratio_level").get<std::string>());
-  g.update.aggregation.mode = algo::parse_loss_aggregation(get("algorithm", "loss_aggregation").get<std::string>());
-  g.update.aggregation.max_tokens = g.sampling.max_new_tokens;
-  g.update.kl_beta = get("algorithm", "kl_beta").get<double>();
-  g.update.kl_estimator = algo::parse_kl_estimator(get("algorithm", "kl_estimator").get<std::string>());
-  g.kl_placement = get("algorithm", "kl_placement").get<std::string>();
-  g.update.entropy_coef = get("algorithm", "entropy_coef").get<double>();
-  g.update.micro_batch_size = get("algorithm", "micro_batch_size").get<int64_t>();
-  g.epochs = get("algorithm", "epochs").get<int64_t>();
-  g.mini_batches = get("algorithm", "mini_batches").get<int64_t>();
-  g.dynamic_sampling = get("algorithm", "dynamic_sampling").get<bool>();
-  g.dynamic_sampling_max_rounds = get("algorithm", "dynamic_sampling_max_rounds").get<int64_t>();
-  g.optimizer.beta1 = get("optim", "beta1").get<double>();
-  g.optimizer.beta2 = get("optim", "beta2").get<double>();
-  g.optimizer.eps = get("optim", "eps").get<double>();
-  g.optimizer.weight_decay = get("optim", "weight_decay").get<double>();
-  g.optimizer.max_grad_norm = get("optim", "max_grad_norm").get<double>();
-  c.steps = get("run", "steps").get<int64_t>();
-  check(c.steps > 0, source, ": run.steps must be > 0 (got ", c.steps, ")");
-  g.lr.kind = parse_lr_schedule_kind(get("optim", "schedule").get<std::string>());
-  g.lr.lr = get("optim", "lr").get<double>();
-  g.lr.lr_min = get("optim", "lr_min").get<double>();
-  g.lr.warmup_steps = get("optim", "warmup_steps").get<int64_t>();
-  g.lr.total_steps = c.steps * g.epochs * g.mini_batches;
-  g.seed = static_cast<uint64_t>(get("run", "seed").get<int64_t>());
-  c.data.seed = g.seed;
-  c.out_dir = get("run", "out_dir").get<std::string>();
-  c.checkpoint_every = get("run", "checkpoint_every").get<int64_t>();
-  c.keep_checkpoints = get("run", "keep_checkpoints").get<int64_t>();
-  c.samples_every = get("run", "samples_every").get<int64_t>();
-  c.samples_per_step = get("run", "samples_per_step").get<int64_t>();
-  c.eval_every = get("run", "eval_every").get<int64_t>();
-  c.threads = get("run", "threads").get<int64_t>();
-  check(c.checkpoint_every >= 0 && c.samples_every >= 0 && c.eval_every >= 0, source,
-        ": run.checkpoint_every, run.samples_every and run.eval_every must be >= 0");
+  // [env]
+  c.rl.env = env_config_from_json(j.at("env"), source + " [env]");
 
+  // [rollout] [algorithm]
+  RlStepOptions& r = c.rl;
+  r.prompts_per_step = get("rollout", "prompts_per_step").get<int64_t>();
+  r.group_size = get("rollout", "group_size").get<int64_t>();
+  r.sampling.max_new_tokens = get("rollout", "max_new_tokens").get<int64_t>();
+  r.sampling.temperature = get("rollout", "temperature").get<double>();
+  r.sampling.top_k = get("rollout", "top_k").get<int64_t>();
+  r.sampling.top_p = get("rollout", "top_p").get<double>();
+  r.sampling.min_p = get("rollout", "min_p").get<double>();
+  r.sampling.stop_strings = get("rollout", "stop").get<std::vector<std::string>>();
+  r.max_batch_rows = get("rollout", "max_batch_rows").get<int64_t>();
+  r.env.episode.max_batch_rows = r.max_batch_rows;
+  r.env.episode.add_special_tokens = r.add_special_tokens;
+  r.reward_aggregation = parse_aggregation(get("algorithm", "reward_aggregation").get<std::string>());
+  r.accuracy_reward = get("algorithm", "accuracy_reward").get<std::string>();
+  r.credit.mode = algo::parse_credit_mode(get("algorithm", "credit").get<std::string>());
+  r.credit.gamma = get("algorithm", "gamma").get<double>();
+  r.credit.advantage.estimator = algo::parse_advantage_estimator(get("algorithm", "advantage").get<std::string>());
+  r.credit.advantage.std_eps = get("algorithm", "std_eps").get<double>();
+  r.kl_beta = get("algorithm", "kl_beta").get<double>();
+  r.kl_estimator = algo::parse_kl_estimator(get("algorithm", "kl_estimator").get<std::string>());
+  r.kl_in_reward = get("algorithm", "kl_placement").get<std::string>() == "reward";
+  r.dynamic_sampling = get("algorithm", "dynamic_sampling").get<bool>();
+  r.dynamic_sampling_max_rounds = get("algorithm", "dynamic_sampling_max_rounds").get<int64_t>();
+  const int64_t seed = get("run", "seed").get<int64_t>();
+  if (seed < 0) fail_at("run.seed must be >= 0 (got ", seed, ")");
+  r.seed = static_cast<uint64_t>(seed);
+  if (c.has_data) c.data.seed = r.seed;
+
+  RlLossOptions& l = c.loss;
+  l.policy.eps_low = get("algorithm", "eps_low").get<double>();
+  l.policy.eps_high = get("algorithm", "eps_high").get<double>();
+  l.policy.dual_clip = get("algorithm", "dual_clip").get<double>();
+  l.policy.ratio_level = algo::parse_ratio_level(get("algorithm", "ratio_level").get<std::string>());
+  l.policy.ratio_cap = get("algorithm", "off_policy_ratio_cap").get<double>();
+  l.policy.mask_low = get("algorithm", "off_policy_mask_low").get<double>();
+  l.policy.mask_high = get("algorithm", "off_policy_mask_high").get<double>();
+  l.aggregation.mode = algo::parse_loss_aggregation(get("algorithm", "loss_aggregation").get<std::string>());
+  l.aggregation.max_tokens = r.env.episode.episode_budget(r.sampling.max_new_tokens, r.env.type == "single_turn");
+  l.entropy_coef = get("algorithm", "entropy_coef").get<double>();
+  l.kl_reference = get("algorithm", "kl_reference").get<std::string>();
+
+  // [optim] and the trainer
+  TrainerOptions& t = c.trainer;
+  t.epochs = get("algorithm", "epochs").get<int64_t>();
+  t.mini_batches = get("algorithm", "mini_batches").get<int64_t>();
+  t.micro_batch_size = get("algorithm", "micro_batch_size").get<int64_t>();
+  r.reference_micro_batch_size = t.micro_batch_size;
+  t.seed = r.seed;
+  t.kl_metric_estimator = r.kl_estimator;
+  t.optimizer.beta1 = get("optim", "beta1").get<double>();
+  t.optimizer.beta2 = get("optim", "beta2").get<double>();
+  t.optimizer.eps = get("optim", "eps").get<double>();
+  t.optimizer.weight_decay = get("optim", "weight_decay").get<double>();
+  t.optimizer.max_grad_norm = get("optim", "max_grad_norm").get<double>();
+
+  // [run]
+  RunOptions& run = c.run;
+  run.steps = get("run", "steps").get<int64_t>();
+  if (run.steps <= 0) fail_at("run.steps must be > 0 (got ", run.steps, ")");
+  if (t.epochs > 0 && t.mini_batches > 0 && run.steps > (int64_t{1} << 40) / (t.epochs * t.mini_batches))
+    fail_at("run.steps x algorithm.epochs x algorithm.mini_batches = ", run.steps, " x ", t.epochs, " x ",
+            t.mini_batches, " is too many optimiser steps (at most 2^40)");
+  t.lr.kind = parse_lr_schedule_kind(get("optim", "schedule").get<std::string>());
+  t.lr.lr = get("optim", "lr").get<double>();
+  t.lr.lr_min = get("optim", "lr_min").get<double>();
+  t.lr.warmup_steps = get("optim", "warmup_steps").get<int64_t>();
+  t.lr.total_steps = run.steps * std::max<int64_t>(1, t.epochs) * std::max<int64_t>(1, t.mini_batches);
+  run.out_dir = get("run", "out_dir").get<std::string>();
+  if (run.out_dir.empty()) fail_at("run.out_dir must not be empty (the run writes its metrics and checkpoints there)");
+  run.checkpoint_every = get("run", "checkpoint_every").get<int64_t>();
+  run.keep_checkpoints = get("run", "keep_checkpoints").get<int64_t>();
+  run.samples_every = get("run", "samples_every").get<int64_t>();
+  run.samples_per_step = get("run", "samples_per_step").get<int64_t>();
+  run.eval_every = get("run", "eval_every").get<int64_t>();
+  run.threads = get("run", "threads").get<int64_t>();
+  run.sft_control = get("run", "sft_control").get<bool>();
+  for (const char* key : {"checkpoint_every", "samples_every", "eval_every", "keep_checkpoints", "samples_per_step", "threads"})
+    if (get("run", key).get<int64_t>() < 0) fail_at("run.", key, " must be >= 0 (got ", get("run", key).get<int64_t>(), ")");
+
+  // [sft]
   const Json& sft = j.at("sft");
   if (!sft.at("data").empty()) {
     c.sft.enabled = true;
@@ -174,14 +293,42 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     c.sft.stop_at_pass1 = sft.at("stop_at_pass1").get<double>();
     c.sft.stop_eval_every = sft.at("stop_eval_every").get<int64_t>();
     c.sft.stop_eval_prompts = sft.at("stop_eval_prompts").get<int64_t>();
-    check(c.sft.stop_at_pass1 >= 0 && c.sft.stop_at_pass1 <= 1, source, ": sft.stop_at_pass1 must be in [0, 1] (got ",
-          c.sft.stop_at_pass1, "; 0 = off)");
-    check(c.sft.stop_eval_every > 0 && c.sft.stop_eval_prompts > 0, source,
-          ": sft.stop_eval_every and sft.stop_eval_prompts must be > 0");
-    check(c.sft.steps > 0 && c.sft.batch_size > 0 && c.sft.micro_batch_size > 0 && c.sft.lr > 0, source,
-          ": [sft] with data needs steps, batch_size, micro_batch_size and lr > 0");
+    if (!c.has_data) c.rl.add_special_tokens = c.sft.data.chat_template.empty();
+    if (!(c.sft.stop_at_pass1 >= 0 && c.sft.stop_at_pass1 <= 1))
+      fail_at("sft.stop_at_pass1 must be in [0, 1] (got ", c.sft.stop_at_pass1, "; 0 = off)");
+    if (c.sft.stop_eval_every <= 0 || c.sft.stop_eval_prompts <= 0)
+      fail_at("sft.stop_eval_every and sft.stop_eval_prompts must be > 0");
+    if (c.sft.batch_size <= 0 || c.sft.micro_batch_size <= 0)
+      fail_at("sft.batch_size and sft.micro_batch_size must be > 0");
   }
-  with_context(source, [&] { g.validate(); });
+
+  // What each kind needs, and options that do not go together.
+  if (c.kind == TrainerKind::Grpo) {
+    if (!c.has_data) fail_at("missing required key 'data' (the prompt dataset; docs/data.md)");
+    const bool env_rewards = c.rl.env.gives_rewards;
+    if (c.rewards.empty() && !env_rewards)
+      fail_at("no reward configured: add at least one [[reward]] table (docs/rewards.md), or use an environment that "
+              "gives rewards ([env] type = \"guess\" or \"external\")");
+    if (c.sft.enabled && (c.sft.steps <= 0 || !(c.sft.lr > 0)))
+      fail_at("[sft] with data needs sft.steps > 0 and sft.lr > 0 (the warm start's length and learning rate)");
+  } else {
+    if (!c.sft.enabled) fail_at("trainer.kind = \"sft\" needs [sft.data] (the (prompt, response) pairs to train on)");
+    for (const char* key : {"steps", "lr", "stop_at_pass1", "stop_eval_every", "stop_eval_prompts"})
+      if (config.contains("sft") && config.at("sft").is_object() && config.at("sft").contains(key))
+        fail_at("sft.", key, " configures the warm start before RL; with trainer.kind = \"sft\" the run itself is the SFT: ",
+                "use run.steps and [optim] (lr, schedule) instead");
+    if (c.has_data && c.rewards.empty())
+      fail_at("[data] in an SFT run measures held-out pass@1 and needs a [[reward]] to judge it; add one or drop [data]");
+  }
+  if (c.run.sft_control && (c.kind != TrainerKind::Grpo || !c.sft.enabled))
+    fail_at("run.sft_control compares RL with more SFT: it needs trainer.kind = \"grpo\" and an [sft] warm start");
+  with_context(source, [&] {
+    c.rl.validate();
+    c.trainer.validate();
+    c.loss.policy.validate();
+    c.loss.aggregation.validate();
+    check(std::isfinite(c.loss.entropy_coef), "algorithm.entropy_coef must be finite");
+  });
   return c;
 }
 

@@ -1,39 +1,92 @@
 // The training configuration (`rlf train CONFIG.toml [--set key=value ...]`):
 // one declarative schema lists every key with its type, default, unit and
-// meaning; it validates configs (unknown keys, wrong types, missing required
-// keys); schema_markdown(train_config_schema()) renders its reference table
-// (docs/config.md is to be generated from it; until then the schema in
-// train_config.cpp is the reference).
+// meaning (`rlf config train`, docs/config.md); it validates configs (unknown
+// keys, wrong types, missing required keys). Every default is defined once,
+// in the option structs below, and the schema reads it from them.
 //
-// Sections: [model] [data] [[reward]] [rollout] [algorithm] [optim] [run]
-// and optionally [sft] (a supervised warm start before RL) and [eval].
-// [data] and [sft] tables are validated by the data library's own parsers,
-// [[reward]] tables by the reward registry.
+// Sections: [trainer] [model] [data] [[reward]] [env] [rollout] [algorithm]
+// [optim] [run] and optionally [sft] (a supervised warm start before RL, or
+// the data of an SFT run). [data], [sft.data], [[reward]] and [env] tables
+// are validated by their own libraries' parsers.
+//
+// Run kinds ([trainer] kind):
+//   "grpo"  RL: episodes through the environment, rewards, credit, the policy
+//           loss term (+ kl, entropy); needs [data] and [[reward]] (or an
+//           environment that gives rewards)
+//   "sft"   supervised fine-tuning alone: the ce term on [sft.data] pairs for
+//           run.steps steps with [optim]'s schedule; [data] + [[reward]],
+//           when given, measure held-out pass@1 before and after
 #pragma once
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "algorithms/credit.h"
+#include "algorithms/kl.h"
+#include "algorithms/loss_aggregation.h"
+#include "algorithms/policy_loss.h"
 #include "data/prompt_dataset.h"
 #include "data/sft_dataset.h"
+#include "env/env_registry.h"
+#include "rewards/reward_aggregation.h"
+#include "rollout/sampling.h"
 #include "train/config_schema.h"
-#include "train/grpo_trainer.h"
+#include "train/trainer.h"
 
 namespace rlf {
 
-// The schema of every key outside [data], [sft.data] and [[reward]].
+// The schema of every key outside [data], [sft.data], [[reward]] and [env].
 const ConfigSchema& train_config_schema();
+
+enum class TrainerKind { Grpo, Sft };
+const char* trainer_kind_name(TrainerKind kind);  // "grpo", "sft"
+
+// What the RL step source needs ([rollout] and the RL part of [algorithm]).
+struct RlStepOptions {
+  int64_t prompts_per_step = 8;          // groups per step
+  int64_t group_size = 8;                // episodes per prompt (G)
+  SamplingParams sampling = [] {         // per turn; max_new_tokens 128 in run configs
+    SamplingParams p;
+    p.max_new_tokens = 128;
+    return p;
+  }();
+  int64_t max_batch_rows = 64;           // sequences the engine decodes together
+  RewardAggregation reward_aggregation = RewardAggregation::sum_then_normalize;
+  std::string accuracy_reward;           // component whose score > 0.5 counts as correct ("" = the first)
+  algo::CreditOptions credit;            // episode | turn | token, gamma, the advantage estimator
+  double kl_beta = 0.0;                  // > 0: KL to the reference (in the loss or the reward)
+  algo::KlEstimator kl_estimator = algo::KlEstimator::K3;
+  bool kl_in_reward = false;             // algorithm.kl_placement = "reward": -beta*k per token in the reward
+  bool dynamic_sampling = false;         // DAPO: drop zero-variance groups and refill
+  int64_t dynamic_sampling_max_rounds = 4;
+  uint64_t seed = 0;                     // seeds sampling and the data order
+  bool add_special_tokens = true;        // add BOS when encoding prompts (false when a chat template wrote it)
+  int64_t reference_micro_batch_size = 8;  // sequences per reference forward (= algorithm.micro_batch_size)
+  EnvConfig env;                         // [env]
+
+  // Throws rlf::Error naming the key.
+  void validate() const;
+};
+
+// The loss terms of an RL run ([algorithm]).
+struct RlLossOptions {
+  algo::PolicyLossOptions policy;        // clipping, ratio level, off-policy safeguards
+  algo::AggregationOptions aggregation;  // token_mean | seq_mean_token_mean | seq_mean_token_sum_norm
+  double entropy_coef = 0.0;             // entropy bonus (0 = off)
+  std::string kl_reference = "rl_start"; // "rl_start": the policy as RL starts (after any SFT warm start);
+                                         // "initial": the model as loaded (model.path)
+};
 
 struct SftOptions {
   bool enabled = false;          // sft.data present
   SftDatasetOptions data;        // [sft.data]
-  int64_t steps = 0;             // optimiser steps
+  int64_t steps = 0;             // warm start: optimiser steps (trainer.kind = "sft" uses run.steps)
   int64_t batch_size = 16;       // (prompt, response) pairs per step
   int64_t micro_batch_size = 16;
-  double lr = 1e-3;
-  // Stop early once greedy pass@1 on the first stop_eval_prompts training
-  // prompts reaches stop_at_pass1, checked every stop_eval_every steps
+  double lr = 1e-3;              // warm start: constant learning rate (trainer.kind = "sft" uses [optim])
+  // Stop the warm start once greedy pass@1 on the first stop_eval_prompts
+  // training prompts reaches stop_at_pass1, checked every stop_eval_every steps
   // (0 = run all `steps`): "weak but not hopeless" reached by measurement, not
   // by a step count that any numeric change would move.
   double stop_at_pass1 = 0.0;
@@ -41,29 +94,44 @@ struct SftOptions {
   int64_t stop_eval_prompts = 200;
 };
 
+struct RunOptions {
+  int64_t steps = 100;           // trainer steps
+  std::filesystem::path out_dir = "runs/rlf";
+  int64_t checkpoint_every = 0;  // 0 = only at the end
+  int64_t keep_checkpoints = 3;
+  int64_t samples_every = 10;    // 0 = never
+  int64_t samples_per_step = 4;
+  int64_t eval_every = 0;        // 0 = only before and after
+  int64_t threads = 0;           // 0 = all cores
+  bool sft_control = false;      // after RL: the post-SFT policy trained by SFT alone for the same wall time
+};
+
+struct ModelOptions {
+  std::string path;              // HF directory or llama2.c .bin (required unless random_init)
+  std::string tokenizer;         // "" = the model's own
+  std::string dtype = "fp32";    // fp32 | bf16
+  std::string device = "cpu";    // cpu | cuda | cuda:N
+  bool fast_cpu_path = true;     // CausalLMImpl::set_fast_cpu_path for the policy and the reference
+  std::string random_init;       // "" = load `path`; a preset ("demo"): a fresh random model with a
+                                 // character tokenizer, written to run.out_dir/init and loaded from there
+};
+
 struct TrainConfig {
   Json raw;                       // the validated config (defaults filled), saved with the run
   std::string source;             // where it came from (for messages)
-  // [model]
-  std::string model_path, tokenizer_path, dtype, device;
-  bool fast_cpu_path = true;  // CausalLMImpl::set_fast_cpu_path for the policy and the reference
-  // [data] and [[reward]]
+  TrainerKind kind = TrainerKind::Grpo;
+  ModelOptions model;
+  bool has_data = false;          // [data] given
   PromptDatasetOptions data;
-  Json rewards;                   // array of reward tables
-  // [rollout] [algorithm] [optim]
-  GrpoOptions grpo;
-  // [run]
-  int64_t steps = 0;
-  std::filesystem::path out_dir;
-  int64_t checkpoint_every = 0;
-  int64_t keep_checkpoints = 3;
-  int64_t samples_every = 0;
-  int64_t samples_per_step = 4;
-  int64_t eval_every = 0;
-  int64_t eval_samples = 1;
-  int64_t threads = 0;
-  bool add_special_tokens = true; // false when a chat template renders the prompt (it carries BOS)
+  Json rewards = Json::array();   // [[reward]] tables
+  RlStepOptions rl;
+  RlLossOptions loss;
+  TrainerOptions trainer;         // epochs, mini-batches, micro-batch size, optimizer, schedule
+  RunOptions run;
   SftOptions sft;
+
+  // The model directory the run loads (model.path, or out_dir/init with random_init).
+  std::filesystem::path model_path() const;
 };
 
 // Reads a TOML file, applies --set overrides, validates everything and builds

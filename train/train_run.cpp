@@ -6,15 +6,20 @@
 #include <iostream>
 
 #include "data/prompt_format.h"
+#include "env/env_registry.h"
 #include "eval/evaluator.h"
 #include "model/loader.h"
+#include "rewards/env_reward.h"
 #include "rewards/registry.h"
 #include "rollout/policy.h"
 #include "train/checkpoint.h"
-#include "train/grpo_trainer.h"
+#include "train/demo.h"
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/progress.h"
+#include "train/rl_steps.h"
+#include "train/sft_steps.h"
+#include "train/trainer.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -22,38 +27,83 @@ namespace rlf {
 
 namespace {
 
+namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Greedy pass@1 of the policy on `examples` (eval/evaluator.h), with the
-// run's completion limit, stop strings and accuracy component; -1 without examples.
-double greedy_pass1(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards,
-                    const GrpoOptions& g, bool add_special) {
-  if (examples.empty()) return -1;
-  EvalOptions o;
-  o.n_samples = 1;
-  o.temperature = 0.0;
-  o.max_new_tokens = g.sampling.max_new_tokens;
-  o.stop = g.sampling.stop_strings;
-  o.accuracy_reward = g.accuracy_reward;
-  o.add_special_tokens = add_special;
-  o.max_batch_rows = g.max_batch_rows;
-  return evaluate(policy, examples, rewards, o).pass_at_k.at(1);
-}
+// Everything the phases of a run share.
+struct Run {
+  const TrainConfig& cfg;
+  const TrainRunOptions& opts;
+  LocalReducer reducer;
+  Policy policy;
+  std::unique_ptr<PromptDataset> data;
+  std::vector<PromptExample> train, eval;  // after the prompt-length check
+  RewardSet rewards;
+  std::unique_ptr<Environment> env;
+  std::vector<SftExample> sft_examples;
 
-// Episodes for SFT: prompt (weight 0) + response + EOS (weight 1).
-std::vector<Episode> sft_episodes(const Policy& policy, const std::vector<SftExample>& examples,
-                                  const std::vector<size_t>& idx, bool add_special) {
-  std::vector<Episode> out;
-  for (size_t i : idx) {
-    const SftExample& ex = examples[i];
-    auto prompt = policy.tokenizer->encode(ex.prompt, add_special);
-    auto response = policy.tokenizer->encode(ex.response, false);
-    check(!policy.eos_token_ids.empty(), "SFT needs an EOS token id (none found for the model)");
-    response.push_back(policy.eos_token_ids.front());
-    out.push_back(Episode::single_turn(0, prompt, response, std::vector<float>(response.size(), 0.0f)));
+  void say(const std::string& s) const {
+    if (!opts.quiet) std::cout << s << std::endl;
+  }
+
+  // Greedy pass@1 on `examples` through the run's environment; -1 without examples.
+  double greedy_pass1(const std::vector<PromptExample>& examples) {
+    if (examples.empty() || rewards.empty()) return -1;
+    EvalOptions o;
+    o.n_samples = 1;
+    o.temperature = 0.0;
+    o.max_new_tokens = cfg.rl.sampling.max_new_tokens;
+    o.stop = cfg.rl.sampling.stop_strings;
+    o.accuracy_reward = cfg.rl.accuracy_reward;
+    o.add_special_tokens = cfg.rl.add_special_tokens;
+    o.max_batch_rows = cfg.rl.max_batch_rows;
+    return evaluate(policy, examples, rewards, o, nullptr, EvalEnvironment{env.get(), cfg.rl.env.episode}).pass_at_k.at(1);
+  }
+};
+
+// Prompts that cannot fit the context with the configured turn length are bad
+// records: an error naming the record, or (on_bad_record = "skip") dropped and counted.
+std::vector<PromptExample> fitting_prompts(const std::vector<PromptExample>& in, Run& r, int64_t* n_dropped) {
+  const TrainConfig& cfg = r.cfg;
+  const int64_t limit = r.policy.model()->config().max_position_embeddings;
+  const int64_t need = cfg.rl.sampling.max_new_tokens;
+  std::vector<PromptExample> out;
+  for (const PromptExample& ex : in) {
+    const int64_t n = static_cast<int64_t>(r.policy.tokenizer->encode(ex.prompt, cfg.rl.add_special_tokens).size());
+    if (n + need <= limit) {
+      out.push_back(ex);
+      continue;
+    }
+    check(cfg.data.on_bad_record == "skip", ex.where, ": the prompt has ", n, " tokens; with rollout.max_new_tokens = ",
+          need, " it does not fit the model's context of ", limit,
+          " tokens (shorten it, lower rollout.max_new_tokens, or set data.on_bad_record = \"skip\")");
+    ++*n_dropped;
   }
   return out;
+}
+
+// A frozen copy of `m` (same config, dtype, device, weights).
+CausalLM frozen_copy(CausalLMImpl& m) {
+  CausalLM c = make_random_model(m.config(), 0, m.dtype(), m.device());
+  torch::NoGradGuard ng;
+  auto src = m.named_parameters();
+  for (auto& p : c->named_parameters()) {
+    p.value().copy_(src[p.key()]);
+    p.value().set_requires_grad(false);
+  }
+  c->set_fast_cpu_path(m.fast_cpu_path());
+  return c;
+}
+
+CausalLM frozen_load(const fs::path& path, const TrainConfig& cfg) {
+  LoadOptions lo;
+  lo.dtype = cfg.model.dtype;
+  lo.device = cfg.model.device;
+  CausalLM m = load_model(path, lo).model;
+  m->set_fast_cpu_path(cfg.model.fast_cpu_path);
+  for (auto& p : m->parameters()) p.set_requires_grad(false);
+  return m;
 }
 
 std::map<std::string, double> numeric(const Json& m) {
@@ -63,193 +113,384 @@ std::map<std::string, double> numeric(const Json& m) {
   return out;
 }
 
+// Where a kind of run gets its episodes.
+class StepSource {
+ public:
+  virtual ~StepSource() = default;
+  virtual std::vector<Episode> next(int64_t step, int32_t version, Json& metrics) = 0;
+  virtual DataCursor& cursor() = 0;
+  virtual std::vector<SampleRecord> samples() const { return {}; }
+};
+
+class RlSource final : public StepSource {
+ public:
+  RlSource(Run& r, CausalLM reference)
+      : steps_(r.policy, r.train, r.rewards, *r.env, r.cfg.rl, r.reducer, std::move(reference)) {}
+  std::vector<Episode> next(int64_t step, int32_t version, Json& m) override { return steps_.next(step, version, m); }
+  DataCursor& cursor() override { return steps_.cursor(); }
+  std::vector<SampleRecord> samples() const override {
+    std::vector<SampleRecord> out;
+    for (const ScoredGroup& g : steps_.last_groups()) {
+      for (size_t i = 0; i < g.group.episodes.size(); ++i) {
+        const Episode& e = g.group.episodes[i];
+        SampleRecord r;
+        r.prompt = g.group.prompt;
+        r.completion = e.transcript();
+        r.reward = g.totals[i] ? *g.totals[i] : std::nan("");
+        for (size_t c = 0; c < g.scores.names.size(); ++c)
+          if (g.scores.results[c][i].score) r.rewards[g.scores.names[c]] = *g.scores.results[c][i].score;
+        double adv = 0;
+        for (size_t t = 0; t < e.advantage.size(); ++t)
+          if (e.loss_weight[t] > 0) adv = e.advantage[t];  // the last policy token's
+        r.advantage = adv;
+        r.extra = {{"id", g.group.task->id}, {"explanation", g.scores.describe(i)}, {"turns", e.n_turns},
+                   {"end_reason", e.end_reason}};
+        if (!e.env_error.empty()) r.extra["env_error"] = e.env_error;
+        out.push_back(std::move(r));
+      }
+    }
+    return out;
+  }
+
+ private:
+  RlSteps steps_;
+};
+
+class SftSource final : public StepSource {
+ public:
+  SftSource(Run& r, int64_t batch_size, uint64_t seed)
+      : steps_(r.policy, r.sft_examples, batch_size, seed, r.cfg.rl.add_special_tokens) {}
+  std::vector<Episode> next(int64_t, int32_t, Json& m) override {
+    auto eps = steps_.next();
+    int64_t n = 0;
+    for (const auto& e : eps) n += e.n_policy_tokens();
+    m["sft/tokens"] = n;
+    return eps;
+  }
+  DataCursor& cursor() override { return steps_.cursor(); }
+
+ private:
+  SftSteps steps_;
+};
+
+std::vector<std::unique_ptr<LossTerm>> rl_terms(const TrainConfig& cfg) {
+  std::vector<std::unique_ptr<LossTerm>> terms;
+  terms.push_back(std::make_unique<PolicyGradientTerm>(cfg.loss.policy, cfg.loss.aggregation));
+  if (cfg.rl.kl_beta > 0 && !cfg.rl.kl_in_reward)
+    terms.push_back(std::make_unique<KlTerm>(cfg.rl.kl_beta, cfg.rl.kl_estimator, cfg.loss.aggregation));
+  if (cfg.loss.entropy_coef != 0) terms.push_back(std::make_unique<EntropyTerm>(cfg.loss.entropy_coef, cfg.loss.aggregation));
+  return terms;
+}
+
+std::vector<std::unique_ptr<LossTerm>> sft_terms(const TrainConfig& cfg, bool warm_start) {
+  std::vector<std::unique_ptr<LossTerm>> terms;
+  terms.push_back(std::make_unique<CrossEntropyTerm>());
+  if (!warm_start) {
+    // An SFT run may keep the policy near the model as loaded, or its entropy up.
+    if (cfg.rl.kl_beta > 0) terms.push_back(std::make_unique<KlTerm>(cfg.rl.kl_beta, cfg.rl.kl_estimator, algo::AggregationOptions{}));
+    if (cfg.loss.entropy_coef != 0) terms.push_back(std::make_unique<EntropyTerm>(cfg.loss.entropy_coef, algo::AggregationOptions{}));
+  }
+  return terms;
+}
+
+// The warm start's trainer and data, kept for the SFT control.
+struct WarmStart {
+  std::unique_ptr<Trainer> trainer;
+  std::unique_ptr<SftSource> source;
+  int64_t steps = 0;
+  std::vector<torch::Tensor> weights;  // the policy right after the warm start
+};
+
+WarmStart warm_start(Run& r) {
+  const TrainConfig& cfg = r.cfg;
+  WarmStart w;
+  TrainerOptions to;
+  to.micro_batch_size = cfg.sft.micro_batch_size;
+  to.seed = cfg.rl.seed;
+  to.log_entropy = false;
+  to.optimizer = cfg.trainer.optimizer;
+  to.lr.kind = LrScheduleKind::Constant;
+  to.lr.lr = cfg.sft.lr;
+  w.trainer = std::make_unique<Trainer>(r.policy.model(), sft_terms(cfg, true), to, r.reducer);
+  w.source = std::make_unique<SftSource>(r, cfg.sft.batch_size, cfg.rl.seed ^ 0x5F7ULL);
+  ProgressOptions po;
+  po.total_steps = cfg.sft.steps;
+  po.plain_every = std::max<int64_t>(1, cfg.sft.steps / 20);  // logs (no TTY): ~20 lines
+  po.label = "sft";
+  po.force_plain = r.opts.quiet;
+  std::unique_ptr<ProgressBar> bar;
+  if (!r.opts.quiet) bar = std::make_unique<ProgressBar>(po);
+  // Early stop: greedy pass@1 on training prompts (held-out ones stay unseen).
+  const std::vector<PromptExample> probe(
+      r.train.begin(), r.train.begin() + std::min<size_t>(r.train.size(), static_cast<size_t>(cfg.sft.stop_eval_prompts)));
+  double loss = 0, probe_pass1 = -1;
+  for (int64_t s = 0; s < cfg.sft.steps; ++s) {
+    Json m;
+    auto eps = w.source->next(s, 0, m);
+    Json u = w.trainer->update(eps, s);
+    loss = u.value("loss/ce", 0.0);
+    w.steps = s + 1;
+    if (cfg.sft.stop_at_pass1 > 0 && w.steps % cfg.sft.stop_eval_every == 0) {
+      probe_pass1 = r.greedy_pass1(probe);
+      if (probe_pass1 >= cfg.sft.stop_at_pass1) break;
+    }
+    if (bar) bar->update(w.steps, {{"loss", loss}});
+  }
+  if (bar) bar->finish();
+  std::string stop_note;
+  if (cfg.sft.stop_at_pass1 > 0)
+    stop_note = ", training-prompt pass@1 " + std::to_string(probe_pass1) +
+                (probe_pass1 >= cfg.sft.stop_at_pass1 ? " (reached sft.stop_at_pass1)" : " (sft.stop_at_pass1 not reached)");
+  r.say("sft: " + std::to_string(w.steps) + " steps, final loss " + std::to_string(loss) + stop_note);
+  if (cfg.run.sft_control) {
+    torch::NoGradGuard ng;
+    for (auto& p : r.policy.model()->parameters()) w.weights.push_back(p.detach().clone());
+  }
+  return w;
+}
+
+// The control of run.sft_control: the post-SFT weights, trained by SFT alone
+// for `seconds` (the RL phase's wall time), then held-out pass@1.
+double sft_control(Run& r, WarmStart& w, double seconds, int64_t* steps) {
+  {
+    torch::NoGradGuard ng;
+    auto params = r.policy.model()->parameters();
+    for (size_t i = 0; i < params.size(); ++i) params[i].copy_(w.weights[i]);
+    w.trainer->optimizer().sync_master_from_params();
+  }
+  auto t0 = Clock::now();
+  int64_t s = w.steps;
+  while (since(t0) < seconds) {
+    Json m;
+    w.trainer->update(w.source->next(s, 0, m), s);
+    ++s;
+  }
+  *steps = s - w.steps;
+  return r.greedy_pass1(r.eval);
+}
+
 }  // namespace
 
 Json TrainRunSummary::to_json() const {
   Json j;
+  j["kind"] = kind;
   j["steps"] = steps;
   j["sft_steps"] = sft_steps;
   j["wall_s"] = wall_s;
-  j["pass1_before"] = pass1_before < 0 ? Json(nullptr) : Json(pass1_before);
-  j["pass1_after"] = pass1_after < 0 ? Json(nullptr) : Json(pass1_after);
+  j["steps_wall_s"] = steps_wall_s;
+  auto opt = [](double v) { return v < 0 ? Json(nullptr) : Json(v); };
+  j["pass1_before"] = opt(pass1_before);
+  j["pass1_after"] = opt(pass1_after);
+  j["pass1_control"] = opt(pass1_control);
+  if (pass1_control >= 0) j["control_sft_steps"] = control_sft_steps;
+  j["turns_mean"] = last_metrics.contains("episode/turns_mean") ? last_metrics["episode/turns_mean"] : Json(nullptr);
   j["out_dir"] = out_dir.string();
   j["last_metrics"] = last_metrics;
   return j;
 }
 
-TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& run) {
+TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts) {
   auto t_start = Clock::now();
-  namespace fs = std::filesystem;
   TrainRunSummary summary;
-  summary.out_dir = cfg.out_dir;
-  auto say = [&](const std::string& s) {
-    if (!run.quiet) std::cout << s << std::endl;
-  };
+  summary.kind = trainer_kind_name(cfg.kind);
+  summary.out_dir = cfg.run.out_dir;
+  const bool rl = cfg.kind == TrainerKind::Grpo;
 
-  // Load everything and check every record before any step.
+  // 1. Load everything and check every record before any step.
+  if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
+    write_demo_policy(cfg.model_path(), cfg.rl.seed);
   LoadOptions lo;
-  lo.dtype = cfg.dtype;
-  lo.device = cfg.device;
-  Policy policy = load_policy(cfg.model_path, cfg.tokenizer_path, lo);
-  policy.model()->set_fast_cpu_path(cfg.fast_cpu_path);
-  TokenizerChat chat = tokenizer_chat_of(*policy.tokenizer);
-  PromptDataset data = PromptDataset::load(cfg.data, &chat);
-  check(!data.train().empty(), cfg.source, ": the dataset has no training records");
-  RewardSet rewards = make_reward_set(cfg.rewards, cfg.source);
-  for (const auto* split : {&data.train(), &data.eval()})
-    for (const auto& ex : *split) rewards.check_record(ex.record, ex.reference, ex.where);
-  say("data: " + data.summary());
-  CausalLM reference{nullptr};
-  if (cfg.grpo.update.kl_beta > 0) {
-    reference = load_model(cfg.model_path, lo).model;
-    reference->set_fast_cpu_path(cfg.fast_cpu_path);
-    for (auto& p : reference->parameters()) p.set_requires_grad(false);
+  lo.dtype = cfg.model.dtype;
+  lo.device = cfg.model.device;
+  Run r{cfg, opts, {}, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}};
+  r.policy.model()->set_fast_cpu_path(cfg.model.fast_cpu_path);
+  TokenizerChat chat = tokenizer_chat_of(*r.policy.tokenizer);
+  if (!cfg.rewards.empty()) r.rewards = make_reward_set(cfg.rewards, cfg.source);
+  r.env = make_environment(cfg.rl.env, cfg.source + " [env]");
+  if (r.env->gives_rewards()) {
+    const auto& c = r.rewards.components();
+    if (std::none_of(c.begin(), c.end(), [](const RewardComponent& x) { return x.reward->name() == "env"; }))
+      r.rewards.add("env", cfg.rl.env.reward_weight, std::make_unique<EnvReward>());
   }
-
-  fs::create_directories(cfg.out_dir);
-  const fs::path ckpt_dir = cfg.out_dir / "checkpoints";
-  write_file_atomic(cfg.out_dir / "config.json", cfg.raw.dump(2));
-
-  GrpoTrainer trainer(policy, data.train(), rewards, cfg.grpo, reference);
-  CheckpointTargets targets;
-  targets.model = policy.model().get();
-  targets.optimizer = &trainer.optimizer();
-  CheckpointOptions co;
-  co.keep_last = cfg.keep_checkpoints;
-  co.tokenizer_source = policy.tokenizer_path;
-  std::optional<TrainerState> resumed;
-  if (run.resume) {
-    resumed = load_latest(ckpt_dir, targets, co);
-    if (resumed) {
-      trainer.set_steps_done(resumed->step);
-      trainer.cursor().restore(resumed->data_cursor);
-      summary.pass1_before = resumed->extra.value("pass1_before", -1.0);
-      say("resumed from " + ckpt_dir.string() + " at step " + std::to_string(resumed->step));
-    } else {
-      say("no checkpoint in " + ckpt_dir.string() + ": starting fresh");
-    }
+  int64_t n_too_long = 0;
+  if (cfg.has_data) {
+    r.data = std::make_unique<PromptDataset>(PromptDataset::load(cfg.data, &chat));
+    check(!r.data->train().empty(), cfg.source, ": the dataset has no training records");
+    const bool env_prompts = cfg.rl.env.type != "external";  // an external environment writes its own prompts
+    r.train = env_prompts ? fitting_prompts(r.data->train(), r, &n_too_long) : r.data->train();
+    r.eval = env_prompts ? fitting_prompts(r.data->eval(), r, &n_too_long) : r.data->eval();
+    check(!r.train.empty(), cfg.source, ": no training prompt fits the model's context");
+    for (const auto* split : {&r.train, &r.eval})
+      for (const auto& ex : *split) {
+        r.rewards.check_record(ex.record, ex.reference, ex.where);
+        r.env->check_record(ex);
+      }
+    r.say("data: " + r.data->summary() +
+          (n_too_long ? "; " + std::to_string(n_too_long) + " prompts too long for the context skipped" : ""));
   }
-
-  // SFT warm start (fresh runs only).
-  if (cfg.sft.enabled && !resumed) {
+  if (cfg.sft.enabled) {
     SftDataset sft = SftDataset::load(cfg.sft.data, &chat);
     // Held-out prompts stay held out: SFT pairs whose prompt is an eval prompt are dropped.
-    std::vector<SftExample> sft_examples = without_held_out_prompts(sft.examples(), data.eval());
-    check(!sft_examples.empty(), cfg.source, ": [sft] data has no examples (outside the held-out eval prompts)");
-    say("sft: " + sft.summary() + "; " + std::to_string(sft.examples().size() - sft_examples.size()) +
-        " pairs dropped because their prompt is a held-out eval prompt");
-    OptimizerOptions so = cfg.grpo.optimizer;
-    Optimizer opt(*policy.model(), so);
-    DataCursor cur(sft_examples.size(), DataCursorOptions{static_cast<size_t>(cfg.sft.batch_size), true, cfg.grpo.seed ^ 0x5F7ULL});
-    ProgressOptions po;
-    po.total_steps = cfg.sft.steps;
-    po.plain_every = std::max<int64_t>(1, cfg.sft.steps / 20);  // logs (no TTY): ~20 lines
-    po.label = "sft";
-    po.force_plain = run.quiet;
-    std::unique_ptr<ProgressBar> bar;
-    if (!run.quiet) bar = std::make_unique<ProgressBar>(po);
-    // Early stop: greedy pass@1 on training prompts (held-out ones stay unseen).
-    const std::vector<PromptExample> stop_probe(
-        data.train().begin(),
-        data.train().begin() + std::min<size_t>(data.train().size(), static_cast<size_t>(cfg.sft.stop_eval_prompts)));
-    double loss = 0, probe_pass1 = -1;
-    int64_t done = 0;
-    for (int64_t s = 0; s < cfg.sft.steps; ++s) {
-      auto eps = sft_episodes(policy, sft_examples, cur.next_batch(), cfg.add_special_tokens);
-      opt.zero_grad();
-      UpdateStats st = accumulate_sft_gradients(*policy.model(), eps, cfg.sft.micro_batch_size);
-      if (st.finite) opt.step(cfg.sft.lr, st.loss);
-      loss = st.loss;
-      done = s + 1;
-      if (cfg.sft.stop_at_pass1 > 0 && done % cfg.sft.stop_eval_every == 0) {
-        probe_pass1 = greedy_pass1(policy, stop_probe, rewards, cfg.grpo, cfg.add_special_tokens);
-        if (probe_pass1 >= cfg.sft.stop_at_pass1) break;
-      }
-      if (bar) bar->update(done, {{"loss", loss}});
-    }
-    if (bar) bar->finish();
-    summary.sft_steps = done;
-    std::string stop_note;
-    if (cfg.sft.stop_at_pass1 > 0)
-      stop_note = ", training-prompt pass@1 " + std::to_string(probe_pass1) +
-                  (probe_pass1 >= cfg.sft.stop_at_pass1 ? " (reached sft.stop_at_pass1)" : " (sft.stop_at_pass1 not reached)");
-    say("sft: " + std::to_string(done) + " steps, final loss " + std::to_string(loss) + stop_note);
+    r.sft_examples = without_held_out_prompts(sft.examples(), r.eval);
+    check(!r.sft_examples.empty(), cfg.source, ": [sft] data has no examples (outside the held-out eval prompts)");
+    r.say("sft: " + sft.summary() + "; " + std::to_string(sft.examples().size() - r.sft_examples.size()) +
+          " pairs dropped because their prompt is a held-out eval prompt");
   }
 
-  const bool add_special = cfg.add_special_tokens;
-  if (!resumed) summary.pass1_before = greedy_pass1(policy, data.eval(), rewards, cfg.grpo, add_special);
-  if (summary.pass1_before >= 0) say("held-out pass@1 before RL: " + std::to_string(summary.pass1_before));
+  fs::create_directories(cfg.run.out_dir);
+  const fs::path ckpt_dir = cfg.run.out_dir / "checkpoints";
+  const fs::path ref_dir = cfg.run.out_dir / "reference";
+  write_file_atomic(cfg.run.out_dir / "config.json", cfg.raw.dump(2));
+  const std::optional<fs::path> resume_from = opts.resume ? find_latest_checkpoint(ckpt_dir) : std::nullopt;
+  if (opts.resume && !resume_from) r.say("no checkpoint in " + ckpt_dir.string() + ": starting fresh");
 
-  const int64_t start = trainer.steps_done();
-  MetricsWriter metrics(cfg.out_dir / "metrics.jsonl", JsonlWriterOptions{start});
-  SamplesWriter samples(cfg.out_dir / "samples.jsonl", SamplesLogOptions{cfg.samples_every, cfg.samples_per_step},
-                        JsonlWriterOptions{start});
+  // 2. Warm start (fresh RL runs only).
+  WarmStart warm;
+  if (rl && cfg.sft.enabled && !resume_from) {
+    warm = warm_start(r);
+    summary.sft_steps = warm.steps;
+  }
+
+  // 3. The KL reference: the policy as the steps start, unless "initial".
+  const bool needs_ref = cfg.rl.kl_beta > 0;
+  CausalLM reference{nullptr};
+  if (needs_ref) {
+    if (cfg.loss.kl_reference == "initial" || (!warm.trainer && !fs::exists(ref_dir / "config.json"))) {
+      reference = frozen_load(cfg.model_path(), cfg);
+    } else if (warm.trainer) {
+      reference = frozen_copy(*r.policy.model());
+      SaveOptions so;
+      so.tokenizer_source = r.policy.tokenizer_path;
+      save_model(*reference, ref_dir, so);  // a resume uses the same reference
+    } else {
+      reference = frozen_load(ref_dir, cfg);
+    }
+  }
+
+  // The trainer, after the warm start: its optimizer snapshots the warmed weights.
+  std::unique_ptr<Trainer> trainer;
+  std::unique_ptr<StepSource> source;
+  if (rl) {
+    trainer = std::make_unique<Trainer>(r.policy.model(), rl_terms(cfg), cfg.trainer, r.reducer);
+    source = std::make_unique<RlSource>(r, reference);
+  } else {
+    TrainerOptions to = cfg.trainer;
+    to.micro_batch_size = cfg.sft.micro_batch_size;
+    to.log_entropy = cfg.loss.entropy_coef != 0;
+    trainer = std::make_unique<Trainer>(r.policy.model(), sft_terms(cfg, false), to, r.reducer);
+    source = std::make_unique<SftSource>(r, cfg.sft.batch_size, cfg.rl.seed ^ 0x5F7ULL);
+  }
+  if (trainer->needs_reference() && !reference) {
+    // SFT runs with a kl term: the model as loaded.
+    reference = frozen_load(cfg.model_path(), cfg);
+  }
+  check(!trainer->needs_reference() || reference, "a loss term needs a reference model and none is configured");
+
+  // 4. Resume.
+  CheckpointTargets targets;
+  targets.model = r.policy.model().get();
+  targets.optimizer = &trainer->optimizer();
+  CheckpointOptions co;
+  co.keep_last = cfg.run.keep_checkpoints;
+  co.tokenizer_source = r.policy.tokenizer_path;
+  int64_t start = 0;
+  if (resume_from) {
+    TrainerState st = load_checkpoint(*resume_from, targets, co);
+    start = st.step;
+    source->cursor().restore(st.data_cursor);
+    summary.pass1_before = st.extra.value("pass1_before", -1.0);
+    r.say("resumed from " + resume_from->string() + " at step " + std::to_string(start));
+  }
+  int64_t last_saved = resume_from ? start : -1;
+
+  if (!resume_from) summary.pass1_before = r.greedy_pass1(r.eval);
+  if (summary.pass1_before >= 0) r.say("held-out pass@1 before: " + std::to_string(summary.pass1_before));
+
+  // 5. Steps.
+  MetricsWriter metrics(cfg.run.out_dir / "metrics.jsonl", JsonlWriterOptions{start});
+  SamplesWriter samples(cfg.run.out_dir / "samples.jsonl",
+                        SamplesLogOptions{cfg.run.samples_every, cfg.run.samples_per_step}, JsonlWriterOptions{start});
   ProgressOptions po;
-  po.total_steps = cfg.steps;
-  po.plain_every = std::max<int64_t>(1, cfg.steps / 20);
+  po.total_steps = cfg.run.steps;
+  po.plain_every = std::max<int64_t>(1, cfg.run.steps / 20);
   po.start_step = start;
-  po.force_plain = run.quiet;
+  po.force_plain = opts.quiet;
   std::unique_ptr<ProgressBar> bar;
-  if (!run.quiet) bar = std::make_unique<ProgressBar>(po);
+  if (!opts.quiet) bar = std::make_unique<ProgressBar>(po);
 
   auto save = [&](int64_t step) {
     TrainerState st;
     st.step = step;
-    st.scheduler_step = trainer.optimizer().step_count();
-    st.data_cursor = trainer.cursor().state();
+    st.scheduler_step = trainer->optimizer().step_count();
+    st.data_cursor = source->cursor().state();
     st.extra = {{"pass1_before", summary.pass1_before}};
     save_checkpoint(ckpt_dir, st, targets, co);
+    last_saved = step;
   };
 
-  for (int64_t step = start; step < cfg.steps; ++step) {
-    Json m = trainer.step();
-    if (cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0 && !data.eval().empty())
-      m["eval/pass1"] = greedy_pass1(policy, data.eval(), rewards, cfg.grpo, add_special);
-    m["data/skipped_records"] = static_cast<double>(data.n_skipped());  // malformed lines skipped at load (on_bad_record = "skip")
-    metrics.write_step(step + 1, numeric(m));
-    if (samples.due(step + 1)) {
-      std::vector<SampleRecord> recs;
-      for (const auto& g : trainer.last_groups()) {
-        for (size_t i = 0; i < g.episodes.size(); ++i) {
-          SampleRecord r;
-          r.prompt = g.example->prompt;
-          r.completion = g.episodes[i].completion_text;
-          r.reward = g.totals[i] ? *g.totals[i] : std::nan("");
-          for (size_t c = 0; c < g.scores.names.size(); ++c)
-            if (g.scores.results[c][i].score) r.rewards[g.scores.names[c]] = *g.scores.results[c][i].score;
-          r.advantage = g.episodes[i].advantage;
-          r.extra = {{"id", g.example->id}, {"explanation", g.scores.describe(i)}};
-          recs.push_back(std::move(r));
-        }
-      }
-      samples.write(step + 1, recs);
+  int64_t notes_shown = 0;
+  for (int64_t step = start; step < cfg.run.steps; ++step) {
+    auto t0 = Clock::now();
+    Json m;
+    m["step"] = step + 1;
+    const int32_t version = static_cast<int32_t>(trainer->optimizer().step_count());
+    std::vector<Episode> episodes = source->next(step, version, m);
+    auto t_update = Clock::now();
+    m.update(trainer->update(episodes, step));
+    m["time/update_s"] = since(t_update);
+    m["time/step_s"] = since(t0);
+    summary.steps_wall_s += since(t0);
+    if (m.contains("notes")) {
+      for (const auto& n : m["notes"])
+        if (notes_shown++ < 20) r.say("step " + std::to_string(step + 1) + ": " + n.get<std::string>());
+      m.erase("notes");
     }
-    if (bar) bar->update(step + 1, {{"reward", m.value("reward/mean", 0.0)}, {"acc", m.value("accuracy", 0.0)}});
-    if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && step + 1 < cfg.steps) save(step + 1);
+    if (cfg.run.eval_every > 0 && (step + 1) % cfg.run.eval_every == 0 && !r.eval.empty())
+      m["eval/pass1"] = r.greedy_pass1(r.eval);
+    if (r.data) m["data/skipped_records"] = static_cast<double>(r.data->n_skipped() + n_too_long);
+    metrics.write_step(step + 1, numeric(m));
+    if (samples.due(step + 1)) samples.write(step + 1, source->samples());
+    if (bar) bar->update(step + 1, rl ? std::vector<std::pair<std::string, double>>{{"reward", m.value("reward/mean", 0.0)},
+                                                                                  {"acc", m.value("accuracy", 0.0)}}
+                                      : std::vector<std::pair<std::string, double>>{{"loss", m.value("loss/ce", 0.0)}});
+    if (cfg.run.checkpoint_every > 0 && (step + 1) % cfg.run.checkpoint_every == 0 && step + 1 < cfg.run.steps)
+      save(step + 1);
     summary.last_metrics = m;
   }
   if (bar) bar->finish();
-  summary.steps = trainer.steps_done();
-  save(summary.steps);
-  summary.pass1_after = greedy_pass1(policy, data.eval(), rewards, cfg.grpo, add_special);
+  summary.steps = std::max(start, cfg.run.steps);
+  // A resume that had nothing left to do keeps the checkpoint it loaded (no re-save).
+  if (last_saved != summary.steps) save(summary.steps);
+
+  // 6. Finish.
+  summary.pass1_after = r.greedy_pass1(r.eval);
+  if (cfg.run.sft_control && warm.trainer && summary.pass1_after >= 0) {
+    summary.pass1_control = sft_control(r, warm, summary.steps_wall_s, &summary.control_sft_steps);
+    r.say("control (SFT alone for " + std::to_string(summary.steps_wall_s) + " s, " +
+          std::to_string(summary.control_sft_steps) + " steps): held-out pass@1 " + std::to_string(summary.pass1_control));
+  }
   {
     // Plot the curves this run has (eval/pass1 only with eval_every > 0).
     std::vector<std::string> keys;
-    auto records = read_jsonl(cfg.out_dir / "metrics.jsonl");
-    for (const char* k : {"reward/mean", "accuracy", "eval/pass1", "completion/length_mean", "policy/entropy", "kl/ref"})
-      if (std::any_of(records.begin(), records.end(), [&](const Json& r) { return r.contains(k) && r[k].is_number(); }))
+    auto records = read_jsonl(cfg.run.out_dir / "metrics.jsonl");
+    for (const char* k : {"reward/mean", "accuracy", "eval/pass1", "episode/turns_mean", "completion/length_mean",
+                          "policy/entropy", "kl/ref", "loss/ce"})
+      if (std::any_of(records.begin(), records.end(), [&](const Json& x) { return x.contains(k) && x[k].is_number(); }))
         keys.push_back(k);
-    if (!keys.empty()) write_metrics_plot(cfg.out_dir / "metrics.jsonl", cfg.out_dir / "plot.html", keys);
+    if (!keys.empty()) write_metrics_plot(cfg.run.out_dir / "metrics.jsonl", cfg.run.out_dir / "plot.html", keys);
   }
   summary.wall_s = since(t_start);
-  write_file_atomic(cfg.out_dir / "summary.json", summary.to_json().dump(2));
-  if (!run.quiet) {
-    auto records = read_jsonl(cfg.out_dir / "metrics.jsonl");
-    std::cout << format_metrics_summary(summarize_metrics(records, {"reward/mean", "accuracy", "completion/length_mean",
-                                                                     "policy/entropy", "time/step_s"}));
+  write_file_atomic(cfg.run.out_dir / "summary.json", summary.to_json().dump(2));
+  if (!opts.quiet) {
+    auto records = read_jsonl(cfg.run.out_dir / "metrics.jsonl");
+    std::vector<std::string> keys = rl ? std::vector<std::string>{"reward/mean", "accuracy", "episode/turns_mean",
+                                                                  "completion/length_mean", "policy/entropy", "time/step_s"}
+                                       : std::vector<std::string>{"loss/ce", "time/step_s"};
+    std::cout << format_metrics_summary(summarize_metrics(records, keys));
     if (summary.pass1_before >= 0)
       std::printf("held-out pass@1: before %.3f  after %.3f\n", summary.pass1_before, summary.pass1_after);
-    std::cout << "run directory: " << cfg.out_dir.string() << " (metrics.jsonl, samples.jsonl, plot.html, checkpoints/)\n";
+    if (summary.pass1_control >= 0) std::printf("held-out pass@1 of the SFT-only control: %.3f\n", summary.pass1_control);
+    std::cout << "run directory: " << cfg.run.out_dir.string() << " (metrics.jsonl, samples.jsonl, plot.html, checkpoints/)\n";
   }
   return summary;
 }

@@ -10,7 +10,7 @@ namespace rlf::cli {
 CommandSpec make_train_command() {
   CommandSpec c;
   c.name = "train";
-  c.summary = "train a policy with the GRPO family from a TOML config";
+  c.summary = "train a policy from a TOML config: RL through an environment (trainer.kind = grpo) or SFT";
   c.usage = "CONFIG.toml";
   c.n_positional_min = c.n_positional_max = 1;
   c.options = {
@@ -21,8 +21,8 @@ CommandSpec make_train_command() {
   };
   c.run = [](const Args& a) {
     TrainConfig cfg = load_train_config(a.positional().at(0), a.list("set"));
-    if (a.given("threads") || cfg.threads == 0) configure_threads(a, cfg.dtype, cfg.device);
-    else configure_threads(static_cast<int>(cfg.threads), cfg.dtype, cfg.device);
+    if (a.given("threads") || cfg.run.threads == 0) configure_threads(a, cfg.model.dtype, cfg.model.device);
+    else configure_threads(static_cast<int>(cfg.run.threads), cfg.model.dtype, cfg.model.device);
     TrainRunOptions ro;
     ro.resume = a.flag("resume");
     ro.quiet = a.flag("quiet") || a.flag("json");

@@ -144,7 +144,7 @@ TEST(Advantages, ErrorsNameTheProblem) {
     compute_advantages(Rewards{}, std::vector<int64_t>{}, o);
     FAIL() << "no throw";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "AdvantageOptions: std_eps must be a finite value >= 0, got -1 (TRL uses 1e-4)");
+    EXPECT_STREQ(e.what(), "algorithm.std_eps must be a finite value >= 0, got -1 (TRL uses 1e-4)");
   }
 }
 

@@ -288,13 +288,13 @@ TEST(PolicyLoss, OptionErrorsNameTheField) {
   };
   PolicyLossOptions o;
   o.eps_low = 1.0;
-  expect_error(o, "PolicyLossOptions: eps_low must be in [0, 1), got 1 (PPO/GRPO use 0.2)");
+  expect_error(o, "algorithm.eps_low must be in [0, 1), got 1 (PPO/GRPO use 0.2)");
   o = {};
   o.eps_high = -0.1;
-  expect_error(o, "PolicyLossOptions: eps_high must be >= 0, got -0.1 (PPO/GRPO use 0.2, DAPO clip-higher 0.28)");
+  expect_error(o, "algorithm.eps_high must be >= 0, got -0.1 (PPO/GRPO use 0.2, DAPO clip-higher 0.28)");
   o = {};
   o.dual_clip = 0.5;
-  expect_error(o, "PolicyLossOptions: dual_clip must be 0 (off) or > 1, got 0.5 (verl uses 3)");
+  expect_error(o, "algorithm.dual_clip must be 0 (off) or > 1, got 0.5 (verl uses 3)");
   try {
     policy_loss(c.logp, c.old_logp.narrow(1, 0, 3), c.adv, c.mask);
     ADD_FAILURE() << "no throw";

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "data/synthetic_tasks.h"
-#include "eval/countdown_reward.h"
+#include "rewards/countdown_reward.h"
 #include "eval/eval_config.h"
 #include "tests/support/test_env.h"
 #include "train/toml_config.h"
@@ -104,7 +104,7 @@ TEST(EvalConfig, AutoTemperature) {
 TEST(EvalConfig, ErrorTexts) {
   const std::string base = "[model]\npath = \"m\"\n[data]\npreset = \"arithmetic\"\n";
   EXPECT_EQ(error_of([] { from_toml("[data]\npreset = \"arithmetic\"\n"); }), 
-            "run.toml: missing required key 'model.path' (the model: a Hugging Face directory or a llama2.c .bin)");
+            "run.toml: key 'model.path' is empty (a Hugging Face directory or a llama2.c .bin)");
   EXPECT_EQ(error_of([] { from_toml("[model]\npath = \"m\"\n"); }), 
             "run.toml: missing required key 'data' (the prompt dataset table: path, preset, ... (docs/data.md))");
   EXPECT_EQ(error_of([&] { from_toml(base + "[eval]\nn_sample = 4\n"); }), 
@@ -202,8 +202,8 @@ TEST(EvalFlagsTest, ErrorTexts) {
   EXPECT_EQ(err([](EvalFlags& f) { f.data = "x.jsonl"; }),
             "rlf eval: --preset arithmetic generates its own problems; remove --data");
   EXPECT_EQ(err([](EvalFlags& f) { f.rewards = {"maths"}; }),
-            "rlf eval: unknown --reward 'maths' (expected one of code, countdown, external, format, keywords, length, "
-            "math)");
+            "rlf eval: unknown --reward 'maths' (expected one of code, countdown, env, external, format, keywords, "
+            "length, math)");
 }
 
 TEST(EvalRewards, DefaultsPerPreset) {
@@ -213,22 +213,22 @@ TEST(EvalRewards, DefaultsPerPreset) {
 }
 
 TEST(EvalRewards, SetWithCountdownAndErrors) {
-  RewardSet set = make_eval_reward_set(Json::parse(R"([{"type": "countdown", "weight": 2}, {"type": "math", "name": "m"}])"),
+  RewardSet set = make_reward_set(Json::parse(R"([{"type": "countdown", "weight": 2}, {"type": "math", "name": "m"}])"),
                                        "run.toml");
   ASSERT_EQ(set.size(), 2u);
   EXPECT_EQ(set.components()[0].name, "countdown");
   EXPECT_EQ(set.components()[0].weight, 2.0);
   EXPECT_EQ(set.components()[1].name, "m");
-  EXPECT_EQ(error_of([] { make_eval_reward_set(Json::parse(R"([{"type": "countdown", "target": 3}])"), "run.toml"); }),
-            "run.toml [[reward]] #1: reward type 'countdown': unknown option 'target'; it has none (only name, type, "
-            "weight)");
-  EXPECT_EQ(error_of([] { make_eval_reward_set(Json::parse(R"([{"type": "math"}, {"type": "cd"}])"), "run.toml"); }),
-            "run.toml [[reward]] #2: unknown reward type 'cd'; valid types: code, countdown, external, format, "
+  EXPECT_EQ(error_of([] { make_reward_set(Json::parse(R"([{"type": "countdown", "target": 3}])"), "run.toml"); }),
+            "run.toml [[reward]] #1: reward type 'countdown': unknown option 'target'; valid options: (none) (and name, "
+            "type, weight)");
+  EXPECT_EQ(error_of([] { make_reward_set(Json::parse(R"([{"type": "math"}, {"type": "cd"}])"), "run.toml"); }),
+            "run.toml [[reward]] #2: unknown reward type 'cd'; valid types: code, countdown, env, external, format, "
             "keywords, length, math");
-  EXPECT_EQ(error_of([] { make_eval_reward_set(Json::array(), "run.toml"); }),
-            "run.toml: no rewards configured; add at least one [[reward]] table (types: code, countdown, external, "
-            "format, keywords, length, math)");
-  EXPECT_EQ(error_of([] { make_eval_reward_set(Json::parse(R"([{"type": "math", "answer_fromat": "x"}])"), "run.toml"); }),
+  EXPECT_EQ(error_of([] { make_reward_set(Json::array(), "run.toml"); }),
+            "run.toml: no rewards configured; add at least one [[reward]] table (types: code, countdown, env, "
+            "external, format, keywords, length, math)");
+  EXPECT_EQ(error_of([] { make_reward_set(Json::parse(R"([{"type": "math", "answer_fromat": "x"}])"), "run.toml"); }),
             
             "run.toml [[reward]] #1: reward type 'math': unknown option 'answer_fromat'; valid options: answer_format, "
             "correct_score, incorrect_score, reference_field (and name, type, weight)");

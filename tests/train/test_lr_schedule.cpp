@@ -68,15 +68,15 @@ std::string error_of(const LrScheduleOptions& o) {
 }
 
 TEST(LrSchedule, ErrorsNameTheField) {
-  EXPECT_EQ(error_of(opts(LrScheduleKind::Constant, 0.0, 0, 0, 0)), "lr_schedule.lr = 0: must be a finite number > 0");
+  EXPECT_EQ(error_of(opts(LrScheduleKind::Constant, 0.0, 0, 0, 0)), "optim.lr = 0: must be a finite number > 0");
   EXPECT_EQ(error_of(opts(LrScheduleKind::Constant, 1.0, 0, -1, 0)),
-            "lr_schedule.warmup_steps = -1: must be >= 0 (0 = no warm-up)");
-  EXPECT_EQ(error_of(opts(LrScheduleKind::Cosine, 1.0, 2.0, 0, 10)), "lr_schedule.lr_min = 2: must be in [0, lr = 1]");
+            "optim.warmup_steps = -1: must be >= 0 (0 = no warm-up)");
+  EXPECT_EQ(error_of(opts(LrScheduleKind::Cosine, 1.0, 2.0, 0, 10)), "optim.lr_min = 2: must be in [0, lr = 1]");
   EXPECT_EQ(error_of(opts(LrScheduleKind::Linear, 1.0, 0.0, 0, 0)),
-            "lr_schedule.total_steps = 0: a linear schedule needs the run's number of optimiser steps "
-            "(set total_steps > 0)");
+            "optim.schedule = \"linear\" needs the run's number of optimiser steps (total_steps = 0; set run.steps)");
   EXPECT_EQ(error_of(opts(LrScheduleKind::Cosine, 1.0, 0.0, 11, 10)),
-            "lr_schedule.warmup_steps = 11: must be <= total_steps = 10");
+            "optim.warmup_steps = 11: must be <= the run's optimiser steps, 10 (run.steps x algorithm.epochs x "
+            "algorithm.mini_batches)");
   EXPECT_EQ(error_of(opts(LrScheduleKind::Cosine, 1.0, 0.0, 10, 10)), "");
   EXPECT_THROW(LrSchedule(opts(LrScheduleKind::Cosine, 1.0, 0.0, 11, 10)), Error);
   EXPECT_EQ(parse_lr_schedule_kind("cosine"), LrScheduleKind::Cosine);

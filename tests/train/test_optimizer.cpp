@@ -329,13 +329,13 @@ TEST(Optimizer, OptionErrorsNameTheField) {
   };
   OptimizerOptions o;
   o.beta1 = 1.5;
-  EXPECT_EQ(error_of(o), "optimizer.beta1 = 1.5: must be in [0, 1) (typical: 0.9)");
+  EXPECT_EQ(error_of(o), "optim.beta1 = 1.5: must be in [0, 1) (typical: 0.9)");
   o = {};
   o.eps = 0;
-  EXPECT_EQ(error_of(o), "optimizer.eps = 0: must be > 0 (typical: 1e-8)");
+  EXPECT_EQ(error_of(o), "optim.eps = 0: must be > 0 (typical: 1e-8)");
   o = {};
   o.max_grad_norm = -1;
-  EXPECT_EQ(error_of(o), "optimizer.max_grad_norm = -1: must be >= 0 (0 disables clipping)");
+  EXPECT_EQ(error_of(o), "optim.max_grad_norm = -1: must be >= 0 (0 disables clipping)");
   EXPECT_EQ(error_of({}), "");
   OptimizerOptions nd;
   EXPECT_TRUE(is_no_decay_param("model.layers.0.input_layernorm.weight", 1, nd));

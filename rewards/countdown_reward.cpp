@@ -1,5 +1,5 @@
 // CountdownReward: countdown_answer + verify_countdown per completion.
-#include "eval/countdown_reward.h"
+#include "rewards/countdown_reward.h"
 
 #include "data/countdown.h"
 

@@ -1,11 +1,10 @@
-// The `countdown` reward for evaluation: 1 when the completion's answer (the
+// The `countdown` reward: 1 when the completion's answer (the
 // expression after the last "####", data/countdown.h's countdown_answer)
 // reaches the record's target using only its numbers (verify_countdown),
 // else 0. The record must hold "numbers" and "target" (the countdown preset's
 // records do). No options besides the reward set's name and weight.
 //
-// The reward registry has no countdown type (yet); make_eval_reward_set
-// (eval/eval_config.h) adds this one for tables of type "countdown".
+// Registry type "countdown" (rewards/registry.h); trainable with `rlf train`.
 #pragma once
 
 #include "rewards/reward.h"

@@ -1,0 +1,151 @@
+// Credit assignment; see credit.h and docs/algorithms.md.
+#include "algorithms/credit.h"
+
+#include <cmath>
+
+#include "algorithms/names.h"
+#include "util/error.h"
+
+namespace rlf::algo {
+namespace {
+
+constexpr detail::NameTable<CreditMode, 3> kCreditNames{{
+    {CreditMode::Episode, "episode"},
+    {CreditMode::Turn, "turn"},
+    {CreditMode::Token, "token"},
+}};
+
+void check_input(const CreditInput& e, std::size_t i) {
+  check(e.token_turn.empty() || e.token_turn.size() == e.loss_weight.size(), "assign_credit: episode ", i, " has ",
+        e.token_turn.size(), " token turns for ", e.loss_weight.size(), " tokens");
+  check(e.token_reward.empty() || e.token_reward.size() == e.loss_weight.size(), "assign_credit: episode ", i,
+        " has ", e.token_reward.size(), " token rewards for ", e.loss_weight.size(), " tokens");
+  for (double r : e.turn_rewards) check(std::isfinite(r), "assign_credit: episode ", i, " has a non-finite turn reward");
+}
+
+double token_reward_at(const CreditInput& e, std::size_t t) { return e.token_reward.empty() ? 0.0 : e.token_reward[t]; }
+
+int64_t turn_of(const CreditInput& e, std::size_t t) { return e.token_turn.empty() ? 0 : e.token_turn[t]; }
+
+// Per-turn rewards r_k (turn rewards + token rewards of the turn, outcome on
+// the last turn) for an episode with a present outcome.
+std::vector<double> turn_step_rewards(const CreditInput& e) {
+  int64_t n_turns = static_cast<int64_t>(e.turn_rewards.size());
+  for (std::size_t t = 0; t < e.loss_weight.size(); ++t)
+    if (e.loss_weight[t] > 0) n_turns = std::max<int64_t>(n_turns, turn_of(e, t) + 1);
+  std::vector<double> r(static_cast<std::size_t>(std::max<int64_t>(1, n_turns)), 0.0);
+  for (std::size_t k = 0; k < e.turn_rewards.size(); ++k) r[k] += e.turn_rewards[k];
+  for (std::size_t t = 0; t < e.loss_weight.size(); ++t)
+    if (e.loss_weight[t] > 0) r[static_cast<std::size_t>(turn_of(e, t))] += token_reward_at(e, t);
+  r.back() += *e.outcome;
+  return r;
+}
+
+}  // namespace
+
+CreditMode parse_credit_mode(std::string_view name) { return detail::parse_name(kCreditNames, "credit mode", name); }
+
+std::string_view credit_mode_name(CreditMode mode) { return detail::name_of(kCreditNames, mode); }
+
+void CreditOptions::validate() const {
+  check(std::isfinite(gamma) && gamma > 0.0 && gamma <= 1.0, "algorithm.gamma must be in (0, 1] (got ", gamma,
+        "; 1 = no discount)");
+  advantage.validate();
+}
+
+std::optional<double> episode_return(const CreditInput& e) {
+  if (!e.outcome) return std::nullopt;
+  double r = *e.outcome;
+  for (double x : e.turn_rewards) r += x;
+  if (!e.token_reward.empty())
+    for (std::size_t t = 0; t < e.loss_weight.size(); ++t)
+      if (e.loss_weight[t] > 0) r += e.token_reward[t];
+  return r;
+}
+
+std::vector<std::vector<float>> assign_credit(std::span<const CreditInput> episodes, const CreditOptions& options,
+                                              const BatchSum& batch_sum) {
+  options.validate();
+  const std::size_t n = episodes.size();
+  for (std::size_t i = 0; i < n; ++i) check_input(episodes[i], i);
+  std::vector<std::vector<float>> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i].assign(episodes[i].loss_weight.size(), 0.0f);
+  const double g = options.gamma;
+
+  // Per-episode returns (episode mode) or their discounted equivalents at the
+  // first step (turn/token mode): the statistics every mode normalises with.
+  std::vector<std::optional<double>> first_return(n);
+  std::vector<int64_t> groups(n);
+  std::vector<std::vector<double>> turn_returns(n);   // turn mode
+  std::vector<std::vector<double>> token_returns(n);  // token mode, [T] (0 off policy tokens)
+  for (std::size_t i = 0; i < n; ++i) {
+    const CreditInput& e = episodes[i];
+    groups[i] = e.group;
+    if (!e.outcome) continue;
+    switch (options.mode) {
+      case CreditMode::Episode:
+        first_return[i] = episode_return(e);
+        break;
+      case CreditMode::Turn: {
+        std::vector<double> r = turn_step_rewards(e);
+        std::vector<double>& G = turn_returns[i];
+        G.assign(r.size(), 0.0);
+        double acc = 0.0;
+        for (std::size_t k = r.size(); k-- > 0;) G[k] = acc = r[k] + g * acc;
+        first_return[i] = G[0];
+        break;
+      }
+      case CreditMode::Token: {
+        const std::size_t T = e.loss_weight.size();
+        std::vector<double> r(T, 0.0);
+        std::vector<int64_t> last_of_turn;
+        int64_t last = -1;
+        for (std::size_t t = 0; t < T; ++t) {
+          if (e.loss_weight[t] <= 0) continue;
+          r[t] = token_reward_at(e, t);
+          const std::size_t k = static_cast<std::size_t>(turn_of(e, t));
+          if (last_of_turn.size() <= k) last_of_turn.resize(k + 1, -1);
+          last_of_turn[k] = static_cast<int64_t>(t);
+          last = static_cast<int64_t>(t);
+        }
+        for (std::size_t k = 0; k < e.turn_rewards.size() && k < last_of_turn.size(); ++k)
+          if (last_of_turn[k] >= 0) r[static_cast<std::size_t>(last_of_turn[k])] += e.turn_rewards[k];
+        std::vector<double>& G = token_returns[i];
+        G.assign(T, 0.0);
+        if (last < 0) {  // no policy token: the return is the outcome (and turn rewards) alone
+          first_return[i] = episode_return(e);
+          break;
+        }
+        r[static_cast<std::size_t>(last)] += *e.outcome;
+        double acc = 0.0, first = 0.0;
+        for (std::size_t t = T; t-- > 0;) {
+          if (e.loss_weight[t] <= 0) continue;
+          G[t] = acc = r[t] + g * acc;
+          first = acc;
+        }
+        first_return[i] = first;
+        break;
+      }
+    }
+  }
+
+  const auto base = advantage_baselines(first_return, groups, options.advantage, batch_sum);
+  for (std::size_t i = 0; i < n; ++i) {
+    const CreditInput& e = episodes[i];
+    if (!first_return[i] || !base[i].has_baseline) continue;
+    const double b = base[i].baseline, s = base[i].scale;
+    for (std::size_t t = 0; t < e.loss_weight.size(); ++t) {
+      if (e.loss_weight[t] <= 0) continue;
+      double ret = 0.0;
+      switch (options.mode) {
+        case CreditMode::Episode: ret = *first_return[i]; break;
+        case CreditMode::Turn: ret = turn_returns[i][static_cast<std::size_t>(turn_of(e, t))]; break;
+        case CreditMode::Token: ret = token_returns[i][t]; break;
+      }
+      out[i][t] = static_cast<float>((ret - b) / s);
+    }
+  }
+  return out;
+}
+
+}  // namespace rlf::algo

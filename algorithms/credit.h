@@ -1,0 +1,67 @@
+// Credit assignment: from an episode's rewards to an advantage on each of
+// its policy tokens. Pure functions, no state. Three modes (formulas and
+// papers in docs/algorithms.md, "Credit assignment"):
+//
+//   episode  one return per episode, R_i = outcome + sum of turn rewards +
+//            sum of token rewards; the advantage estimator (advantages.h)
+//            turns it into A_i, given to every policy token of the episode.
+//            Single-turn GRPO is this mode.
+//   turn     per-turn returns G_{i,k} = sum_{j >= k} gamma^(j-k) r_{i,j},
+//            where r_{i,k} is the environment's reward after turn k plus the
+//            token rewards of turn k, and the outcome is added to the last
+//            turn. A_{i,k} = (G_{i,k} - b_i) / s_i for every token of turn k,
+//            with the estimator's baseline b_i and scale s_i computed on the
+//            episode returns G_{i,0} (advantage_baselines).
+//   token    per-token returns G_t = r_t + gamma * G_{t'} over the episode's
+//            policy tokens (t' the next policy token), where r_t is the token
+//            reward, plus the turn reward at a turn's last token and the
+//            outcome at the episode's last policy token; A_t = (G_t - b_i) / s_i
+//            with b_i, s_i from the episode returns (G at its first policy token).
+// With one turn, no token rewards and gamma = 1 the three modes agree.
+// An episode whose outcome is missing gets advantage 0 on every token and is
+// left out of every statistic. Tokens with loss weight 0 always get 0.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "algorithms/advantages.h"
+
+namespace rlf::algo {
+
+enum class CreditMode { Episode, Turn, Token };
+CreditMode parse_credit_mode(std::string_view name);  // "episode", "turn", "token"
+std::string_view credit_mode_name(CreditMode mode);
+
+struct CreditOptions {
+  CreditMode mode = CreditMode::Episode;  // see above
+  double gamma = 1.0;                     // discount per turn (turn) or per policy token (token), in (0, 1]
+  AdvantageOptions advantage;             // the estimator giving baselines and scales
+
+  // Throws rlf::Error naming the field (algorithm.gamma, ...).
+  void validate() const;
+};
+
+// One episode's rewards, indexed by its own token positions [T].
+struct CreditInput {
+  int64_t group = 0;                      // same task = same group
+  std::optional<double> outcome;          // outcome reward (unset = missing: no credit at all)
+  std::vector<double> turn_rewards;       // [n_turns] the environment's reward after each turn (0 = none)
+  std::span<const float> loss_weight;     // [T] > 0 on policy tokens
+  std::span<const int32_t> token_turn;    // [T] the turn of each policy token (read where loss_weight > 0)
+  std::span<const float> token_reward;    // [T] per-token rewards, or empty
+};
+
+// The per-episode return of `episode` mode: outcome + turn rewards + token
+// rewards on policy tokens; unset when the outcome is missing.
+std::optional<double> episode_return(const CreditInput& episode);
+
+// Per-token advantages, one [T] vector per episode (0 where loss_weight == 0).
+// Batch statistics go through `batch_sum` (advantages.h).
+std::vector<std::vector<float>> assign_credit(std::span<const CreditInput> episodes, const CreditOptions& options,
+                                              const BatchSum& batch_sum = {});
+
+}  // namespace rlf::algo

@@ -1,0 +1,88 @@
+#include "env/episode.h"
+
+#include "util/error.h"
+
+namespace rlf {
+
+const char* segment_role_name(SegmentRole role) {
+  switch (role) {
+    case SegmentRole::Prompt: return "prompt";
+    case SegmentRole::Policy: return "policy";
+    case SegmentRole::Observation: return "observation";
+    case SegmentRole::Feedback: return "feedback";
+  }
+  return "?";
+}
+
+int64_t Episode::n_policy_tokens() const {
+  int64_t n = 0;
+  for (float w : loss_weight) n += w > 0;
+  return n;
+}
+
+std::string Episode::transcript() const {
+  std::string out;
+  for (const Segment& s : segments)
+    if (s.role != SegmentRole::Prompt) out += s.text;
+  return out;
+}
+
+Episode Episode::single_turn(int64_t group, const std::vector<int32_t>& prompt, const std::vector<int32_t>& completion,
+                             const std::vector<float>& logprobs, int32_t version) {
+  Episode e;
+  e.group = group;
+  e.tokens = prompt;
+  e.tokens.insert(e.tokens.end(), completion.begin(), completion.end());
+  e.n_prompt = static_cast<int64_t>(prompt.size());
+  const size_t n = e.tokens.size();
+  e.loss_weight.assign(n, 0.0f);
+  e.old_logprob.assign(n, 0.0f);
+  e.policy_version.assign(n, -1);
+  for (size_t i = 0; i < completion.size(); ++i) {
+    e.loss_weight[prompt.size() + i] = 1.0f;
+    e.old_logprob[prompt.size() + i] = i < logprobs.size() ? logprobs[i] : 0.0f;
+    e.policy_version[prompt.size() + i] = version;
+  }
+  Segment p;
+  p.role = SegmentRole::Prompt;
+  p.begin = 0;
+  p.end = e.n_prompt;
+  e.segments.push_back(p);
+  if (!completion.empty()) {
+    Segment s;
+    s.role = SegmentRole::Policy;
+    s.begin = e.n_prompt;
+    s.end = static_cast<int64_t>(n);
+    e.segments.push_back(s);
+    e.n_turns = 1;
+  }
+  return e;
+}
+
+void Episode::validate() const {
+  const size_t n = tokens.size();
+  check(loss_weight.size() == n && old_logprob.size() == n, "episode: loss_weight and old_logprob need one entry per token (",
+        n, "), got ", loss_weight.size(), " and ", old_logprob.size());
+  check(ref_logprob.empty() || ref_logprob.size() == n, "episode: ref_logprob has ", ref_logprob.size(),
+        " entries for ", n, " tokens");
+  check(advantage.empty() || advantage.size() == n, "episode: advantage has ", advantage.size(), " entries for ", n,
+        " tokens");
+  check(token_reward.empty() || token_reward.size() == n, "episode: token_reward has ", token_reward.size(),
+        " entries for ", n, " tokens");
+  check(policy_version.empty() || policy_version.size() == n, "episode: policy_version has ", policy_version.size(),
+        " entries for ", n, " tokens");
+  check(n_prompt >= 0 && static_cast<size_t>(n_prompt) <= n, "episode: n_prompt ", n_prompt, " outside [0, ", n, "]");
+  int64_t at = 0;
+  for (const Segment& s : segments) {
+    check(s.begin == at && s.end >= s.begin, "episode: segments must cover the tokens in order (segment [", s.begin,
+          ", ", s.end, ") after position ", at, ")");
+    if (s.role != SegmentRole::Policy)
+      for (int64_t t = s.begin; t < s.end; ++t)
+        check(loss_weight[static_cast<size_t>(t)] == 0.0f, "episode: token ", t, " of a ", segment_role_name(s.role),
+              " segment has loss weight ", loss_weight[static_cast<size_t>(t)], "; only policy tokens are trained on");
+    at = s.end;
+  }
+  check(segments.empty() || static_cast<size_t>(at) == n, "episode: segments cover ", at, " of ", n, " tokens");
+}
+
+}  // namespace rlf

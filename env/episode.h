@@ -1,0 +1,88 @@
+// Episode: the record everything trains on.
+//
+// A token sequence made of segments with roles — the prompt, the policy's
+// turns, and between turns the observations an environment appended (tool
+// output, a game's reply) or feedback (a critique, "try again") — with, per
+// token:
+//   loss_weight     0 for every token the policy did not write; 1 (or a
+//                   shaped weight) for policy tokens
+//   old_logprob     log-prob under the behaviour policy that produced the
+//                   token (the rollout's, or replay storage's)
+//   ref_logprob     log-prob under the frozen reference (empty when unused)
+//   advantage       set by credit assignment (algorithms/credit.h)
+//   token_reward    per-token rewards (rewards that score tokens), 0 elsewhere
+//   policy_version  the optimiser step whose weights sampled the token (-1: not sampled)
+// and per episode: its group (same task), per-turn rewards, the aggregated
+// reward, and whether it is on-policy.
+//
+// Token-exact: `tokens` are the prompt's ids, the ids the policy sampled and
+// the ids appended between turns, exactly as the rollout engine saw them.
+// Nothing is re-rendered or re-tokenized, so what the trainer scores is what
+// the policy saw. The single-turn case is one prompt segment and one policy
+// segment; critiques, retries, tool calls and replay are data, not new code.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rlf {
+
+enum class SegmentRole {
+  Prompt,       // the task as the policy first sees it
+  Policy,       // a turn the policy wrote (loss tokens)
+  Observation,  // environment or tool output appended after a turn
+  Feedback,     // natural-language feedback appended after a turn (a critique, "try again")
+};
+const char* segment_role_name(SegmentRole role);  // "prompt", "policy", "observation", "feedback"
+
+struct Segment {
+  SegmentRole role = SegmentRole::Prompt;
+  int64_t begin = 0;           // [begin, end) into Episode::tokens
+  int64_t end = 0;
+  int64_t turn = 0;            // policy: its turn index; others: the turn they follow (prompt: 0)
+  std::string text;            // decoded text (policy: stop string and EOS removed)
+  std::string finish_reason;   // policy only: "stop" | "length"
+  std::string stop;            // policy only: what ended the turn ("eos", the stop string, "")
+  bool truncated = false;      // observation/feedback only: cut to fit (env/episode_producer.h)
+};
+
+struct Episode {
+  int64_t group = 0;                      // episodes of one task share a group id
+  std::vector<int32_t> tokens;            // the whole sequence
+  int64_t n_prompt = 0;                   // tokens[0, n_prompt) are the prompt
+  std::vector<Segment> segments;          // in order, covering tokens exactly
+  std::vector<float> loss_weight;         // [tokens]
+  std::vector<float> old_logprob;         // [tokens] (meaningful where loss_weight > 0)
+  std::vector<float> ref_logprob;         // [tokens] or empty
+  std::vector<float> advantage;           // [tokens] (0 where loss_weight == 0), or empty before credit
+  std::vector<float> token_reward;        // [tokens] or empty (no per-token rewards)
+  std::vector<int32_t> policy_version;    // [tokens]: optimiser step that sampled the token, -1 elsewhere
+  int64_t n_turns = 0;                    // policy turns
+  std::vector<std::optional<double>> turn_rewards;  // [n_turns] environment reward after each turn (unset = none)
+  std::vector<std::string> turn_feedback; // [n_turns] the environment's feedback text on each turn ("" = none)
+  std::optional<double> reward;           // aggregated episode reward (unset = missing: no gradient)
+  bool on_policy = true;                  // false: replayed or produced under another context
+  std::string finish_reason;              // the last policy turn's: "stop" | "length"
+  std::string end_reason;                 // why the episode ended: "env" | "max_turns" | "length" | "context" | "env_error"
+  std::string env_error;                  // why the environment failed ("" when it did not)
+  std::string completion_text;            // the last policy turn's text (what single-turn rewards score)
+
+  int64_t n_completion() const { return static_cast<int64_t>(tokens.size()) - n_prompt; }
+  // Tokens with loss weight > 0.
+  int64_t n_policy_tokens() const;
+  // The text after the prompt, segment by segment, as the policy saw it.
+  std::string transcript() const;
+
+  // A single-turn episode: loss weight 1, the rollout's log-probs and
+  // `version` on the completion tokens; 0 / -1 on the prompt.
+  static Episode single_turn(int64_t group, const std::vector<int32_t>& prompt, const std::vector<int32_t>& completion,
+                             const std::vector<float>& completion_logprobs, int32_t version = 0);
+
+  // Checks the invariants (sizes, segments covering tokens in order, weight 0
+  // outside policy segments); throws rlf::Error saying which one fails.
+  void validate() const;
+};
+
+}  // namespace rlf

@@ -1,0 +1,339 @@
+#include "env/episode_producer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "util/error.h"
+
+namespace rlf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+constexpr size_t kMaxNotes = 8;
+
+// One episode in flight.
+struct Slot {
+  std::unique_ptr<EnvironmentSession> session;
+  std::string prompt;                                // first observation
+  std::string error;                                 // the session failed ("" = no)
+  std::string end_reason;                            // set when the episode ends
+  std::vector<std::optional<double>> turn_rewards;   // one per stepped turn
+  std::vector<std::string> turn_feedback;            // one per stepped turn
+  struct Appended {
+    SegmentRole role = SegmentRole::Observation;
+    std::string text;
+    bool truncated = false;
+  };
+  std::vector<Appended> appended;                    // one per appended stretch, in order
+};
+
+class Conversations final : public TurnHandler {
+ public:
+  Conversations(const Tokenizer& tok, const EpisodeOptions& o, EpisodeStats& stats) : tok_(tok), o_(o), stats_(stats) {}
+
+  // Engine request r serves slots (group, first + sample).
+  std::vector<std::pair<size_t, int64_t>> request_slots;
+  std::vector<std::vector<Slot>>* slots = nullptr;
+
+  TurnContinuation on_turn_end(const TurnEnd& te) override {
+    const auto [group, first] = request_slots.at(static_cast<size_t>(te.request_index));
+    Slot& s = (*slots)[group][static_cast<size_t>(first + te.sample_index)];
+    TurnContinuation done;  // done = true
+    PolicyTurn turn;
+    turn.turn = te.turn;
+    turn.text = te.segment->text;
+    turn.stop = te.segment->stop;
+    turn.truncated = te.segment->finish_reason == FinishReason::Length;
+    EnvStep step;
+    auto t0 = Clock::now();
+    try {
+      step = s.session->step(turn);
+    } catch (const std::exception& e) {
+      stats_.env_s += since(t0);
+      s.error = e.what();
+      s.end_reason = "env_error";
+      note(str("environment error (turn ", te.turn, "): ", s.error));
+      return done;
+    }
+    stats_.env_s += since(t0);
+    s.turn_rewards.push_back(step.reward);
+    s.turn_feedback.push_back(step.feedback);
+    stats_.n_tool_calls += step.tool_call;
+    stats_.n_tool_errors += step.tool_error;
+    if (step.done) {
+      s.end_reason = "env";
+      return done;
+    }
+    if (te.turn + 1 >= o_.max_turns) {
+      s.end_reason = "max_turns";
+      return done;
+    }
+    if (te.room <= 0) {
+      s.end_reason = "length";
+      return done;
+    }
+    std::vector<int32_t> ids = tok_.encode(step.observation, /*add_special=*/false);
+    bool truncated = false;
+    if (static_cast<int64_t>(ids.size()) > o_.max_observation_tokens) {
+      note(str("observation of ", ids.size(), " tokens cut to env.max_observation_tokens = ", o_.max_observation_tokens));
+      ids.resize(static_cast<size_t>(o_.max_observation_tokens));
+      truncated = true;
+    }
+    if (static_cast<int64_t>(ids.size()) + 1 > te.room) {
+      if (te.room <= 1 && !ids.empty()) {
+        s.end_reason = "context";
+        note(str("observation of ", ids.size(), " tokens does not fit the ", te.room,
+                 " token(s) left in the episode: episode ended (env.max_episode_tokens)"));
+        return done;
+      }
+      note(str("observation of ", ids.size(), " tokens cut to the ", te.room - 1,
+               " that fit the episode's budget (env.max_episode_tokens)"));
+      ids.resize(static_cast<size_t>(te.room - 1));
+      truncated = true;
+    }
+    stats_.n_observations_truncated += truncated;
+    if (!ids.empty()) {
+      Slot::Appended a;
+      a.role = step.observation_is_feedback ? SegmentRole::Feedback : SegmentRole::Observation;
+      a.text = truncated ? tok_.decode(ids) : step.observation;
+      a.truncated = truncated;
+      s.appended.push_back(std::move(a));
+    }
+    TurnContinuation next;
+    next.done = false;
+    next.append_ids = std::move(ids);
+    return next;
+  }
+
+  void note(std::string text) {
+    if (stats_.notes.size() < kMaxNotes) stats_.notes.push_back(std::move(text));
+  }
+
+ private:
+  const Tokenizer& tok_;
+  const EpisodeOptions& o_;
+  EpisodeStats& stats_;
+};
+
+// The episode for slot `s` from what the engine returned.
+Episode build_episode(const GeneratedSequence& seq, Slot& s, int32_t version) {
+  Episode e = Episode::single_turn(0, seq.prompt_ids, {}, {}, version);
+  e.tokens.insert(e.tokens.end(), seq.completion_ids.begin(), seq.completion_ids.end());
+  const size_t n = e.tokens.size();
+  e.loss_weight.resize(n, 0.0f);
+  e.old_logprob.resize(n, 0.0f);
+  e.policy_version.resize(n, -1);
+  size_t appended = 0;
+  int64_t turn = 0;
+  for (const CompletionSegment& c : seq.segments) {
+    Segment g;
+    g.begin = e.n_prompt + c.begin;
+    g.end = e.n_prompt + c.end;
+    if (c.sampled) {
+      g.role = SegmentRole::Policy;
+      g.turn = turn++;
+      g.text = c.text;
+      g.finish_reason = finish_reason_name(c.finish_reason);
+      g.stop = c.stop;
+      for (int64_t t = g.begin; t < g.end; ++t) {
+        e.loss_weight[static_cast<size_t>(t)] = 1.0f;
+        e.old_logprob[static_cast<size_t>(t)] = seq.logprobs[static_cast<size_t>(t - e.n_prompt)];
+        e.policy_version[static_cast<size_t>(t)] = version;
+      }
+      e.finish_reason = g.finish_reason;
+      e.completion_text = c.text;
+    } else {
+      check(appended < s.appended.size(), "episode producer: an appended segment without its record");
+      const Slot::Appended& a = s.appended[appended++];
+      g.role = a.role;
+      g.turn = turn - 1;
+      g.text = a.text;
+      g.truncated = a.truncated;
+    }
+    e.segments.push_back(std::move(g));
+  }
+  e.n_turns = turn;
+  e.turn_rewards = s.turn_rewards;
+  e.turn_rewards.resize(static_cast<size_t>(e.n_turns));
+  e.turn_feedback = s.turn_feedback;
+  e.turn_feedback.resize(static_cast<size_t>(e.n_turns));
+  e.env_error = s.error;
+  e.end_reason = s.end_reason.empty() ? (seq.overflowed ? "context" : "length") : s.end_reason;
+  return e;
+}
+
+}  // namespace
+
+void EpisodeOptions::validate() const {
+  check(max_turns > 0, "env.max_turns must be > 0 (got ", max_turns, ")");
+  check(max_observation_tokens > 0, "env.max_observation_tokens must be > 0 (got ", max_observation_tokens, ")");
+  check(max_episode_tokens >= 0, "env.max_episode_tokens must be >= 0 (got ", max_episode_tokens, "; 0 = derived)");
+  check(max_batch_rows > 0, "rollout.max_batch_rows must be > 0 (got ", max_batch_rows, ")");
+}
+
+int64_t EpisodeOptions::episode_budget(int64_t max_new_tokens, bool single_turn) const {
+  if (single_turn) return max_new_tokens;
+  if (max_episode_tokens > 0) return max_episode_tokens;
+  return max_turns * max_new_tokens + (max_turns - 1) * max_observation_tokens;
+}
+
+EpisodeStats& EpisodeStats::operator+=(const EpisodeStats& o) {
+  n_episodes += o.n_episodes;
+  n_turns += o.n_turns;
+  n_policy_tokens += o.n_policy_tokens;
+  n_observation_tokens += o.n_observation_tokens;
+  n_ended_by_env += o.n_ended_by_env;
+  n_ended_by_length += o.n_ended_by_length;
+  n_ended_by_max_turns += o.n_ended_by_max_turns;
+  n_ended_by_context += o.n_ended_by_context;
+  n_env_errors += o.n_env_errors;
+  n_tool_calls += o.n_tool_calls;
+  n_tool_errors += o.n_tool_errors;
+  n_observations_truncated += o.n_observations_truncated;
+  rollout_s += o.rollout_s;
+  env_s += o.env_s;
+  for (const auto& n : o.notes)
+    if (notes.size() < kMaxNotes) notes.push_back(n);
+  return *this;
+}
+
+Json EpisodeStats::to_metrics() const {
+  const double n = std::max<int64_t>(1, n_episodes);
+  Json m;
+  m["episode/turns_mean"] = n_episodes ? n_turns / n : 0.0;
+  m["episode/ended_by_env"] = n_ended_by_env;
+  m["episode/ended_by_length"] = n_ended_by_length;
+  m["episode/ended_by_max_turns"] = n_ended_by_max_turns;
+  m["episode/ended_by_context"] = n_ended_by_context;
+  m["episode/observation_tokens"] = n_observation_tokens;
+  m["episode/observations_truncated"] = n_observations_truncated;
+  m["env/errors"] = n_env_errors;
+  m["env/tool_calls"] = n_tool_calls;
+  m["env/tool_errors"] = n_tool_errors;
+  m["time/env_s"] = env_s;
+  return m;
+}
+
+EpisodeProducer::EpisodeProducer(Policy& policy, Environment& env, EpisodeOptions options)
+    : policy_(policy),
+      env_(env),
+      options_(std::move(options)),
+      engine_(policy.model(), policy.tokenizer, EngineOptions{options_.max_batch_rows, 0, policy.eos_token_ids, 0}) {
+  options_.validate();
+}
+
+std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const PromptExample*>& tasks, int64_t n,
+                                                   const SamplingParams& base_params, const std::vector<uint64_t>& seeds,
+                                                   int32_t version, EpisodeStats* out_stats) {
+  check(n > 0, "episode producer: n must be > 0 (got ", n, ")");
+  check(seeds.size() == tasks.size(), "episode producer: ", seeds.size(), " seeds for ", tasks.size(), " tasks");
+  const bool single = env_.single_turn();
+  EpisodeStats stats;
+  SamplingParams params = base_params;
+  for (const std::string& s : env_.turn_stops())
+    if (std::find(params.stop_strings.begin(), params.stop_strings.end(), s) == params.stop_strings.end())
+      params.stop_strings.push_back(s);
+  const int64_t budget = options_.episode_budget(params.max_new_tokens, single);
+
+  // Sessions and prompts.
+  std::vector<std::vector<Slot>> slots(tasks.size());
+  std::vector<EpisodeGroup> groups(tasks.size());
+  Conversations handler(*policy_.tokenizer, options_, stats);
+  handler.slots = &slots;
+  std::vector<GenerationRequest> requests;
+  auto t_start = Clock::now();
+  for (size_t g = 0; g < tasks.size(); ++g) {
+    groups[g].task = tasks[g];
+    slots[g].resize(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      Slot& s = slots[g][static_cast<size_t>(j)];
+      auto t0 = Clock::now();
+      try {
+        s.session = env_.reset(*tasks[g], mix_seed(seeds[g] ^ mix_seed(static_cast<uint64_t>(j) + 0x5EED)), &s.prompt);
+      } catch (const std::exception& e) {
+        s.error = e.what();
+        s.end_reason = "env_error";
+        s.prompt = tasks[g]->prompt;
+        handler.note(str(tasks[g]->where, ": environment reset failed: ", s.error));
+      }
+      stats.env_s += since(t0);
+    }
+    groups[g].prompt = slots[g][0].prompt;
+    auto encode = [&](const std::string& text) {
+      std::vector<int32_t> ids = policy_.tokenizer->encode(text, options_.add_special_tokens);
+      check(!ids.empty(), tasks[g]->where, ": the prompt encodes to no tokens",
+            options_.add_special_tokens ? "" : " (no BOS is added when a chat template renders the prompt)");
+      return ids;
+    };
+    const bool shared = std::all_of(slots[g].begin(), slots[g].end(),
+                                    [&](const Slot& s) { return s.error.empty() && s.prompt == slots[g][0].prompt; });
+    if (shared) {
+      GenerationRequest req;
+      req.prompt_ids = encode(slots[g][0].prompt);
+      req.n = n;
+      req.params = params;
+      req.params.seed = seeds[g];
+      req.max_total_tokens = single ? 0 : budget;
+      handler.request_slots.emplace_back(g, 0);
+      requests.push_back(std::move(req));
+      continue;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const Slot& s = slots[g][static_cast<size_t>(j)];
+      if (!s.error.empty()) continue;  // never started: an episode of its prompt alone
+      GenerationRequest req;
+      req.prompt_ids = encode(s.prompt);
+      req.n = 1;
+      req.params = params;
+      req.params.seed = mix_seed(seeds[g] ^ mix_seed(static_cast<uint64_t>(j) + 1));
+      req.max_total_tokens = single ? 0 : budget;
+      handler.request_slots.emplace_back(g, j);
+      requests.push_back(std::move(req));
+    }
+  }
+
+  std::vector<GeneratedSequence> seqs = engine_.generate(requests, &handler);
+  std::map<std::pair<size_t, int64_t>, const GeneratedSequence*> by_slot;
+  for (const GeneratedSequence& q : seqs) {
+    const auto [g, first] = handler.request_slots.at(static_cast<size_t>(q.request_index));
+    by_slot[{g, first + q.sample_index}] = &q;
+  }
+  for (size_t g = 0; g < tasks.size(); ++g) {
+    for (int64_t j = 0; j < n; ++j) {
+      Slot& s = slots[g][static_cast<size_t>(j)];
+      auto it = by_slot.find({g, j});
+      Episode e;
+      if (it == by_slot.end()) {  // reset failed: the prompt alone, nothing to train
+        e = Episode::single_turn(static_cast<int64_t>(g), policy_.tokenizer->encode(s.prompt, options_.add_special_tokens),
+                                 {}, {}, version);
+        e.env_error = s.error;
+        e.end_reason = "env_error";
+      } else {
+        e = build_episode(*it->second, s, version);
+      }
+      e.group = static_cast<int64_t>(g);
+      ++stats.n_episodes;
+      stats.n_turns += e.n_turns;
+      for (const Segment& seg : e.segments) {
+        if (seg.role == SegmentRole::Policy) stats.n_policy_tokens += seg.end - seg.begin;
+        else if (seg.role != SegmentRole::Prompt) stats.n_observation_tokens += seg.end - seg.begin;
+      }
+      if (e.end_reason == "env") ++stats.n_ended_by_env;
+      else if (e.end_reason == "length") ++stats.n_ended_by_length;
+      else if (e.end_reason == "max_turns") ++stats.n_ended_by_max_turns;
+      else if (e.end_reason == "context") ++stats.n_ended_by_context;
+      else if (e.end_reason == "env_error") ++stats.n_env_errors;
+      groups[g].episodes.push_back(std::move(e));
+    }
+    slots[g].clear();  // sessions end here (external environments are told to close)
+  }
+  stats.rollout_s = since(t_start);
+  if (out_stats) *out_stats += stats;
+  return groups;
+}
+
+}  // namespace rlf

@@ -1,0 +1,120 @@
+// The trainer's loss is a sum of named terms, each with its own per-token
+// weights and its own normaliser, global over the optimisation step:
+//
+//   L = sum_terms coef_term * aggregate(per_token_term, weights_term, totals_term)
+//
+// where totals_term (algorithms/loss_aggregation.h LossTotals) counts the
+// term's weights over every micro-batch of the step (on every rank, through
+// the Reducer). A method adds a term (preference, value, distillation...),
+// never a loop. The terms here (math and papers in docs/algorithms.md):
+//
+//   policy   clipped policy-gradient surrogate with per-token advantages
+//            (GRPO, DAPO, Dr.GRPO, RLOO, REINFORCE++, GSPO, dual clip), the
+//            off-policy safeguards on tokens of off-policy episodes
+//   ce       cross-entropy on the weighted tokens: -log p (SFT is this term alone)
+//   kl       beta * k(logp, ref_logp), k1/k2/k3, to the frozen reference
+//   entropy  -coef * H(p) on the weighted tokens (an entropy bonus)
+//
+// Every term's per-token loss is exactly 0, with exactly zero gradient, where
+// its weights are 0 (tested): prompt, observation and feedback tokens are
+// never trained on.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "algorithms/kl.h"
+#include "algorithms/loss_aggregation.h"
+#include "algorithms/policy_loss.h"
+#include "train/micro_batch.h"
+
+namespace rlf {
+
+// One micro-batch as every term sees it.
+struct TermInput {
+  const MicroBatch& mb;
+  const torch::Tensor& logp;     // [B, T] fp32 log p(target), with gradient
+  const torch::Tensor& entropy;  // [B, T] fp32 entropy of each position's distribution (with gradient when a term
+                                 // needs_entropy()), or undefined
+};
+
+// Diagnostics of one micro-batch: metric name -> sum over the term's
+// weighted tokens (the trainer divides by the step's weight total).
+using TermSums = std::map<std::string, double>;
+
+class LossTerm {
+ public:
+  virtual ~LossTerm() = default;
+  // Name in metrics ("loss/<name>") and messages.
+  virtual std::string name() const = 0;
+  // The term's weight in the sum (1 for policy and ce; beta, coef for kl, entropy).
+  virtual double coef() const { return 1.0; }
+  // Needs ref_logp in the micro-batch (a reference model).
+  virtual bool needs_reference() const { return false; }
+  // Needs the entropy with gradient.
+  virtual bool needs_entropy() const { return false; }
+  // Per-token weights [B, T] of this term: its mask and the input of its normaliser.
+  virtual torch::Tensor weights(const MicroBatch& mb) const { return mb.weight; }
+  // How its per-token losses become one number.
+  virtual algo::AggregationOptions aggregation() const { return {}; }
+  // Per-token loss [B, T] (0 where weights == 0); diagnostics go to `sums`.
+  virtual torch::Tensor per_token(const TermInput& in, TermSums& sums) const = 0;
+};
+
+class PolicyGradientTerm final : public LossTerm {
+ public:
+  PolicyGradientTerm(algo::PolicyLossOptions loss, algo::AggregationOptions aggregation);
+  std::string name() const override { return "policy"; }
+  algo::AggregationOptions aggregation() const override { return aggregation_; }
+  torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
+
+ private:
+  algo::PolicyLossOptions loss_;
+  algo::AggregationOptions aggregation_;
+};
+
+class CrossEntropyTerm final : public LossTerm {
+ public:
+  explicit CrossEntropyTerm(double coef = 1.0) : coef_(coef) {}
+  std::string name() const override { return "ce"; }
+  double coef() const override { return coef_; }
+  torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
+
+ private:
+  double coef_;
+};
+
+class KlTerm final : public LossTerm {
+ public:
+  KlTerm(double beta, algo::KlEstimator estimator, algo::AggregationOptions aggregation);
+  std::string name() const override { return "kl"; }
+  double coef() const override { return beta_; }
+  bool needs_reference() const override { return true; }
+  algo::AggregationOptions aggregation() const override { return aggregation_; }
+  torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
+
+ private:
+  double beta_;
+  algo::KlEstimator estimator_;
+  algo::AggregationOptions aggregation_;
+};
+
+class EntropyTerm final : public LossTerm {
+ public:
+  EntropyTerm(double coef, algo::AggregationOptions aggregation);
+  std::string name() const override { return "entropy"; }
+  double coef() const override { return coef_; }
+  bool needs_entropy() const override { return true; }
+  algo::AggregationOptions aggregation() const override { return aggregation_; }
+  // -H: minimising coef * (-H) raises the entropy.
+  torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
+
+ private:
+  double coef_;
+  algo::AggregationOptions aggregation_;
+};
+
+}  // namespace rlf

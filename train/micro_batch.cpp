@@ -1,0 +1,100 @@
+#include "train/micro_batch.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace rlf {
+
+MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Device device) {
+  check(!eps.empty(), "make_micro_batch: no episodes");
+  const int64_t B = static_cast<int64_t>(eps.size());
+  int64_t T = 1;
+  for (const Episode* e : eps) {
+    check(e->tokens.size() >= 2, "an episode needs at least two tokens");
+    check(e->loss_weight.size() == e->tokens.size() && e->old_logprob.size() == e->tokens.size(),
+          "an episode's loss_weight/old_logprob must have one entry per token");
+    check(e->advantage.empty() || e->advantage.size() == e->tokens.size(),
+          "an episode's advantage must have one entry per token");
+    T = std::max<int64_t>(T, static_cast<int64_t>(e->tokens.size()) - 1);
+  }
+  const bool has_ref = std::all_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->ref_logprob.empty(); });
+  const bool has_adv = std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->advantage.empty(); });
+  std::vector<int64_t> ids(B * T, 0), tgt(B * T, 0), pos(B * T, 0);
+  std::vector<uint8_t> valid(B * T, 0);
+  std::vector<float> weight(B * T, 0), old(B * T, 0), ref(has_ref ? B * T : 0, 0), adv(has_adv ? B * T : 0, 0),
+      off(B * T, 0);
+  for (int64_t b = 0; b < B; ++b) {
+    const Episode& e = *eps[b];
+    const int64_t L = static_cast<int64_t>(e.tokens.size()) - 1;
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t k = b * T + t;
+      pos[k] = t;
+      if (t >= L) continue;
+      ids[k] = e.tokens[t];
+      tgt[k] = e.tokens[t + 1];
+      valid[k] = 1;
+      weight[k] = e.loss_weight[t + 1];
+      old[k] = e.old_logprob[t + 1];
+      if (has_ref) ref[k] = e.ref_logprob[t + 1];
+      if (has_adv && !e.advantage.empty()) adv[k] = e.advantage[t + 1];
+      off[k] = e.on_policy ? 0.0f : 1.0f;
+    }
+  }
+  auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+  auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+  auto put = [&](std::vector<float>& v) { return torch::from_blob(v.data(), {B, T}, f32).to(device, false, true); };
+  MicroBatch mb;
+  mb.input_ids = torch::from_blob(ids.data(), {B, T}, i64).to(device, /*non_blocking=*/false, /*copy=*/true);
+  mb.targets = torch::from_blob(tgt.data(), {B, T}, i64).to(device, false, true);
+  mb.positions = torch::from_blob(pos.data(), {B, T}, i64).to(device, false, true);
+  mb.key_mask = torch::from_blob(valid.data(), {B, T}, torch::TensorOptions().dtype(torch::kUInt8)).to(device, torch::kBool, false, true);
+  mb.weight = put(weight);
+  mb.old_logp = put(old);
+  if (has_ref) mb.ref_logp = put(ref);
+  if (has_adv) mb.advantages = put(adv);
+  mb.off_policy = put(off);
+  mb.n_sequences = B;
+  return mb;
+}
+
+std::vector<std::vector<const Episode*>> split_micro_batches(const std::vector<const Episode*>& episodes, int64_t size) {
+  check(size > 0, "micro-batch size must be > 0 (got ", size, ")");
+  std::vector<size_t> order(episodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return episodes[a]->tokens.size() < episodes[b]->tokens.size(); });
+  std::vector<std::vector<const Episode*>> out;
+  for (size_t i = 0; i < order.size(); i += static_cast<size_t>(size)) {
+    std::vector<const Episode*> mb;
+    for (size_t j = i; j < std::min(order.size(), i + static_cast<size_t>(size)); ++j) mb.push_back(episodes[order[j]]);
+    out.push_back(std::move(mb));
+  }
+  return out;
+}
+
+std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
+                                                   int64_t micro_batch_size) {
+  check(micro_batch_size > 0, "micro-batch size must be > 0 (got ", micro_batch_size, ")");
+  torch::NoGradGuard ng;
+  std::vector<std::vector<float>> out(episodes.size());
+  for (size_t i0 = 0; i0 < episodes.size(); i0 += static_cast<size_t>(micro_batch_size)) {
+    std::vector<const Episode*> mb_eps;
+    for (size_t i = i0; i < std::min(episodes.size(), i0 + static_cast<size_t>(micro_batch_size)); ++i)
+      mb_eps.push_back(episodes[i]);
+    MicroBatch mb = make_micro_batch(mb_eps, model.device());
+    auto hidden = model.forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
+    auto lp = model.token_logprobs(hidden, mb.targets).to(torch::kCPU).contiguous();
+    const int64_t T = lp.size(1);
+    const float* p = lp.data_ptr<float>();
+    for (size_t b = 0; b < mb_eps.size(); ++b) {
+      const Episode& e = *mb_eps[b];
+      auto& v = out[i0 + b];
+      v.assign(e.tokens.size(), 0.0f);
+      for (size_t t = 1; t < e.tokens.size(); ++t) v[t] = p[b * T + static_cast<int64_t>(t) - 1];
+    }
+  }
+  return out;
+}
+
+}  // namespace rlf

@@ -1,0 +1,41 @@
+// Episodes laid out for the model: right-padded [B, T] tensors where
+// position t predicts token t + 1 (T = the longest episode's length - 1),
+// and the split of a step's episodes into micro-batches.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "env/episode.h"
+#include "model/transformer.h"
+
+namespace rlf {
+
+struct MicroBatch {
+  torch::Tensor input_ids;   // [B, T] int64
+  torch::Tensor positions;   // [B, T] int64
+  torch::Tensor key_mask;    // [B, T] bool, false on padding
+  torch::Tensor targets;     // [B, T] int64
+  torch::Tensor weight;      // [B, T] fp32: loss weight of the target token (0 on prompt, observations, padding)
+  torch::Tensor old_logp;    // [B, T] fp32: behaviour log-prob of the target token
+  torch::Tensor ref_logp;    // [B, T] fp32, or undefined when the episodes carry none
+  torch::Tensor advantages;  // [B, T] fp32, or undefined when the episodes carry none
+  torch::Tensor off_policy;  // [B, T] fp32: 1 on tokens of off-policy episodes (Episode::on_policy false)
+  int64_t n_sequences = 0;   // B
+};
+
+// Throws rlf::Error when an episode has fewer than two tokens or its per-token
+// vectors do not match its tokens.
+MicroBatch make_micro_batch(const std::vector<const Episode*>& episodes, torch::Device device);
+
+// Splits episodes into micro-batches of at most `size` sequences, sorted by
+// length so padding stays small (stable: ties keep their order).
+std::vector<std::vector<const Episode*>> split_micro_batches(const std::vector<const Episode*>& episodes, int64_t size);
+
+// Log-probs of every episode's tokens under `model` (no gradient):
+// out[i][t] = log p(tokens[t] | tokens[< t]) for t >= 1 (out[i][0] = 0).
+std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
+                                                   int64_t micro_batch_size);
+
+}  // namespace rlf

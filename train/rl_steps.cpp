@@ -1,0 +1,293 @@
+#include "train/rl_steps.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "algorithms/credit.h"
+#include "algorithms/kl.h"
+#include "env/episode_rewards.h"
+#include "train/micro_batch.h"
+#include "util/error.h"
+
+namespace rlf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Mean and sample std of values over every rank (two passes through the reducer).
+struct GlobalMoments {
+  double n = 0, mean = 0, std = 0;
+};
+GlobalMoments global_moments(const std::vector<double>& v, Reducer& reducer) {
+  double first[2] = {static_cast<double>(v.size()), 0.0};
+  for (double x : v) first[1] += x;
+  reducer.sum(first);
+  GlobalMoments m;
+  m.n = first[0];
+  if (m.n == 0) return m;
+  m.mean = first[1] / m.n;
+  double sq = 0;
+  for (double x : v) sq += (x - m.mean) * (x - m.mean);
+  reducer.sum(std::span<double>(&sq, 1));
+  if (m.n >= 2) m.std = std::sqrt(sq / (m.n - 1));
+  return m;
+}
+
+// The turn index of each policy token of `e` (0 elsewhere).
+std::vector<int32_t> token_turns(const Episode& e) {
+  std::vector<int32_t> turns(e.tokens.size(), 0);
+  for (const Segment& s : e.segments)
+    if (s.role == SegmentRole::Policy)
+      for (int64_t t = s.begin; t < s.end; ++t) turns[static_cast<size_t>(t)] = static_cast<int32_t>(s.turn);
+  return turns;
+}
+
+}  // namespace
+
+RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards, Environment& env,
+                 RlStepOptions options, Reducer& reducer, CausalLM reference)
+    : policy_(policy),
+      examples_(examples),
+      rewards_(rewards),
+      options_(std::move(options)),
+      reducer_(reducer),
+      reference_(std::move(reference)),
+      producer_(policy, env,
+                [&] {
+                  EpisodeOptions eo = options_.env.episode;
+                  eo.max_batch_rows = options_.max_batch_rows;
+                  eo.add_special_tokens = options_.add_special_tokens;
+                  return eo;
+                }()),
+      cursor_(examples.size(), DataCursorOptions{static_cast<size_t>(options_.prompts_per_step), true, options_.seed}) {
+  options_.validate();
+  check(!rewards_.empty(), "no reward configured: add at least one [[reward]] table");
+  check(options_.kl_beta == 0 || reference_, "algorithm.kl_beta > 0 needs a reference model");
+  if (!options_.accuracy_reward.empty()) {
+    const auto& c = rewards_.components();
+    auto it = std::find_if(c.begin(), c.end(), [&](const RewardComponent& x) { return x.name == options_.accuracy_reward; });
+    check(it != c.end(), "algorithm.accuracy_reward '", options_.accuracy_reward, "' is not a reward name");
+    accuracy_component_ = static_cast<size_t>(it - c.begin());
+  }
+}
+
+std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t version, Json& metrics) {
+  std::vector<ScoredGroup> kept, dropped;
+  const int64_t n_prompts = options_.prompts_per_step;
+  double reward_s = 0;
+  int64_t n_dropped = 0, rounds = 0;
+  EpisodeStats stats;
+  while (static_cast<int64_t>(kept.size()) < n_prompts && rounds < options_.dynamic_sampling_max_rounds) {
+    // 1. collect
+    std::vector<size_t> idx = cursor_.next_batch();
+    std::vector<const PromptExample*> tasks;
+    std::vector<uint64_t> seeds;
+    for (size_t r = 0; r < idx.size(); ++r) {
+      tasks.push_back(&examples_[idx[r]]);
+      seeds.push_back(mix_seed(options_.seed ^ mix_seed(static_cast<uint64_t>(step) * 1000003u + rounds * 1009u + r)));
+    }
+    std::vector<EpisodeGroup> produced =
+        producer_.produce(tasks, options_.group_size, options_.sampling, seeds, version, &stats);
+
+    // 2. score
+    auto t0 = Clock::now();
+    std::vector<ScoredGroup> groups(produced.size());
+    std::vector<std::optional<double>> totals;
+    std::vector<int64_t> group_ids;
+    for (size_t g = 0; g < produced.size(); ++g) {
+      ScoredGroup& sg = groups[g];
+      sg.group = std::move(produced[g]);
+      sg.scores = with_context(sg.group.task->where, [&] {
+        return rewards_.score(reward_group_of(sg.group, options_.sampling.max_new_tokens));
+      });
+      sg.totals = sg.scores.totals(options_.reward_aggregation);
+      for (size_t i = 0; i < sg.group.episodes.size(); ++i) {
+        sg.group.episodes[i].reward = sg.totals[i];
+        totals.push_back(sg.totals[i]);
+        group_ids.push_back(static_cast<int64_t>(g));
+      }
+    }
+    reward_s += since(t0);
+
+    // 3. filter (DAPO dynamic sampling)
+    std::vector<int64_t> flat;
+    if (options_.dynamic_sampling) flat = algo::zero_variance_groups(totals, group_ids);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const bool informative = std::find(flat.begin(), flat.end(), static_cast<int64_t>(g)) == flat.end();
+      if (informative && static_cast<int64_t>(kept.size()) < n_prompts) kept.push_back(std::move(groups[g]));
+      else if (!informative) ++n_dropped, dropped.push_back(std::move(groups[g]));
+    }
+    ++rounds;
+    if (!options_.dynamic_sampling) break;
+  }
+  // Out of rounds: fill with dropped groups (they get zero advantage) so the step has its size.
+  for (auto& g : dropped)
+    if (static_cast<int64_t>(kept.size()) < n_prompts) kept.push_back(std::move(g));
+  producer_.engine().release_cache();  // training reclaims the cache memory
+  metrics.update(stats.to_metrics());
+  metrics["time/rollout_s"] = stats.rollout_s;
+  metrics["time/reward_s"] = reward_s;
+  metrics["rollout/generated_tokens"] = stats.n_policy_tokens;
+  metrics["rollout/tokens_per_s"] = stats.rollout_s > 0 ? stats.n_policy_tokens / stats.rollout_s : 0.0;
+  metrics["rollout/rounds"] = rounds;
+  metrics["rollout/groups_dropped"] = n_dropped;
+  for (const std::string& note : stats.notes) metrics["notes"].push_back(note);
+  return kept;
+}
+
+void RlSteps::add_reference_logprobs(std::vector<ScoredGroup>& groups) {
+  if (!reference_ || options_.kl_beta <= 0) return;
+  std::vector<Episode*> all;
+  std::vector<const Episode*> view;
+  for (auto& g : groups)
+    for (auto& e : g.group.episodes) {
+      if (e.tokens.size() < 2) continue;
+      all.push_back(&e);
+      view.push_back(&e);
+    }
+  auto ref = recompute_logprobs(*reference_, view, options_.reference_micro_batch_size);
+  for (size_t i = 0; i < all.size(); ++i) all[i]->ref_logprob = std::move(ref[i]);
+}
+
+void RlSteps::assign_credit(std::vector<ScoredGroup>& groups, Json& metrics) {
+  const bool kl_in_reward = options_.kl_in_reward && options_.kl_beta > 0;
+  const bool per_turn = options_.credit.mode != algo::CreditMode::Episode;
+  const auto& components = rewards_.components();
+  int64_t env_component = -1;
+  for (size_t c = 0; c < components.size(); ++c)
+    if (components[c].reward->name() == "env") env_component = static_cast<int64_t>(c);
+
+  std::vector<algo::CreditInput> inputs;
+  std::vector<Episode*> episodes;
+  std::vector<std::vector<int32_t>> turns_store;
+  std::vector<std::vector<float>> token_reward_store;
+  double kl_penalty_sum = 0;
+  int64_t n_missing = 0, n_kl = 0;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    ScoredGroup& sg = groups[gi];
+    for (size_t i = 0; i < sg.group.episodes.size(); ++i) {
+      Episode& e = sg.group.episodes[i];
+      e.group = static_cast<int64_t>(gi);
+      if (!e.reward) ++n_missing;
+      const size_t T = e.tokens.size();
+      // Per-token rewards: what rewards scored per token (weighted), and the KL penalty.
+      std::vector<float> tr;
+      for (size_t c = 0; c < components.size(); ++c) {
+        const RewardResult& rr = sg.scores.results[c][i];
+        if (rr.token_rewards.empty() || !rr.score) continue;
+        if (tr.empty()) tr.assign(T, 0.0f);
+        for (size_t j = 0; j < rr.token_rewards.size() && e.n_prompt + static_cast<int64_t>(j) < static_cast<int64_t>(T); ++j)
+          tr[static_cast<size_t>(e.n_prompt) + j] += static_cast<float>(components[c].weight * rr.token_rewards[j]);
+      }
+      if (kl_in_reward && e.reward && !e.ref_logprob.empty()) {
+        auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+        const int64_t n = static_cast<int64_t>(T);
+        auto lp = torch::from_blob(e.old_logprob.data(), {1, n}, f32);
+        auto ref = torch::from_blob(e.ref_logprob.data(), {1, n}, f32);
+        auto w = torch::from_blob(e.loss_weight.data(), {1, n}, f32);
+        auto pen = algo::kl_reward_penalty(lp, ref, w, options_.kl_estimator, options_.kl_beta).contiguous();
+        const float* p = pen.data_ptr<float>();
+        if (tr.empty()) tr.assign(T, 0.0f);
+        for (size_t t = 0; t < T; ++t) tr[t] += p[t], kl_penalty_sum -= p[t];
+        ++n_kl;
+      }
+      e.token_reward = tr;
+      algo::CreditInput in;
+      in.group = static_cast<int64_t>(gi);
+      in.outcome = e.reward;
+      if (per_turn && e.reward && env_component >= 0) {
+        // The environment's rewards go to their turns; the outcome is everything else.
+        double outcome = 0;
+        for (size_t c = 0; c < components.size(); ++c) {
+          if (static_cast<int64_t>(c) == env_component) continue;
+          const auto& s = sg.scores.results[c][i].score;
+          if (s) outcome += components[c].weight * *s;
+        }
+        in.outcome = outcome;
+        for (const auto& r : e.turn_rewards) in.turn_rewards.push_back(r ? components[env_component].weight * *r : 0.0);
+      }
+      episodes.push_back(&e);
+      inputs.push_back(std::move(in));
+    }
+  }
+  // Spans point into the episodes (stable now).
+  for (size_t k = 0; k < episodes.size(); ++k) {
+    turns_store.push_back(token_turns(*episodes[k]));
+  }
+  for (size_t k = 0; k < episodes.size(); ++k) {
+    inputs[k].loss_weight = episodes[k]->loss_weight;
+    inputs[k].token_turn = turns_store[k];
+    inputs[k].token_reward = episodes[k]->token_reward;
+  }
+  auto adv = algo::assign_credit(inputs, options_.credit, reducer_.batch_sum());
+  for (size_t k = 0; k < episodes.size(); ++k) episodes[k]->advantage = std::move(adv[k]);
+  metrics["reward/missing"] = n_missing;
+  if (kl_in_reward) metrics["kl/reward_penalty_mean"] = n_kl ? kl_penalty_sum / n_kl : 0.0;
+}
+
+void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) const {
+  std::vector<double> totals, lengths;
+  double counts[4] = {0, 0, 0, 0};  // truncated, correct, judged, episodes
+  const size_t C = rewards_.size();
+  std::vector<std::vector<double>> component(C);
+  std::vector<double> component_missing(C, 0.0);
+  double length_max = 0, length_min = 1e300;
+  for (const auto& g : groups) {
+    for (size_t i = 0; i < g.group.episodes.size(); ++i) {
+      const Episode& e = g.group.episodes[i];
+      if (g.totals[i]) totals.push_back(*g.totals[i]);
+      const double len = static_cast<double>(e.n_completion());
+      lengths.push_back(len);
+      length_max = std::max(length_max, len), length_min = std::min(length_min, len);
+      counts[0] += e.finish_reason == "length";
+      counts[3] += 1;
+      for (size_t c = 0; c < C; ++c) {
+        const auto& s = g.scores.results[c][i].score;
+        if (s) component[c].push_back(*s);
+        else component_missing[c] += 1;
+      }
+      const auto& s = g.scores.results[accuracy_component_][i].score;
+      if (s) counts[2] += 1, counts[1] += (*s > 0.5);
+    }
+  }
+  reducer_.sum(counts);
+  reducer_.sum(component_missing);
+  const GlobalMoments t = global_moments(totals, reducer_);
+  // A step where no episode has a reward reports it as missing, not as 0.
+  if (t.n > 0) {
+    m["reward/mean"] = t.mean;
+    m["reward/std"] = t.std;
+  }
+  for (size_t c = 0; c < C; ++c) {
+    const std::string& name = rewards_.components()[c].name;
+    const GlobalMoments cm = global_moments(component[c], reducer_);
+    if (cm.n > 0) {
+      m["reward/" + name + "/mean"] = cm.mean;
+      m["reward/" + name + "/std"] = cm.std;
+    }
+    m["reward/" + name + "/missing"] = component_missing[c];
+  }
+  if (counts[2] > 0) m["accuracy"] = counts[1] / counts[2];
+  const GlobalMoments l = global_moments(lengths, reducer_);
+  m["completion/length_mean"] = l.mean;
+  m["completion/length_max"] = lengths.empty() ? 0.0 : length_max;
+  m["completion/length_min"] = lengths.empty() ? 0.0 : length_min;
+  m["completion/truncated_frac"] = counts[3] > 0 ? counts[0] / counts[3] : 0.0;
+}
+
+std::vector<Episode> RlSteps::next(int64_t step, int32_t version, Json& metrics) {
+  auto groups = collect_and_score(step, version, metrics);
+  add_reference_logprobs(groups);
+  assign_credit(groups, metrics);
+  reward_metrics(groups, metrics);
+  std::vector<Episode> out;
+  for (const auto& g : groups)
+    for (const auto& e : g.group.episodes) out.push_back(e);
+  last_groups_ = std::move(groups);
+  return out;
+}
+
+}  // namespace rlf

@@ -1,0 +1,75 @@
+// RlSteps: where an RL run's episodes come from, one trainer step at a time.
+//
+//   1. collect    — the next prompts from the cursor; the episode producer
+//                   (env/episode_producer.h) runs group_size episodes of each
+//                   through the environment with the shared policy
+//   2. score      — the reward set scores each group (the environment's own
+//                   rewards are the component "env"); totals per episode
+//   3. filter     — dynamic sampling (DAPO): drop zero-variance groups and
+//                   refill, up to a limit of rounds
+//   4. reference  — log-probs under the frozen reference (when a loss term or
+//                   the KL-in-reward needs them)
+//   5. credit     — per-token advantages (algorithms/credit.h): episode,
+//                   turn or token credit from the totals, the environment's
+//                   per-turn rewards, per-token rewards and the KL penalty
+// and the step's metrics (rewards per component, accuracy, lengths, turns,
+// environment outcomes). The trainer (train/trainer.h) then updates the
+// policy on the returned episodes. The engine's KV cache is released before
+// returning, so the update reclaims its memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "data/data_cursor.h"
+#include "env/environment.h"
+#include "env/episode_producer.h"
+#include "rewards/reward_set.h"
+#include "rollout/policy.h"
+#include "train/reducer.h"
+#include "train/train_config.h"
+#include "util/json_util.h"
+
+namespace rlf {
+
+// A group with its scores (kept for the samples log).
+struct ScoredGroup {
+  EpisodeGroup group;
+  GroupScores scores;                          // every component's result per episode
+  std::vector<std::optional<double>> totals;   // aggregated reward per episode
+};
+
+class RlSteps {
+ public:
+  // Borrows everything. `reference` (may be null) is the frozen KL reference,
+  // required when options.kl_beta > 0.
+  RlSteps(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards, Environment& env,
+          RlStepOptions options, Reducer& reducer, CausalLM reference = nullptr);
+
+  // Steps 1–5 for trainer step `step` (0-based); tokens record `policy_version`.
+  std::vector<Episode> next(int64_t step, int32_t policy_version, Json& metrics);
+
+  DataCursor& cursor() { return cursor_; }
+  const std::vector<ScoredGroup>& last_groups() const { return last_groups_; }
+  EpisodeProducer& producer() { return producer_; }
+
+ private:
+  std::vector<ScoredGroup> collect_and_score(int64_t step, int32_t version, Json& metrics);
+  void add_reference_logprobs(std::vector<ScoredGroup>& groups);
+  void assign_credit(std::vector<ScoredGroup>& groups, Json& metrics);
+  void reward_metrics(const std::vector<ScoredGroup>& groups, Json& metrics) const;
+
+  Policy& policy_;
+  const std::vector<PromptExample>& examples_;
+  RewardSet& rewards_;
+  RlStepOptions options_;
+  Reducer& reducer_;
+  CausalLM reference_;
+  EpisodeProducer producer_;
+  DataCursor cursor_;
+  size_t accuracy_component_ = 0;
+  std::vector<ScoredGroup> last_groups_;
+};
+
+}  // namespace rlf

@@ -1,0 +1,189 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "rollout/sampling.h"
+#include "util/error.h"
+
+namespace rlf {
+
+void TrainerOptions::validate() const {
+  check(epochs > 0, "algorithm.epochs must be > 0 (got ", epochs, ")");
+  check(mini_batches > 0, "algorithm.mini_batches must be > 0 (got ", mini_batches, ")");
+  check(micro_batch_size > 0, "algorithm.micro_batch_size must be > 0 (got ", micro_batch_size, ")");
+  rlf::validate(optimizer);
+  rlf::validate(lr);
+}
+
+Trainer::Trainer(CausalLM model, std::vector<std::unique_ptr<LossTerm>> terms, TrainerOptions options,
+                 Reducer& reducer)
+    : model_(std::move(model)),
+      terms_(std::move(terms)),
+      options_(std::move(options)),
+      reducer_(reducer),
+      schedule_((options_.validate(), options_.lr)) {
+  check(!terms_.empty(), "trainer: no loss terms");
+  optimizer_ = std::make_unique<Optimizer>(*model_, options_.optimizer);
+}
+
+bool Trainer::needs_reference() const {
+  return std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_reference(); });
+}
+
+StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
+  StepLoss st;
+  if (episodes.empty()) return st;
+  const bool entropy_grad = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_entropy(); });
+  const bool want_entropy = entropy_grad || options_.log_entropy;
+
+  // 1-2. Micro-batches and every term's normaliser over all of them (and all ranks).
+  std::vector<MicroBatch> mbs;
+  for (const auto& part : split_micro_batches(episodes, options_.micro_batch_size))
+    mbs.push_back(make_micro_batch(part, model_->device()));
+  const size_t K = terms_.size();
+  std::vector<std::vector<torch::Tensor>> weights(mbs.size(), std::vector<torch::Tensor>(K));
+  std::vector<double> totals(2 * K + 1, 0.0);  // per term: n_tokens, n_sequences; then the loss weights' sum
+  for (size_t m = 0; m < mbs.size(); ++m) {
+    for (size_t k = 0; k < K; ++k) {
+      weights[m][k] = terms_[k]->weights(mbs[m]);
+      const algo::LossTotals t = algo::count_loss_totals(weights[m][k]);
+      totals[2 * k] += t.n_tokens;
+      totals[2 * k + 1] += static_cast<double>(t.n_sequences);
+    }
+    totals[2 * K] += algo::count_loss_totals(mbs[m].weight).n_tokens;
+  }
+  reducer_.sum(totals);
+  std::vector<algo::LossTotals> term_totals(K);
+  for (size_t k = 0; k < K; ++k) {
+    term_totals[k].n_tokens = totals[2 * k];
+    term_totals[k].n_sequences = static_cast<int64_t>(totals[2 * k + 1]);
+    st.weight_total[terms_[k]->name()] = totals[2 * k];
+  }
+  st.n_tokens = totals[2 * K];
+
+  // 3. Forward, terms, backward, per micro-batch.
+  for (size_t m = 0; m < mbs.size(); ++m) {
+    const MicroBatch& mb = mbs[m];
+    bool any = false;
+    for (size_t k = 0; k < K; ++k) any |= (weights[m][k] != 0).any().item<bool>();
+    if (!any) continue;
+    auto hidden = model_->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
+    torch::Tensor logp, entropy;
+    if (want_entropy) std::tie(logp, entropy) = model_->token_logprobs_entropy(hidden, mb.targets, entropy_grad);
+    else logp = model_->token_logprobs(hidden, mb.targets);
+    {
+      torch::NoGradGuard ng;
+      const auto on = mb.weight > 0;
+      st.logprob_diff_max =
+          std::max(st.logprob_diff_max, ((logp.detach() - mb.old_logp).abs() * on).max().item<double>());
+      if (mb.ref_logp.defined()) {
+        auto kl = algo::kl_estimate(logp.detach(), mb.ref_logp, mb.weight, options_.kl_metric_estimator);
+        st.kl_ref_sum += (kl * mb.weight).sum().item<double>();
+      }
+      if (entropy.defined()) st.entropy_sum += (entropy.detach() * mb.weight).sum().item<double>();
+    }
+    TermInput in{mb, logp, entropy};
+    torch::Tensor loss;
+    std::vector<double> parts(K, 0.0);
+    for (size_t k = 0; k < K; ++k) {
+      TermSums sums;
+      auto per_token = terms_[k]->per_token(in, sums);
+      for (const auto& [name, v] : sums) st.sums[name] += v, st.sum_owner[name] = terms_[k]->name();
+      auto agg = algo::aggregate_loss(per_token, weights[m][k], term_totals[k], terms_[k]->aggregation());
+      if (terms_[k]->coef() != 1.0) agg = agg * terms_[k]->coef();
+      parts[k] = agg.item<double>();
+      loss = loss.defined() ? loss + agg : agg;
+    }
+    const double loss_value = loss.item<double>();
+    if (!std::isfinite(loss_value)) {
+      st.finite = false;
+      return st;
+    }
+    loss.backward();
+    st.loss += loss_value;
+    for (size_t k = 0; k < K; ++k) st.term_loss["loss/" + terms_[k]->name()] += parts[k];
+  }
+  return st;
+}
+
+Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
+  // Whole groups, in order of first appearance; episodes with nothing to train on are left out.
+  std::vector<int64_t> group_ids;
+  std::vector<std::vector<const Episode*>> groups;
+  for (const Episode& e : episodes) {
+    if (e.tokens.size() < 2 || e.n_policy_tokens() == 0) continue;
+    auto it = std::find(group_ids.begin(), group_ids.end(), e.group);
+    if (it == group_ids.end()) {
+      group_ids.push_back(e.group);
+      groups.emplace_back();
+      it = group_ids.end() - 1;
+    }
+    groups[static_cast<size_t>(it - group_ids.begin())].push_back(&e);
+  }
+  std::vector<size_t> order(groups.size());
+  std::iota(order.begin(), order.end(), 0);
+  Rng rng(mix_seed(options_.seed ^ 0xA5A5A5A5ULL ^ static_cast<uint64_t>(step_index)));
+
+  double loss = 0, grad_norm = 0, lr = 0, logprob_diff_first = 0;
+  int64_t applied = 0, skipped = 0, n_steps = 0;
+  bool have_first = false;
+  std::map<std::string, double> means;  // summed over optimiser steps, averaged below
+  std::vector<torch::Tensor> params;
+  for (auto& p : model_->parameters())
+    if (p.requires_grad()) params.push_back(p);
+  for (int64_t epoch = 0; epoch < options_.epochs; ++epoch) {
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.next() % i]);
+    for (int64_t mb = 0; mb < options_.mini_batches; ++mb) {
+      std::vector<const Episode*> eps;
+      for (size_t j = static_cast<size_t>(mb); j < order.size(); j += static_cast<size_t>(options_.mini_batches))
+        for (const Episode* e : groups[order[j]]) eps.push_back(e);
+      if (eps.empty()) continue;
+      optimizer_->zero_grad();
+      StepLoss st = accumulate(eps);
+      double flags[2] = {st.finite ? 0.0 : 1.0, st.loss};
+      reducer_.sum(flags);  // a NaN anywhere skips the step everywhere
+      const bool finite = flags[0] == 0.0;
+      if (!have_first) logprob_diff_first = st.logprob_diff_max, have_first = true;
+      StepResult r;
+      if (finite) {
+        reducer_.sum_gradients(params);
+        r = optimizer_->step(schedule_.lr(optimizer_->step_count()), flags[1]);
+      }
+      if (finite && r.applied) {
+        ++applied;
+        grad_norm = r.grad_norm;
+        lr = r.lr;
+      } else {
+        ++skipped;
+        optimizer_->zero_grad();
+      }
+      ++n_steps;
+      loss += st.loss;
+      for (const auto& [name, v] : st.term_loss) means[name] += v;
+      // Term diagnostics: sums over the step divided by the term's weight total.
+      for (const auto& [name, v] : st.sums) {
+        const double total = st.weight_total.at(st.sum_owner.at(name));
+        means[name] += total > 0 ? v / total : 0.0;
+      }
+      means["kl/ref"] += st.n_tokens > 0 ? st.kl_ref_sum / st.n_tokens : 0.0;
+      means["policy/entropy"] += st.n_tokens > 0 ? st.entropy_sum / st.n_tokens : 0.0;
+    }
+  }
+  Json m;
+  const double n = std::max<int64_t>(1, n_steps);
+  m["loss"] = n_steps ? loss / n : 0.0;
+  for (const auto& [name, v] : means) m[name] = v / n;
+  if (!options_.log_entropy && !std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_entropy(); }))
+    m.erase("policy/entropy");
+  // Before any update of this step: how far the trainer's log-probs are from the rollout's.
+  m["policy/logprob_diff_max"] = logprob_diff_first;
+  m["optim/grad_norm"] = grad_norm;
+  m["optim/lr"] = lr;
+  m["optim/steps_applied"] = applied;
+  m["optim/steps_skipped"] = skipped;
+  return m;
+}
+
+}  // namespace rlf

@@ -1,0 +1,99 @@
+// Trainer: the gradient half of every kind of run, one loop for all of them.
+//
+// update(episodes) takes a step's episodes (advantages, reference log-probs
+// already attached where the terms need them) and runs
+//   epochs x mini_batches optimiser steps; a mini-batch is a set of whole
+//   groups (Episode::group), in a per-step seeded order;
+// and for each optimiser step:
+//   1. split the mini-batch into micro-batches (sorted by length);
+//   2. count every loss term's weights over ALL micro-batches (the term's
+//      normaliser), summed across ranks by the Reducer;
+//   3. per micro-batch: one forward -> log-probs (and entropy when a term
+//      trains on it or it is logged) -> each term's per-token loss ->
+//      aggregated with its own normaliser -> summed -> backward;
+//   4. gradients summed across ranks (Reducer) -> clip -> AdamW step;
+//      a NaN/Inf loss or gradient skips the step (nothing changes, counted).
+// The loss terms (train/loss_terms.h) decide what is learned: GRPO is the
+// policy term (+ kl, entropy), SFT the ce term alone.
+//
+// Ownership: the trainer borrows the policy's model (the rollout engine samples
+// from the same parameters) and owns its optimizer, the only writer of the
+// weights during a run.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <memory>
+#include <vector>
+
+#include "env/episode.h"
+#include "train/loss_terms.h"
+#include "train/lr_schedule.h"
+#include "train/optimizer.h"
+#include "train/reducer.h"
+#include "util/json_util.h"
+
+namespace rlf {
+
+struct TrainerOptions {
+  int64_t epochs = 1;             // optimisation passes over each step's episodes
+  int64_t mini_batches = 1;       // optimiser steps per pass (the episodes split by groups)
+  int64_t micro_batch_size = 8;   // sequences per forward/backward (gradient accumulation)
+  uint64_t seed = 0;              // seeds the mini-batch order
+  bool log_entropy = true;        // compute the policy's entropy for metrics even when no term trains on it
+  algo::KlEstimator kl_metric_estimator = algo::KlEstimator::K3;  // estimator of the kl/ref metric
+  OptimizerOptions optimizer;
+  LrScheduleOptions lr = [] {     // over optimiser steps (lr.total_steps = steps x epochs x mini_batches)
+    LrScheduleOptions o;
+    o.lr = 1e-5;                  // run configs' peak learning rate (optim.lr)
+    return o;
+  }();
+
+  // Throws rlf::Error naming the key (algorithm.epochs, ...).
+  void validate() const;
+};
+
+// What accumulate() did for one optimiser step.
+struct StepLoss {
+  double loss = 0;                   // the back-propagated total (sum over micro-batches and terms)
+  bool finite = true;                // false: a NaN/Inf loss (nothing was back-propagated after it)
+  std::map<std::string, double> term_loss;    // "loss/<term>": each term's aggregated contribution (coef included)
+  std::map<std::string, double> sums;         // TermSums over the step (metric -> weighted sum)
+  std::map<std::string, std::string> sum_owner;  // metric -> the term that wrote it (whose weight total normalises it)
+  std::map<std::string, double> weight_total; // term name -> its weight total (the normaliser of its sums)
+  double logprob_diff_max = 0;       // max |trainer log-prob - stored old log-prob| on weighted tokens
+  double kl_ref_sum = 0;             // sum of k(logp, ref) over weighted tokens (0 without ref_logp)
+  double entropy_sum = 0;            // sum of the entropy over weighted tokens (when computed)
+  double n_tokens = 0;               // weighted tokens (sum of loss weights)
+};
+
+class Trainer {
+ public:
+  // `terms` must not be empty; a term that needs_reference() needs episodes with ref_logprob.
+  Trainer(CausalLM model, std::vector<std::unique_ptr<LossTerm>> terms, TrainerOptions options, Reducer& reducer);
+
+  // Runs the optimiser steps for one trainer step (`step_index` 0-based seeds
+  // the mini-batch order) and returns their metrics (loss, per-term losses,
+  // policy stats, grad norm, lr, steps applied/skipped).
+  Json update(const std::vector<Episode>& episodes, int64_t step_index);
+
+  // Steps 1-3 of one optimiser step: gradients of the loss over `episodes`
+  // accumulate in the parameters (the caller zeroes them and steps).
+  StepLoss accumulate(const std::vector<const Episode*>& episodes);
+
+  bool needs_reference() const;
+  Optimizer& optimizer() { return *optimizer_; }
+  const TrainerOptions& options() const { return options_; }
+  const std::vector<std::unique_ptr<LossTerm>>& terms() const { return terms_; }
+
+ private:
+  CausalLM model_;
+  std::vector<std::unique_ptr<LossTerm>> terms_;
+  TrainerOptions options_;
+  Reducer& reducer_;
+  std::unique_ptr<Optimizer> optimizer_;
+  LrSchedule schedule_;
+};
+
+}  // namespace rlf
