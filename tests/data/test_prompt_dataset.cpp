@@ -352,7 +352,7 @@ TEST(PromptDataset, OptionsFromConfigTable) {
   EXPECT_EQ(error_of([] { prompt_dataset_options_from_json({{"path", "x"}, {"shufle", true}}, "[data]"); }),
             "[data]: unknown key 'shufle' (expected one of path, preset, prompt_field, reference_field, id_field, "
             "system_prompt, chat_template, prompt_template, shuffle, seed, eval_fraction, eval_size, max_records, "
-            "on_bad_record, arithmetic, countdown)");
+            "on_bad_record, arithmetic, countdown, guess)");
   EXPECT_EQ(error_of([] { prompt_dataset_options_from_json({{"seed", "one"}}, "[data]"); }).substr(0, 50),
             "[data]: field 'seed' has the wrong type (string): ");
   EXPECT_EQ(error_of([] { prompt_dataset_options_from_json({{"seed", -1}}, "[data]"); }),
@@ -368,7 +368,7 @@ TEST(PromptDataset, OptionsFromConfigTable) {
   EXPECT_EQ(o.arithmetic.n_problems, 10);
   EXPECT_EQ(o.arithmetic.operations, "+");
   EXPECT_EQ(error_of([] { PromptDataset::load(prompt_dataset_options_from_json({{"preset", "gsm8"}}, "[data]")); }),
-            "dataset: unknown preset 'gsm8' (expected generic, gsm8k, math500, arithmetic or countdown)");
+            "dataset: unknown preset 'gsm8' (expected generic, gsm8k, math500, arithmetic, countdown or guess)");
   EXPECT_EQ(error_of([] { PromptDataset::load(prompt_dataset_options_from_json({{"preset", "gsm8k"}}, "[data]")); }),
             "dataset: path is required for preset 'gsm8k' (a JSONL or JSONL.gz file)");
   EXPECT_EQ(error_of([] { PromptDataset::load(prompt_dataset_options_from_json({{"path", "/nonexistent/x.jsonl"}}, "[data]")); }),

@@ -6,6 +6,7 @@
 #include "data/synthetic_tasks.h"
 #include "rewards/countdown_reward.h"
 #include "eval/eval_config.h"
+#include "rewards/registry.h"
 #include "tests/support/test_env.h"
 #include "train/toml_config.h"
 #include "util/fs.h"
@@ -126,10 +127,10 @@ TEST(EvalConfig, ErrorTexts) {
   EXPECT_EQ(error_of([] { from_toml("[model]\npath = \"m\"\n[data]\npreset = \"arithmetic\"\nshufle = true\n"); }),
             "run.toml [data]: unknown key 'shufle' (expected one of path, preset, prompt_field, reference_field, "
             "id_field, system_prompt, chat_template, prompt_template, shuffle, seed, eval_fraction, eval_size, "
-            "max_records, on_bad_record, arithmetic, countdown)");
+            "max_records, on_bad_record, arithmetic, countdown, guess)");
   EXPECT_EQ(error_of([] { from_toml("[model]\npath = \"m\"\n[data]\npath = \"x.jsonl\"\n"); }),
             "run.toml: no reward configured and preset 'generic' has no default reward; add a [[reward]] table or "
-            "--reward TYPE (code, countdown, external, format, keywords, length, math)");
+            "--reward TYPE (code, countdown, env, external, format, keywords, length, math)");
   EXPECT_EQ(error_of([] { from_toml("[model]\npath = \"\"\n[data]\npreset = \"countdown\"\n"); }),
             "run.toml: key 'model.path' is empty (a Hugging Face directory or a llama2.c .bin)");
 }
@@ -144,7 +145,7 @@ TEST(EvalConfig, OverridesAddressOnlyEvalSections) {
   EXPECT_EQ(c.data.seed, 4u);
   EXPECT_EQ(c.rewards, Json::parse(R"([{"type": "countdown"}])"));
   EXPECT_EQ(error_of([&] { read_eval_config(path, {"optimizer.lr=1"}); }),
-            "--set 'optimizer.lr=1': eval reads only the sections model, data, reward and eval (e.g. --set "
+            "--set 'optimizer.lr=1': eval reads only the sections model, data, reward, env and eval (e.g. --set "
             "eval.n_samples=8)");
   EXPECT_EQ(error_of([&] { read_eval_config(path, {"eval.n_smples=8"}); }),
             path.string() + ": unknown key 'eval.n_smples' (did you mean 'eval.n_samples'?; valid keys in 'eval': "
@@ -178,7 +179,7 @@ TEST(EvalFlagsTest, BuildTheSameConfig) {
   f.data = "gsm8k.jsonl";
   EXPECT_EQ(error_of([&] { eval_config_from_json(eval_config_json_from_flags(f), "rlf eval"); }),
             "rlf eval: no reward configured and preset 'generic' has no default reward; add a [[reward]] table or "
-            "--reward TYPE (code, countdown, external, format, keywords, length, math)");
+            "--reward TYPE (code, countdown, env, external, format, keywords, length, math)");
   f.rewards = {"keywords"};
   c = eval_config_from_json(eval_config_json_from_flags(f), "command line");
   EXPECT_EQ(c.data.preset, "generic");
@@ -193,7 +194,7 @@ TEST(EvalFlagsTest, ErrorTexts) {
   };
   EXPECT_EQ(err([](EvalFlags& f) { f.model = ""; }), "rlf eval: --model PATH is required (or --config FILE)");
   EXPECT_EQ(err([](EvalFlags& f) { f.preset = "gsm9k"; }),
-            "rlf eval: unknown --preset 'gsm9k' (expected generic, gsm8k, math500, arithmetic, countdown)");
+            "rlf eval: unknown --preset 'gsm9k' (expected generic, gsm8k, math500, arithmetic, countdown, guess)");
   EXPECT_EQ(err([](EvalFlags& f) { f.preset = ""; }),
             "rlf eval: give --data FILE (with --preset gsm8k, math500 or generic) or a synthetic --preset arithmetic "
             "or countdown");

@@ -35,6 +35,9 @@ for line in sys.stdin:
         sys.stderr.write("boom: crashing on purpose\n"); sys.stderr.flush(); os._exit(3)
     if "GARBAGE" in cs:
         print("this is not json", flush=True); continue
+    if "STRAY" in cs:
+        print("debug: scoring", len(cs), "completions", flush=True)
+        print(json.dumps({"id": req["id"] - 1, "scores": [0.0] * len(cs)}), flush=True)  # a late reply to an old request
     if "SHORT" in cs:
         print(json.dumps({"scores": [1.0]}), flush=True); continue
     scores = [None if c == "NULL" else float(len(c)) for c in cs]
@@ -132,35 +135,74 @@ TEST_F(ExternalRewardTest, NormalRepliesThenEveryFailureRecovers) {
     expect_normal_group(reward);
     EXPECT_EQ(reward.n_starts(), 2);
 
-    // Garbage on stdout.
-    r = reward.score(make_group({"GARBAGE"}));
-    EXPECT_EQ(r[0].missing_reason,
-              "external scorer: malformed reply: reply is not JSON (print logs to stderr, not stdout): this is not json");
+    // Stray stdout lines (a debug print, a reply with another id) before the reply are skipped: nothing is lost.
+    r = reward.score(make_group({"STRAY", "abc"}));
+    EXPECT_EQ(r[0].score, 5.0);
+    EXPECT_EQ(r[1].score, 3.0);
+    EXPECT_EQ(reward.n_starts(), 2);
     expect_normal_group(reward);
-    EXPECT_EQ(reward.n_starts(), 3);
+
+    // Garbage and no reply: the timeout, saying what was skipped; the next group is scored.
+    r = impatient.score(make_group({"GARBAGE"}));
+    EXPECT_EQ(r[0].missing_reason,
+              "external scorer: no reply within 0.5 s (option timeout_s); 1 stdout line(s) that are not the reply "
+              "were skipped");
+    expect_normal_group(impatient);
+    EXPECT_EQ(impatient.n_starts(), 3);
+    expect_normal_group(reward);
+    EXPECT_EQ(reward.n_starts(), 2);
 
     // The wrong number of scores.
     r = reward.score(make_group({"SHORT", "b"}));
     EXPECT_EQ(r[0].missing_reason, "external scorer: malformed reply: reply has 1 scores for 2 completions");
     EXPECT_EQ(r[1].missing_reason, r[0].missing_reason);
     expect_normal_group(reward);
-    EXPECT_EQ(reward.n_starts(), 4);
+    EXPECT_EQ(reward.n_starts(), 3);
 
     // A per-sample problem (token rewards of the wrong length) touches only that sample.
     r = reward.score(make_group({"BADTOKENS", "ok"}));
     EXPECT_FALSE(r[0].score);
     EXPECT_EQ(r[0].missing_reason, "external scorer: token_rewards #0 must be a list of 9 numbers");
     EXPECT_EQ(r[1].score, 2.0);
-    EXPECT_EQ(reward.n_starts(), 4);
+    EXPECT_EQ(reward.n_starts(), 3);
 
     // A scorer that exits between groups is restarted before the next request: nothing is lost.
     r = reward.score(make_group({"EXIT_AFTER"}));
     EXPECT_EQ(r[0].score, 10.0);
     expect_normal_group(reward);
-    EXPECT_EQ(reward.n_starts(), 5);
+    EXPECT_EQ(reward.n_starts(), 4);
     EXPECT_EQ(children().size(), 2u);  // the two live scorers
   }
   EXPECT_TRUE(children().empty()) << "a scorer was left behind (or not reaped)";
+}
+
+TEST_F(ExternalRewardTest, AnExitIsNoticedAtOnceEvenWhenAChildKeepsStdoutOpen) {
+  // The scorer starts a process that inherits its stdout, then dies: no EOF
+  // arrives, but its exit is reported at once with its status, not after timeout_s.
+  const char* masked = R"PY(
+import json, os, subprocess, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    if "CRASH" in req["completions"]:
+        subprocess.Popen(["sleep", "30"])
+        sys.stderr.write("crashing with a child holding stdout\n"); sys.stderr.flush()
+        os._exit(4)
+    print(json.dumps({"id": req["id"], "scores": [1.0] * len(req["completions"])}), flush=True)
+)PY";
+  {
+    ExternalRewardOptions o = options_for(masked);
+    o.timeout_s = 20;
+    ExternalReward reward(o);
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = reward.score(make_group({"CRASH", "x"}));
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(waited, 5.0) << "the exit was not noticed before the timeout";
+    EXPECT_EQ(r[0].missing_reason,
+              "external scorer: exited with status 4 (stderr: crashing with a child holding stdout)");
+    EXPECT_EQ(reward.score(make_group({"ok"}))[0].score, 1.0);
+    EXPECT_EQ(reward.n_starts(), 2);
+  }
+  EXPECT_TRUE(children().empty()) << "the scorer's child was left behind";
 }
 
 TEST_F(ExternalRewardTest, TheDocumentedExampleScorerWorks) {

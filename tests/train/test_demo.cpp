@@ -55,7 +55,7 @@ TEST(Demo, ConfigIsValidAndPolicyLoads) {
   write_demo_policy(dir / "init", 0);
   TrainConfig cfg = train_config_from_json(demo_config(dir / "init", dir / "run", 0), "demo");
   EXPECT_TRUE(cfg.sft.enabled);
-  Policy p = load_policy(cfg.model_path, "", {});
+  Policy p = load_policy(cfg.model_path(), "", {});
   EXPECT_EQ(p.tokenizer->decode(p.tokenizer->encode("What is 37 + 48?", false)), "What is 37 + 48?");
   ASSERT_FALSE(p.eos_token_ids.empty());
   EXPECT_EQ(p.eos_token_ids[0], 2);
@@ -76,7 +76,7 @@ TEST(Demo, BadOverridesNameTheKeyAndWriteNothing) {
   EXPECT_NE(test::error_of([&] { run_demo(o); }).find("[sft.data]: wrong_fraction must be in [0, 1]"), std::string::npos);
   // A schedule that does not fit the run fails at load, before SFT runs.
   o.overrides = {"run.steps=5"};
-  EXPECT_NE(test::error_of([&] { run_demo(o); }).find("warmup_steps = 10: must be <= total_steps = 5"),
+  EXPECT_NE(test::error_of([&] { run_demo(o); }).find("optim.warmup_steps = 10: must be <= the run's optimiser steps, 5"),
             std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir / "demo"));
 }

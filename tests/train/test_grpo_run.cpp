@@ -95,7 +95,7 @@ TEST(GrpoRun, ConfigErrorsNameTheKey) {
   expect_error(bad, "missing required key 'model.path'");
   bad = ok;
   bad["reward"] = Json::array();
-  expect_error(bad, "at least one reward");
+  expect_error(bad, "no reward configured: add at least one [[reward]] table");
   bad = ok;
   bad["algorithm"]["eps_low"] = 1.5;
   expect_error(bad, "eps_low");
