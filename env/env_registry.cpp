@@ -68,7 +68,7 @@ Maker parse(const Json& in, const std::string& where, EnvConfig* out) {
   check(it != parsers().end(), where, ": unknown environment type '", c.type, "'; valid types: ",
         join_names(environment_types()));
   check(!table.contains("name"), where, ": env.name is not an option (the reward component is always \"env\")");
-  OptionReader r(table, c.type, where, "environment type");
+  OptionReader r(table, c.type, where, "environment type", {"type", "weight"});
   c.reward_weight = r.get_double("weight", c.reward_weight);
   c.episode.max_turns = r.get_int("max_turns", c.episode.max_turns);
   c.episode.max_observation_tokens = r.get_int("max_observation_tokens", c.episode.max_observation_tokens);

@@ -12,13 +12,15 @@ std::string join_names(const std::vector<std::string>& names) {
   return out;
 }
 
-OptionReader::OptionReader(const Json& table, std::string type, std::string where, std::string kind)
+OptionReader::OptionReader(const Json& table, std::string type, std::string where, std::string kind,
+                           std::vector<std::string> set_keys)
     : table_(table.is_null() ? Json::object() : table),
       type_(std::move(type)),
       where_(std::move(where)),
-      kind_(std::move(kind)) {
+      kind_(std::move(kind)),
+      set_keys_(set_keys.empty() ? reward_set_keys() : std::move(set_keys)) {
   check(table_.is_object(), context(), ": options must be a table (JSON object), got ", table_.type_name());
-  for (const std::string& key : reward_set_keys()) known_.insert(key);
+  for (const std::string& key : set_keys_) known_.insert(key);
 }
 
 std::string OptionReader::context() const {
@@ -88,12 +90,12 @@ void OptionReader::finish() const {
     if (known_.count(it.key())) continue;
     std::vector<std::string> valid;
     for (const std::string& k : known_) {
-      if (std::find(reward_set_keys().begin(), reward_set_keys().end(), k) == reward_set_keys().end()) {
+      if (std::find(set_keys_.begin(), set_keys_.end(), k) == set_keys_.end()) {
         valid.push_back(k);
       }
     }
     fail(context(), ": unknown option '", it.key(), "'; valid options: ", valid.empty() ? "(none)" : join_names(valid),
-         " (and name, type, weight)");
+         " (and ", join_names(set_keys_), ")");
   }
 }
 

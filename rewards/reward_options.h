@@ -19,8 +19,11 @@ class OptionReader {
  public:
   // `table` must be a JSON object (or null = no options); `type` is the reward
   // type ("math"), `where` the table's place ("config.toml [[reward]] #2").
-  // `kind` names what is configured in messages ("reward type", "environment type").
-  OptionReader(const Json& table, std::string type, std::string where, std::string kind = "reward type");
+  // `kind` names what is configured in messages ("reward type", "environment
+  // type"); `set_keys` are the keys the enclosing table reads itself (always
+  // accepted, listed apart in messages; default: reward_set_keys()).
+  OptionReader(const Json& table, std::string type, std::string where, std::string kind = "reward type",
+               std::vector<std::string> set_keys = {});
 
   // The value of `key`, or `fallback` when absent. Throws rlf::Error when the
   // value has the wrong JSON type ("option 'workers' must be an integer, got
@@ -48,6 +51,7 @@ class OptionReader {
   std::string type_;
   std::string where_;
   std::string kind_;
+  std::vector<std::string> set_keys_;
   std::set<std::string> known_;
 };
 

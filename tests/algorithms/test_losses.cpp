@@ -119,6 +119,38 @@ TEST(PolicyLoss, DualClipCapsNegativeAdvantageLoss) {
   EXPECT_NEAR(out.stats.clip_frac_dual, 1.0 / 6, 1e-12);
 }
 
+TEST(PolicyLoss, OffPolicySafeguardsActOnGuardedTokensOnly) {
+  TokenCase c;
+  const auto guard_row1 = mat(2, 4, {0, 0, 0, 0, 1, 1, 1, 1});
+  // Truncation at 2: the guarded ratio 4 (A = -1) becomes 2 -> loss -min(-2, -1.28) = 2, no gradient;
+  // the unguarded ratio 2 of row 0 keeps its PPO clip.
+  auto o = c.options();
+  o.ratio_cap = 2.0;
+  auto logp = c.logp.clone().requires_grad_(true);
+  auto out = policy_loss(logp, c.old_logp, c.adv, c.mask, o, guard_row1);
+  expect_tensor_near(out.per_token, mat(2, 4, {-1.1, -2.56, -0.5, 0.8, 1.5, 2.0, 0, 0}));
+  out.per_token.sum().backward();
+  expect_tensor_near(logp.grad(), mat(2, 4, {-1.1, 0, -0.5, 0, 1.5, 0, 0, 0}));
+  EXPECT_NEAR(out.stats.capped_frac, 1.0 / 6, 1e-12);
+  // A band [0.6, 3]: the guarded ratio 4 is masked (loss 0, no gradient).
+  o = c.options();
+  o.mask_low = 0.6;
+  o.mask_high = 3.0;
+  logp = c.logp.clone().requires_grad_(true);
+  out = policy_loss(logp, c.old_logp, c.adv, c.mask, o, guard_row1);
+  expect_tensor_near(out.per_token, mat(2, 4, {-1.1, -2.56, -0.5, 0.8, 1.5, 0, 0, 0}));
+  out.per_token.sum().backward();
+  expect_tensor_near(logp.grad(), mat(2, 4, {-1.1, 0, -0.5, 0, 1.5, 0, 0, 0}));
+  EXPECT_NEAR(out.stats.masked_frac, 1.0 / 6, 1e-12);
+  // Guarding row 0 instead: its two ratios 0.5 fall below the band.
+  out = policy_loss(c.logp, c.old_logp, c.adv, c.mask, o, mat(2, 4, {1, 1, 1, 1, 0, 0, 0, 0}));
+  expect_tensor_near(out.per_token, mat(2, 4, {-1.1, -2.56, 0, 0, 1.5, 4.0, 0, 0}));
+  EXPECT_NEAR(out.stats.masked_frac, 2.0 / 6, 1e-12);
+  // Without a guard tensor nothing changes.
+  out = policy_loss(c.logp, c.old_logp, c.adv, c.mask, o);
+  expect_tensor_near(out.per_token, mat(2, 4, {-1.1, -2.56, -0.5, 0.8, 1.5, 4.0, 0, 0}));
+}
+
 TEST(PolicyLoss, AdvantagesPerSequenceBroadcast) {
   TokenCase c;
   const auto adv_b = torch::tensor({1.0, -1.0}, kF64);

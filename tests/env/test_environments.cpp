@@ -1,0 +1,134 @@
+// The built-in environments step by step (no model): the single-turn
+// environment, the calculator tool (calls, results, errors, the call limit)
+// and the guessing game (replies, rewards, record checks), and the [env]
+// table's parsing and errors.
+#include <gtest/gtest.h>
+
+#include "env/calculator_env.h"
+#include "env/env_registry.h"
+#include "env/guess_env.h"
+#include "env/single_turn_env.h"
+#include "tests/support/test_env.h"
+
+namespace rlf {
+namespace {
+
+using test::error_of;
+
+PromptExample task(const std::string& prompt, Json record = Json::object()) {
+  PromptExample t;
+  t.id = "t";
+  t.prompt = prompt;
+  t.record = std::move(record);
+  t.where = "tasks.jsonl line 3";
+  return t;
+}
+
+PolicyTurn turn(const std::string& text, const std::string& stop = "eos", int64_t k = 0) {
+  PolicyTurn t;
+  t.turn = k;
+  t.text = text;
+  t.stop = stop;
+  return t;
+}
+
+TEST(SingleTurnEnv, ThePromptThenDone) {
+  SingleTurnEnvironment env;
+  std::string first;
+  auto s = env.reset(task("What is 2 + 2?"), 1, &first);
+  EXPECT_EQ(first, "What is 2 + 2?");
+  EnvStep st = s->step(turn("#### 4"));
+  EXPECT_TRUE(st.done);
+  EXPECT_FALSE(st.reward);
+  EXPECT_TRUE(env.single_turn());
+  EXPECT_FALSE(env.gives_rewards());
+}
+
+TEST(CalculatorEnv, CallsResultsErrorsAndTheCallLimit) {
+  CalculatorOptions o;
+  o.max_calls = 2;
+  CalculatorEnvironment env(o);
+  EXPECT_EQ(env.turn_stops(), std::vector<std::string>{"</calc>"});
+  std::string first;
+  auto s = env.reset(task("What is 347 * 58?"), 0, &first);
+  EXPECT_EQ(first, "What is 347 * 58?");
+  // The engine stops at the closing tag: the turn's text excludes it, `stop` names it.
+  EnvStep a = s->step(turn("Let me compute. <calc>347*58", "</calc>"));
+  EXPECT_FALSE(a.done);
+  EXPECT_TRUE(a.tool_call);
+  EXPECT_FALSE(a.tool_error);
+  EXPECT_EQ(a.observation, "<result>20126</result>");
+  EnvStep b = s->step(turn("<calc>(7 + 1) / 0</calc>", "eos", 1));
+  EXPECT_TRUE(b.tool_error);
+  EXPECT_EQ(b.observation, "<result>error: division by zero</result>");
+  EnvStep c = s->step(turn("<calc>1+1</calc>", "</calc>", 2));
+  EXPECT_TRUE(c.done) << "a third call is over max_calls = 2";
+  EXPECT_TRUE(c.tool_error);
+  // A turn without a call is the answer: the episode ends.
+  auto s2 = env.reset(task("x"), 0, &first);
+  EnvStep d = s2->step(turn(" #### 20126"));
+  EXPECT_TRUE(d.done);
+  EXPECT_FALSE(d.tool_call);
+  // An unclosed call that did not end at the tag is not a call.
+  EXPECT_TRUE(s2->step(turn("<calc>3*4 and then")).done);
+  EXPECT_EQ(env.call("7/2", &b.tool_error), "<result>7/2</result>");
+  EXPECT_EQ(env.call("2*(3+4)", &b.tool_error), "<result>14</result>");
+  EXPECT_EQ(env.call("2+", &b.tool_error), "<result>error: unexpected end of expression</result>");
+  EXPECT_TRUE(b.tool_error);
+}
+
+TEST(GuessEnv, RepliesRewardsAndRecordChecks) {
+  GuessOptions o;
+  o.turn_penalty = 0.1;
+  GuessEnvironment env(o);
+  EXPECT_TRUE(env.gives_rewards());
+  PromptExample t = task("Guess", {{"secret", 11}, {"low", 1}, {"high", 16}});
+  env.check_record(t);
+  std::string first;
+  auto s = env.reset(t, 5, &first);
+  EnvStep a = s->step(turn("8"));
+  EXPECT_FALSE(a.done);
+  EXPECT_EQ(a.observation, " Higher. ");
+  EXPECT_DOUBLE_EQ(*a.reward, -0.1);
+  EXPECT_EQ(s->step(turn("My guess is 13.")).observation, " Lower. ");
+  EXPECT_EQ(s->step(turn("hmm")).observation, " Say a number. ");
+  EnvStep w = s->step(turn("11"));
+  EXPECT_TRUE(w.done);
+  EXPECT_DOUBLE_EQ(*w.reward, 1.0);
+  EXPECT_EQ(error_of([&] { env.check_record(task("g", {{"secret", 20}, {"low", 1}, {"high", 16}})); }),
+            "tasks.jsonl line 3: 'secret' 20 is outside [low, high] = [1, 16]");
+  EXPECT_EQ(error_of([&] { env.check_record(task("g", {{"low", 1}, {"high", 16}})); }),
+            "tasks.jsonl line 3: the guess environment needs an integer 'secret' in the record (use the data preset "
+            "\"guess\")");
+  GuessOptions bad;
+  bad.turn_penalty = -1;
+  EXPECT_EQ(error_of([&] { GuessEnvironment e(bad); }), "env.turn_penalty must be >= 0 (got -1)");
+}
+
+TEST(EnvRegistry, TablesDefaultsAndErrors) {
+  EnvConfig d = env_config_from_json(nullptr, "run.toml [env]");
+  EXPECT_EQ(d.type, "single_turn");
+  EXPECT_FALSE(d.gives_rewards);
+  EnvConfig c = env_config_from_json({{"type", "calculator"}, {"max_turns", 3}, {"max_calls", 2}}, "run.toml [env]");
+  EXPECT_EQ(c.episode.max_turns, 3);
+  EXPECT_EQ(make_environment(c, "run.toml [env]")->name(), "calculator");
+  EnvConfig g = env_config_from_json({{"type", "guess"}, {"weight", 0.5}}, "w");
+  EXPECT_TRUE(g.gives_rewards);
+  EXPECT_EQ(g.reward_weight, 0.5);
+  EXPECT_EQ(environment_types(), (std::vector<std::string>{"calculator", "external", "guess", "single_turn"}));
+  EXPECT_EQ(error_of([] { env_config_from_json({{"type", "calc"}}, "run.toml [env]"); }),
+            "run.toml [env]: unknown environment type 'calc'; valid types: calculator, external, guess, single_turn");
+  EXPECT_EQ(error_of([] { env_config_from_json({{"type", "calculator"}, {"max_call", 2}}, "run.toml [env]"); }),
+            "run.toml [env]: environment type 'calculator': unknown option 'max_call'; valid options: max_calls, "
+            "max_episode_tokens, max_observation_tokens, max_turns (and type, weight)");
+  EXPECT_EQ(error_of([] { env_config_from_json({{"type", "guess"}, {"max_turns", 0}}, "run.toml [env]"); }),
+            "run.toml [env]: environment type 'guess': env.max_turns must be > 0 (got 0)");
+  EXPECT_EQ(error_of([] { env_config_from_json({{"type", "external"}}, "run.toml [env]"); }),
+            "run.toml [env]: environment type 'external': option 'command' is required: the program to run, e.g. "
+            "command = [\"python3\", \"env.py\"]");
+  EXPECT_EQ(error_of([] { env_config_from_json({{"type", "guess"}, {"max_turns", "4"}}, "run.toml [env]"); }),
+            "run.toml [env]: environment type 'guess': option 'max_turns' must be an integer, got string \"4\"");
+}
+
+}  // namespace
+}  // namespace rlf

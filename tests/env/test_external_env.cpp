@@ -1,0 +1,147 @@
+// External environments over JSON lines against a small Python program
+// (/usr/bin/python3): reset and steps, an error reply ending one episode,
+// stray stdout lines, a timeout, and a crash — which ends the episode
+// concerned, makes the episodes the dead process served fail at their next
+// step, and is followed by a fresh process for new episodes. No process is
+// left behind.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "env/external_env.h"
+#include "tests/support/test_env.h"
+
+namespace rlf {
+namespace {
+
+using test::error_of;
+
+const char* kEnv = R"PY(
+import json, os, sys, time
+turns = {}
+for line in sys.stdin:
+    m = json.loads(line)
+    i, kind = m["id"], m["type"]
+    if kind == "reset":
+        turns[m["episode"]] = 0
+        print(json.dumps({"id": i, "observation": "Play: " + m["task"]["prompt"] + " seed " + str(m["seed"] % 10)}), flush=True)
+    elif kind == "step":
+        text = m["text"]
+        if "ERROR" in text:
+            print(json.dumps({"id": i, "error": "illegal move " + text}), flush=True); continue
+        if "SLEEP" in text: time.sleep(30)
+        if "CRASH" in text:
+            sys.stderr.write("env crashed\n"); sys.stderr.flush(); os._exit(3)
+        if "STRAY" in text: print("debug: a print on stdout", flush=True)
+        if "BADREWARD" in text:
+            print(json.dumps({"id": i, "reward": "high"}), flush=True); continue
+        turns[m["episode"]] += 1
+        n = turns[m["episode"]]
+        print(json.dumps({"id": i, "observation": " ok%d" % n, "reward": 0.5 * n, "done": n >= 2,
+                          "feedback": "turn %d" % n, "tool_call": True}), flush=True)
+    elif kind == "close":
+        turns.pop(m["episode"], None)
+        print(json.dumps({"id": i}), flush=True)
+)PY";
+
+class ExternalEnvTest : public ::testing::Test {
+ protected:
+  ExternalEnvOptions options(double timeout_s = 5.0) {
+    std::string path = (dir_ / "env.py").string();
+    std::ofstream(path) << kEnv;
+    ExternalEnvOptions o;
+    o.command = {"/usr/bin/python3", "-u", path};
+    o.timeout_s = timeout_s;
+    o.echo_stderr = false;
+    o.shutdown_grace_s = 0.5;
+    return o;
+  }
+  static PromptExample task() {
+    PromptExample t;
+    t.id = "t1";
+    t.prompt = "count to two";
+    t.record = {{"x", 1}};
+    t.where = "tasks #1";
+    return t;
+  }
+  static PolicyTurn turn(const std::string& text, int64_t k = 0) {
+    PolicyTurn p;
+    p.turn = k;
+    p.text = text;
+    p.stop = "eos";
+    return p;
+  }
+  test::TempDir dir_;
+};
+
+TEST_F(ExternalEnvTest, ResetStepsAndDone) {
+  ExternalEnvironment env(options());
+  std::string first;
+  auto s = env.reset(task(), 1234, &first);
+  EXPECT_EQ(first, "Play: count to two seed 4");
+  EnvStep a = s->step(turn("one"));
+  EXPECT_EQ(a.observation, " ok1");
+  EXPECT_DOUBLE_EQ(*a.reward, 0.5);
+  EXPECT_FALSE(a.done);
+  EXPECT_TRUE(a.tool_call);
+  EXPECT_EQ(a.feedback, "turn 1");
+  EnvStep b = s->step(turn("two", 1));
+  EXPECT_TRUE(b.done);
+  EXPECT_DOUBLE_EQ(*b.reward, 1.0);
+  EXPECT_EQ(env.n_starts(), 1);
+}
+
+TEST_F(ExternalEnvTest, AnErrorReplyEndsOnlyThatEpisode) {
+  ExternalEnvironment env(options());
+  std::string first;
+  auto s1 = env.reset(task(), 1, &first), s2 = env.reset(task(), 2, &first);
+  EXPECT_EQ(error_of([&] { s1->step(turn("ERROR")); }), "external environment: illegal move ERROR");
+  EXPECT_EQ(s2->step(turn("fine")).observation, " ok1");
+  EXPECT_NE(error_of([&] { s2->step(turn("BADREWARD")); }).find("'reward' must be a finite number or null"),
+            std::string::npos);
+  EXPECT_EQ(env.n_starts(), 1);
+}
+
+TEST_F(ExternalEnvTest, StrayLinesAreSkipped) {
+  ExternalEnvironment env(options());
+  std::string first;
+  auto s = env.reset(task(), 1, &first);
+  EXPECT_EQ(s->step(turn("STRAY")).observation, " ok1");
+  EXPECT_EQ(env.n_stray_lines(), 1);
+  EXPECT_EQ(env.n_starts(), 1);
+}
+
+TEST_F(ExternalEnvTest, ACrashEndsItsEpisodesAndAFreshProcessServesNewOnes) {
+  ExternalEnvironment env(options());
+  std::string first;
+  auto a = env.reset(task(), 1, &first), b = env.reset(task(), 2, &first);
+  EXPECT_EQ(error_of([&] { a->step(turn("CRASH")); }), "external environment: exited with status 3 (stderr: env crashed)");
+  EXPECT_EQ(error_of([&] { b->step(turn("one")); }),
+            "external environment: the program was restarted after a failure in another episode; this episode's state "
+            "was lost with it");
+  auto c = env.reset(task(), 3, &first);
+  EXPECT_EQ(c->step(turn("one")).observation, " ok1");
+  EXPECT_EQ(env.n_starts(), 2);
+}
+
+TEST_F(ExternalEnvTest, ATimeoutEndsTheEpisodeWithinTheDeadline) {
+  ExternalEnvironment env(options(0.5));
+  std::string first;
+  auto s = env.reset(task(), 1, &first);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(error_of([&] { s->step(turn("SLEEP")); }), "external environment: no reply within 0.5 s (option timeout_s)");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.0);
+  auto fresh = env.reset(task(), 2, &first);
+  EXPECT_EQ(fresh->step(turn("one")).observation, " ok1");
+}
+
+TEST_F(ExternalEnvTest, ACommandThatCannotStartIsAClearError) {
+  ExternalEnvOptions o = options();
+  o.command = {"/nonexistent/env-program"};
+  EXPECT_NE(error_of([&] { ExternalEnvironment env(o); }).find("external environment: cannot start '/nonexistent/env-program'"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace rlf
