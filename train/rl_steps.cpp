@@ -47,6 +47,17 @@ std::vector<int32_t> token_turns(const Episode& e) {
 
 }  // namespace
 
+std::vector<float> kl_reward_tokens(const Episode& e, algo::KlEstimator estimator, double beta) {
+  check(e.ref_logprob.size() == e.tokens.size(), "kl_reward_tokens: the episode has no reference log-probs");
+  auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+  const int64_t n = static_cast<int64_t>(e.tokens.size());
+  auto lp = torch::from_blob(const_cast<float*>(e.old_logprob.data()), {1, n}, f32);
+  auto ref = torch::from_blob(const_cast<float*>(e.ref_logprob.data()), {1, n}, f32);
+  auto w = torch::from_blob(const_cast<float*>(e.loss_weight.data()), {1, n}, f32);
+  auto pen = algo::kl_reward_penalty(lp, ref, w, estimator, beta).contiguous();
+  return std::vector<float>(pen.data_ptr<float>(), pen.data_ptr<float>() + n);
+}
+
 RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards, Environment& env,
                  RlStepOptions options, Reducer& reducer, CausalLM reference)
     : policy_(policy),
@@ -183,15 +194,9 @@ void RlSteps::assign_credit(std::vector<ScoredGroup>& groups, Json& metrics) {
           tr[static_cast<size_t>(e.n_prompt) + j] += static_cast<float>(components[c].weight * rr.token_rewards[j]);
       }
       if (kl_in_reward && e.reward && !e.ref_logprob.empty()) {
-        auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
-        const int64_t n = static_cast<int64_t>(T);
-        auto lp = torch::from_blob(e.old_logprob.data(), {1, n}, f32);
-        auto ref = torch::from_blob(e.ref_logprob.data(), {1, n}, f32);
-        auto w = torch::from_blob(e.loss_weight.data(), {1, n}, f32);
-        auto pen = algo::kl_reward_penalty(lp, ref, w, options_.kl_estimator, options_.kl_beta).contiguous();
-        const float* p = pen.data_ptr<float>();
+        const std::vector<float> pen = kl_reward_tokens(e, options_.kl_estimator, options_.kl_beta);
         if (tr.empty()) tr.assign(T, 0.0f);
-        for (size_t t = 0; t < T; ++t) tr[t] += p[t], kl_penalty_sum -= p[t];
+        for (size_t t = 0; t < T; ++t) tr[t] += pen[t], kl_penalty_sum -= pen[t];
         ++n_kl;
       }
       e.token_reward = tr;

@@ -40,6 +40,11 @@ struct ScoredGroup {
   std::vector<std::optional<double>> totals;   // aggregated reward per episode
 };
 
+// The KL-in-reward shaping of one episode: -beta * k(old_logprob, ref_logprob)
+// on its policy tokens (loss weight > 0), 0 elsewhere (algorithms/kl.h
+// kl_reward_penalty). Needs ref_logprob.
+std::vector<float> kl_reward_tokens(const Episode& episode, algo::KlEstimator estimator, double beta);
+
 class RlSteps {
  public:
   // Borrows everything. `reference` (may be null) is the frozen KL reference,

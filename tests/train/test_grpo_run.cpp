@@ -1,12 +1,17 @@
-// End-to-end GRPO runs on a tiny random model (synthetic arithmetic, math
-// reward): the loop runs, parameters move, the trainer's log-probs equal the
-// rollout's, and N steps straight equal N/2 + resume + N/2 bit for bit (fp32).
+// End-to-end runs on a tiny random model (synthetic arithmetic, math reward;
+// a guessing game for multi-turn): the loop runs, parameters move, the
+// trainer's log-probs equal the rollout's, N steps straight equal N/2 + resume
+// + N/2 bit for bit (fp32, single- and multi-turn), a bf16 warm-started run
+// keeps the warmed weights, the KL reference is the policy as RL starts, SFT
+// runs on its own, config errors name the key, prompts too long for the
+// context are bad records, and resuming a finished run writes nothing.
 #include <gtest/gtest.h>
 
 #include "model/loader.h"
 #include "tests/support/test_env.h"
 #include "train/metrics.h"
 #include "train/train_run.h"
+#include "util/fs.h"
 
 namespace rlf {
 namespace {
@@ -99,6 +104,219 @@ TEST(GrpoRun, ConfigErrorsNameTheKey) {
   bad = ok;
   bad["algorithm"]["eps_low"] = 1.5;
   expect_error(bad, "eps_low");
+}
+
+Json sft_table() {
+  return Json::parse(R"({"data": {"preset": "arithmetic", "arithmetic": {"n_problems": 40}}, "steps": 3,
+                         "batch_size": 4, "micro_batch_size": 4, "lr": 0.01})");
+}
+
+void expect_same_parameters(const std::filesystem::path& a, const std::filesystem::path& b, bool same = true) {
+  LoadedModel ma = load_model(a), mb = load_model(b);
+  auto pa = ma.model->named_parameters(), pb = mb.model->named_parameters();
+  bool all_equal = true;
+  for (const auto& p : pa) all_equal &= torch::equal(p.value(), pb[p.key()]);
+  EXPECT_EQ(all_equal, same) << a << " vs " << b;
+}
+
+TEST(GrpoRun, Bf16WarmStartKeepsTheWarmedWeightsAndTheReferenceIsThePolicyAsRlStarts) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  Json j = make(model, dir / "run", 1);
+  j["model"]["dtype"] = "bf16";
+  j["sft"] = sft_table();
+  j["optim"]["lr"] = 1e-30;  // the RL step moves nothing: what it writes back is the optimiser's masters
+  j["algorithm"]["kl_beta"] = 1e-6;
+  j["algorithm"]["epochs"] = 1;
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  auto s = run_training(train_config_from_json(j, "bf16"), quiet);
+  EXPECT_EQ(s.sft_steps, 3);
+  // run/reference is the policy right after SFT; the RL step left it there (before the fix it wrote the
+  // pre-SFT masters back).
+  expect_same_parameters(dir / "run/checkpoints/step-1/model", dir / "run/reference");
+  expect_same_parameters(dir / "run/reference", model, /*same=*/false);
+}
+
+TEST(GrpoRun, KlToTheRlStartIsZeroAtTheFirstStepAndInitialIsTheLoadedModel) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  double kl[2];
+  for (int k = 0; k < 2; ++k) {
+    Json j = make(model, dir / ("run" + std::to_string(k)), 1);
+    j["sft"] = sft_table();
+    j["algorithm"]["kl_beta"] = 0.1;
+    j["algorithm"]["epochs"] = 1;
+    if (k == 1) j["algorithm"]["kl_reference"] = "initial";
+    auto s = run_training(train_config_from_json(j, "kl"), quiet);
+    kl[k] = s.last_metrics["kl/ref"].get<double>();
+    EXPECT_EQ(std::filesystem::exists(dir / ("run" + std::to_string(k)) / "reference"), k == 0);
+  }
+  EXPECT_LT(std::abs(kl[0]), 1e-7) << "the reference is the policy as RL starts";
+  EXPECT_GT(kl[1], 1e-4) << "the reference is the model before SFT";
+}
+
+TEST(TrainKinds, SftRunsOnItsOwn) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  Json j = make(model, dir / "sft", 6);
+  j["trainer"]["kind"] = "sft";
+  j["sft"] = {{"data", {{"preset", "arithmetic"}, {"arithmetic", {{"n_problems", 40}}}}}, {"batch_size", 8},
+              {"micro_batch_size", 3}};
+  j["optim"]["lr"] = 0.003;
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  auto s = run_training(train_config_from_json(j, "sft"), quiet);
+  EXPECT_EQ(s.kind, "sft");
+  EXPECT_EQ(s.steps, 6);
+  EXPECT_GE(s.pass1_before, 0.0);
+  EXPECT_GE(s.pass1_after, 0.0);
+  auto m = read_jsonl(dir / "sft/metrics.jsonl");
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_LT(m.back()["loss/ce"].get<double>(), m.front()["loss/ce"].get<double>()) << "SFT should lower the loss";
+  EXPECT_FALSE(m.back().contains("policy/loss"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "sft/checkpoints/step-6/model/config.json"));
+  // Resume continues exactly here too.
+  j["run"]["out_dir"] = (dir / "half").string();
+  j["run"]["steps"] = 3;
+  run_training(train_config_from_json(j, "sft half"), quiet);
+  j["run"]["steps"] = 6;
+  TrainRunOptions resume = quiet;
+  resume.resume = true;
+  run_training(train_config_from_json(j, "sft resumed"), resume);
+  expect_same_parameters(dir / "sft/checkpoints/step-6/model", dir / "half/checkpoints/step-6/model");
+}
+
+Json guess_config(const std::filesystem::path& model, const std::filesystem::path& out, int64_t steps) {
+  Json j = Json::parse(R"({
+    "data": {"preset": "guess", "eval_size": 4, "guess": {"n_problems": 30, "max_number": 8}},
+    "env": {"type": "guess", "max_turns": 3, "turn_penalty": 0.1},
+    "rollout": {"prompts_per_step": 2, "group_size": 3, "max_new_tokens": 4},
+    "algorithm": {"micro_batch_size": 4, "credit": "turn", "gamma": 0.9, "mini_batches": 2},
+    "optim": {"lr": 0.001},
+    "run": {"checkpoint_every": 2, "samples_every": 1, "seed": 3}
+  })");
+  j["model"]["path"] = model.string();
+  j["run"]["out_dir"] = out.string();
+  j["run"]["steps"] = steps;
+  return j;
+}
+
+TEST(GrpoRun, MultiTurnRunResumesExactly) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  auto straight = run_training(train_config_from_json(guess_config(model, dir / "a", 4), "straight"), quiet);
+  EXPECT_GT(straight.last_metrics["episode/turns_mean"].get<double>(), 1.0) << "the game takes more than one turn";
+  EXPECT_TRUE(straight.last_metrics.contains("reward/env/mean"));
+  run_training(train_config_from_json(guess_config(model, dir / "b", 2), "first half"), quiet);
+  TrainRunOptions resume = quiet;
+  resume.resume = true;
+  run_training(train_config_from_json(guess_config(model, dir / "b", 4), "second half"), resume);
+  expect_same_parameters(dir / "a/checkpoints/step-4/model", dir / "b/checkpoints/step-4/model");
+  auto ma = read_jsonl(dir / "a/metrics.jsonl"), mb = read_jsonl(dir / "b/metrics.jsonl");
+  ASSERT_EQ(ma.size(), 4u);
+  ASSERT_EQ(mb.size(), 4u);
+  for (size_t i = 0; i < ma.size(); ++i) {
+    EXPECT_EQ(ma[i]["reward/mean"], mb[i]["reward/mean"]) << "step " << i + 1;
+    EXPECT_EQ(ma[i]["episode/turns_mean"], mb[i]["episode/turns_mean"]) << "step " << i + 1;
+    EXPECT_LT(ma[i]["policy/logprob_diff_max"].get<double>(), 1e-4) << "step " << i + 1;
+  }
+  // The samples log shows whole transcripts.
+  auto samples = read_jsonl(dir / "a/samples.jsonl");
+  ASSERT_FALSE(samples.empty());
+  EXPECT_TRUE(samples[0].contains("turns"));
+}
+
+TEST(GrpoRun, ResumingAFinishedRunWritesNoCheckpoint) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  run_training(train_config_from_json(make(model, dir / "r", 2), "first"), quiet);
+  const auto trainer_json = dir / "r/checkpoints/step-2/trainer.json";
+  const auto before = std::filesystem::last_write_time(trainer_json);
+  TrainRunOptions resume = quiet;
+  resume.resume = true;
+  auto s = run_training(train_config_from_json(make(model, dir / "r", 2), "again"), resume);
+  EXPECT_EQ(s.steps, 2);
+  EXPECT_EQ(std::filesystem::last_write_time(trainer_json), before) << "the finished checkpoint was written again";
+}
+
+TEST(GrpoRun, PromptsTooLongForTheContextAreBadRecords) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  {
+    std::string lines = "{\"prompt\": \"What is 2 + 2?\", \"answer\": \"4\"}\n";
+    lines += "{\"prompt\": \"" + std::string(3000, 'a') + "\", \"answer\": \"1\"}\n";
+    lines += "{\"prompt\": \"What is 3 + 3?\", \"answer\": \"6\"}\n";
+    write_file_atomic(dir / "data.jsonl", lines);
+  }
+  Json j = make(model, dir / "long", 1);
+  j["data"] = {{"path", (dir / "data.jsonl").string()}};
+  j["reward"] = Json::parse(R"([{"type": "math"}])");
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  const std::string err = test::error_of([&] { run_training(train_config_from_json(j, "long"), quiet); });
+  EXPECT_NE(err.find("data.jsonl' line 2: the prompt has "), std::string::npos) << err;
+  EXPECT_NE(err.find("set data.on_bad_record = \"skip\""), std::string::npos) << err;
+  j["data"]["on_bad_record"] = "skip";
+  auto s = run_training(train_config_from_json(j, "long"), quiet);
+  EXPECT_EQ(s.last_metrics["data/skipped_records"].get<double>(), 1.0);
+}
+
+TEST(GrpoRun, IncompatibleOptionsAreRefusedAtLoad) {
+  auto expect_error = [](Json j, const std::string& needle) {
+    const std::string e = test::error_of([&] { train_config_from_json(j, "cfg.toml"); });
+    EXPECT_NE(e.find(needle), std::string::npos) << e;
+  };
+  Json ok = make("/m", "/o", 2);
+  Json bad = ok;
+  bad["rollout"]["group_size"] = 1;
+  expect_error(bad, "rollout.group_size = 1 gives every episode a group of its own, so algorithm.advantage = \"grpo\"");
+  bad["algorithm"]["advantage"] = "reinforce_pp";
+  EXPECT_NO_THROW(train_config_from_json(bad, "cfg.toml"));
+  bad = ok;
+  bad["algorithm"]["credit"] = "turn";
+  bad["algorithm"]["reward_aggregation"] = "normalize_then_sum";
+  expect_error(bad, "algorithm.credit = \"turn\" needs algorithm.reward_aggregation = \"sum_then_normalize\"");
+  bad = ok;
+  bad["trainer"]["kind"] = "sft";
+  expect_error(bad, "trainer.kind = \"sft\" needs [sft.data]");
+  bad["sft"] = sft_table();
+  expect_error(bad, "sft.steps configures the warm start before RL");
+  bad = ok;
+  bad["run"]["sft_control"] = true;
+  expect_error(bad, "run.sft_control compares RL with more SFT");
+  bad = ok;
+  bad["model"]["random_init"] = "demo";
+  expect_error(bad, "model.path and model.random_init are both set");
+  bad = ok;
+  bad["optim"]["beta1"] = 1.5;
+  expect_error(bad, "optim.beta1 = 1.5: must be in [0, 1)");
+  bad = ok;
+  bad["algorithm"]["gamma"] = 1.5;
+  expect_error(bad, "algorithm.gamma must be in (0, 1]");
+  bad = ok;
+  bad["run"]["seed"] = -1;
+  expect_error(bad, "run.seed must be >= 0 (got -1)");
+  bad = ok;
+  bad["run"]["out_dir"] = "";
+  expect_error(bad, "run.out_dir must not be empty");
+  bad = ok;
+  bad["run"]["steps"] = 9223372036854775807LL;
+  bad["algorithm"]["epochs"] = 2;
+  expect_error(bad, "is too many optimiser steps");
+  bad = ok;
+  bad["env"] = {{"type", "calculator"}, {"max_turns", -1}};
+  expect_error(bad, "env.max_turns must be > 0 (got -1)");
+  bad = ok;
+  bad["reward"] = Json::array();
+  bad["env"] = {{"type", "guess"}};
+  EXPECT_NO_THROW(train_config_from_json(bad, "cfg.toml")) << "an environment that gives rewards needs no [[reward]]";
 }
 
 }  // namespace

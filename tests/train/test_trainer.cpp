@@ -1,0 +1,315 @@
+// The one trainer and its loss terms on a tiny random model:
+//  - every term gives exactly zero gradient to tokens with loss weight 0
+//    (prompt, observations, feedback), whatever those tokens are;
+//  - on multi-turn episodes the trainer's log-probs equal the rollout's
+//    (fast and module path);
+//  - KL to a reference (k1/k2/k3) in the loss, the entropy bonus and the
+//    cross-entropy of SFT equal values computed by hand from the model's
+//    log-probs; the KL-in-reward shaping sits on policy tokens only;
+//  - epochs x mini-batches: that many optimiser steps, each mini-batch whole
+//    groups, every group once per epoch, in a seeded order.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "env/episode_producer.h"
+#include "model/loader.h"
+#include "tests/support/test_env.h"
+#include "train/loss_terms.h"
+#include "train/rl_steps.h"
+#include "train/trainer.h"
+
+namespace rlf {
+namespace {
+
+CausalLM tiny_model(uint64_t seed) {
+  ModelConfig c = ModelConfig::preset("stories260K");
+  c.num_hidden_layers = 2;
+  return make_random_model(c, seed, torch::kFloat32, torch::kCPU);
+}
+
+// A hand-made two-turn episode: prompt (3), turn (4), observation (3), turn (3).
+Episode two_turn_episode(int64_t group, uint32_t salt) {
+  Episode e;
+  e.group = group;
+  std::vector<SegmentRole> roles = {SegmentRole::Prompt, SegmentRole::Policy, SegmentRole::Observation,
+                                    SegmentRole::Policy};
+  const int64_t lens[] = {3, 4, 3, 3};
+  int64_t at = 0;
+  for (size_t k = 0; k < roles.size(); ++k) {
+    Segment s;
+    s.role = roles[k];
+    s.begin = at;
+    s.end = at + lens[k];
+    s.turn = k < 2 ? 0 : 1;
+    for (int64_t t = at; t < s.end; ++t) {
+      e.tokens.push_back(static_cast<int32_t>((salt * 131 + 17 * t) % 500 + 5));
+      const bool policy = roles[k] == SegmentRole::Policy;
+      e.loss_weight.push_back(policy ? 1.0f : 0.0f);
+      e.old_logprob.push_back(policy ? -6.0f - 0.01f * static_cast<float>(t) : 0.0f);
+      e.policy_version.push_back(policy ? 0 : -1);
+      e.advantage.push_back(policy ? (salt % 2 ? 0.5f : -0.25f) : 0.0f);
+    }
+    at = s.end;
+    e.segments.push_back(s);
+  }
+  e.n_prompt = 3;
+  e.n_turns = 2;
+  return e;
+}
+
+std::vector<float> logprobs_of(CausalLM& m, const Episode& e) {
+  return recompute_logprobs(*m, {&e}, 8)[0];
+}
+
+TEST(LossTerms, WeightZeroTokensGetExactlyZeroGradient) {
+  auto model = tiny_model(1);
+  auto ref = tiny_model(2);
+  std::vector<Episode> eps = {two_turn_episode(0, 1), two_turn_episode(0, 2)};
+  // Observation tokens hold anything: extreme stored values must not leak either.
+  eps[1].old_logprob[8] = -1e30f;
+  for (auto& e : eps) e.ref_logprob = logprobs_of(ref, e);
+  std::vector<const Episode*> view = {&eps[0], &eps[1]};
+  MicroBatch mb = make_micro_batch(view, torch::kCPU);
+  algo::AggregationOptions agg;
+  std::vector<std::unique_ptr<LossTerm>> terms;
+  terms.push_back(std::make_unique<PolicyGradientTerm>(algo::PolicyLossOptions{}, agg));
+  terms.push_back(std::make_unique<CrossEntropyTerm>());
+  terms.push_back(std::make_unique<KlTerm>(0.3, algo::KlEstimator::K3, agg));
+  terms.push_back(std::make_unique<EntropyTerm>(0.1, agg));
+  for (const auto& term : terms) {
+    SCOPED_TRACE(term->name());
+    auto hidden = model->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
+    auto [logp, entropy] = model->token_logprobs_entropy(hidden, mb.targets, true);
+    logp.retain_grad();
+    entropy.retain_grad();
+    TermSums sums;
+    TermInput in{mb, logp, entropy};
+    auto w = term->weights(mb);
+    auto loss = algo::aggregate_loss(term->per_token(in, sums), w, algo::count_loss_totals(w), term->aggregation());
+    loss.backward();
+    const auto zero = (mb.weight == 0);
+    float total = 0;
+    for (const torch::Tensor& g : {logp.grad(), entropy.grad()}) {
+      if (!g.defined()) continue;
+      EXPECT_EQ(g.masked_select(zero).abs().max().item<float>(), 0.0f);
+      total += g.abs().sum().item<float>();
+    }
+    EXPECT_GT(total, 0.0f) << "the term gave no gradient at all";
+    model->zero_grad();
+  }
+}
+
+// Appends " [obs] " after each turn; done after 3 turns.
+class ThreeTurns final : public Environment {
+ public:
+  std::string name() const override { return "three_turns"; }
+  std::unique_ptr<EnvironmentSession> reset(const PromptExample& task, uint64_t, std::string* first) override {
+    *first = task.prompt;
+    return std::make_unique<S>();
+  }
+
+ private:
+  struct S final : EnvironmentSession {
+    EnvStep step(const PolicyTurn& t) override {
+      EnvStep s;
+      s.done = t.turn >= 2;
+      s.observation = " Once upon a time ";
+      return s;
+    }
+  };
+};
+
+TEST(Trainer, OnMultiTurnEpisodesTheTrainersLogprobsEqualTheRollouts) {
+  test::TempDir dir;
+  auto model = tiny_model(3);
+  SaveOptions so;
+  so.tokenizer_source = test::shared_path("models/stories260K/tok512.bin");
+  save_model(*model, dir / "m", so);
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast ? "fast path" : "module path");
+    Policy policy = load_policy(dir / "m", "", {});
+    policy.model()->set_fast_cpu_path(fast);
+    ThreeTurns env;
+    EpisodeOptions eo;
+    eo.max_turns = 3;
+    EpisodeProducer producer(policy, env, eo);
+    PromptExample t1, t2;
+    t1.prompt = "Lily had a ball";
+    t2.prompt = "The cat";
+    SamplingParams p;
+    p.max_new_tokens = 7;
+    auto groups = producer.produce({&t1, &t2}, 3, p, {11, 12}, 0, nullptr);
+    std::vector<Episode> eps;
+    int64_t n_obs = 0;
+    for (auto& g : groups)
+      for (auto& e : g.episodes) {
+        e.advantage.assign(e.tokens.size(), 0.0f);
+        for (size_t i = 0; i < e.tokens.size(); ++i) e.advantage[i] = e.loss_weight[i] > 0 ? 0.1f : 0.0f;
+        for (const auto& s : e.segments) n_obs += s.role == SegmentRole::Observation;
+        eps.push_back(e);
+      }
+    EXPECT_GT(n_obs, 0);
+    LocalReducer reducer;
+    std::vector<std::unique_ptr<LossTerm>> terms;
+    terms.push_back(std::make_unique<PolicyGradientTerm>(algo::PolicyLossOptions{}, algo::AggregationOptions{}));
+    TrainerOptions to;
+    to.micro_batch_size = 4;
+    Trainer trainer(policy.model(), std::move(terms), to, reducer);
+    std::vector<const Episode*> view;
+    for (const auto& e : eps) view.push_back(&e);
+    StepLoss st = trainer.accumulate(view);
+    EXPECT_LT(st.logprob_diff_max, 2e-5);
+    EXPECT_TRUE(st.finite);
+  }
+}
+
+// The loss of one step as the trainer computes it.
+double trainer_loss(CausalLM model, std::vector<std::unique_ptr<LossTerm>> terms, const std::vector<Episode>& eps) {
+  LocalReducer reducer;
+  TrainerOptions to;
+  to.micro_batch_size = 1;  // several micro-batches: the normalisers must be global
+  Trainer trainer(model, std::move(terms), to, reducer);
+  std::vector<const Episode*> view;
+  for (const auto& e : eps) view.push_back(&e);
+  StepLoss st = trainer.accumulate(view);
+  model->zero_grad();
+  return st.loss;
+}
+
+TEST(Trainer, KlEntropyAndCrossEntropyTermsMatchHandValues) {
+  auto model = tiny_model(4), ref = tiny_model(5);
+  std::vector<Episode> eps = {two_turn_episode(0, 3), two_turn_episode(0, 4), two_turn_episode(1, 5)};
+  for (auto& e : eps) {
+    e.ref_logprob = logprobs_of(ref, e);
+    std::fill(e.advantage.begin(), e.advantage.end(), 0.0f);  // the policy term contributes 0
+  }
+  // By hand: token-mean over every policy token of the step.
+  double n = 0, k1 = 0, k2 = 0, k3 = 0, nll = 0, ent = 0;
+  for (const auto& e : eps) {
+    const auto lp = logprobs_of(model, e);
+    // Entropy of each position's distribution from the logits.
+    torch::NoGradGuard ng;
+    std::vector<int64_t> ids(e.tokens.begin(), e.tokens.end());
+    auto logits = model->forward(torch::tensor(ids, torch::kInt64).view({1, -1}))[0];  // [L, V]
+    auto logsm = torch::log_softmax(logits.to(torch::kFloat64), -1);
+    auto h = -(logsm.exp() * logsm).sum(-1);  // [L]
+    for (size_t t = 1; t < e.tokens.size(); ++t) {
+      if (e.loss_weight[t] <= 0) continue;
+      const double d = e.ref_logprob[t] - lp[t];
+      k1 += -d, k2 += 0.5 * d * d, k3 += std::exp(d) - d - 1, nll += -lp[t], ent += h[t - 1].item<double>();
+      n += 1;
+    }
+  }
+  const algo::AggregationOptions agg;
+  auto with = [&](std::unique_ptr<LossTerm> extra) {
+    std::vector<std::unique_ptr<LossTerm>> terms;
+    terms.push_back(std::make_unique<PolicyGradientTerm>(algo::PolicyLossOptions{}, agg));
+    terms.push_back(std::move(extra));
+    return trainer_loss(model, std::move(terms), eps);
+  };
+  EXPECT_NEAR(with(std::make_unique<KlTerm>(0.5, algo::KlEstimator::K1, agg)), 0.5 * k1 / n, 1e-5);
+  EXPECT_NEAR(with(std::make_unique<KlTerm>(0.5, algo::KlEstimator::K2, agg)), 0.5 * k2 / n, 1e-5);
+  EXPECT_NEAR(with(std::make_unique<KlTerm>(0.5, algo::KlEstimator::K3, agg)), 0.5 * k3 / n, 1e-5);
+  EXPECT_NEAR(with(std::make_unique<EntropyTerm>(0.2, agg)), -0.2 * ent / n, 1e-4);
+  std::vector<std::unique_ptr<LossTerm>> ce;
+  ce.push_back(std::make_unique<CrossEntropyTerm>());
+  EXPECT_NEAR(trainer_loss(model, std::move(ce), eps), nll / n, 1e-4);
+}
+
+TEST(Trainer, KlInTheRewardShapesPolicyTokensOnly) {
+  auto model = tiny_model(6), ref = tiny_model(7);
+  Episode e = two_turn_episode(0, 9);
+  e.old_logprob = logprobs_of(model, e);
+  e.ref_logprob = logprobs_of(ref, e);
+  for (algo::KlEstimator est : {algo::KlEstimator::K1, algo::KlEstimator::K2, algo::KlEstimator::K3}) {
+    const auto pen = kl_reward_tokens(e, est, 0.25);
+    for (size_t t = 0; t < e.tokens.size(); ++t) {
+      if (e.loss_weight[t] == 0) {
+        EXPECT_EQ(pen[t], 0.0f) << "token " << t << " is not the policy's";
+        continue;
+      }
+      const double d = e.ref_logprob[t] - e.old_logprob[t];
+      const double k = est == algo::KlEstimator::K1 ? -d : est == algo::KlEstimator::K2 ? 0.5 * d * d : std::exp(d) - d - 1;
+      EXPECT_NEAR(pen[t], -0.25 * k, 1e-5);
+    }
+  }
+}
+
+// Records which groups each optimiser step sees (the advantage carries the group id).
+class Recorder final : public LossTerm {
+ public:
+  std::string name() const override { return "recorder"; }
+  torch::Tensor per_token(const TermInput& in, TermSums&) const override {
+    auto adv = in.mb.advantages.masked_select(in.mb.weight > 0);
+    for (int64_t i = 0; i < adv.numel(); ++i) seen->back().insert(static_cast<int64_t>(adv[i].item<float>()));
+    count->back() += in.mb.n_sequences;
+    return in.logp * 0.0;
+  }
+  std::vector<std::set<int64_t>>* seen = nullptr;
+  std::vector<int64_t>* count = nullptr;
+};
+
+TEST(Trainer, EpochsAndMiniBatchesTakeThatManyStepsOverWholeGroups) {
+  // One micro-batch per optimiser step: the first term opens a record, the recorder fills it.
+  auto model = tiny_model(8);
+  std::vector<Episode> eps;
+  for (int64_t g = 0; g < 6; ++g)
+    for (int k = 0; k < 3; ++k) {
+      Episode e = two_turn_episode(g, static_cast<uint32_t>(g * 3 + k));
+      for (size_t t = 0; t < e.advantage.size(); ++t) e.advantage[t] = e.loss_weight[t] > 0 ? static_cast<float>(g) : 0.f;
+      eps.push_back(e);
+    }
+  for (auto [epochs, minis] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 3}, {3, 2}}) {
+    SCOPED_TRACE(std::to_string(epochs) + " epochs x " + std::to_string(minis) + " mini-batches");
+    std::vector<std::set<int64_t>> per_step;
+    std::vector<int64_t> seqs;
+    LocalReducer reducer;
+    TrainerOptions to;
+    to.epochs = epochs;
+    to.mini_batches = minis;
+    to.micro_batch_size = 64;  // one micro-batch per optimiser step: one record per step
+    to.seed = 5;
+    to.log_entropy = false;
+    to.lr.kind = LrScheduleKind::Linear;
+    to.lr.total_steps = epochs * minis;
+    auto rec = std::make_unique<Recorder>();
+    rec->seen = &per_step;
+    rec->count = &seqs;
+    struct Opening final : LossTerm {
+      std::vector<std::set<int64_t>>* seen;
+      std::vector<int64_t>* count;
+      std::string name() const override { return "open"; }
+      torch::Tensor per_token(const TermInput& in, TermSums&) const override {
+        seen->emplace_back();
+        count->push_back(0);
+        return in.logp * 0.0;
+      }
+    };
+    auto open = std::make_unique<Opening>();
+    open->seen = &per_step;
+    open->count = &seqs;
+    std::vector<std::unique_ptr<LossTerm>> terms;
+    terms.push_back(std::move(open));
+    terms.push_back(std::move(rec));
+    Trainer trainer(model, std::move(terms), to, reducer);
+    Json m = trainer.update(eps, 3);
+    EXPECT_EQ(trainer.optimizer().step_count(), epochs * minis);
+    EXPECT_EQ(m["optim/steps_applied"].get<int64_t>(), epochs * minis);
+    ASSERT_EQ(static_cast<int64_t>(per_step.size()), epochs * minis);
+    for (int64_t e = 0; e < epochs; ++e) {
+      std::multiset<int64_t> covered;
+      for (int64_t b = 0; b < minis; ++b) {
+        const auto& s = per_step[static_cast<size_t>(e * minis + b)];
+        EXPECT_EQ(seqs[static_cast<size_t>(e * minis + b)], 3 * static_cast<int64_t>(s.size())) << "whole groups only";
+        covered.insert(s.begin(), s.end());
+      }
+      EXPECT_EQ(covered, (std::multiset<int64_t>{0, 1, 2, 3, 4, 5})) << "every group once in epoch " << e;
+    }
+    model->zero_grad();
+  }
+}
+
+}  // namespace
+}  // namespace rlf
