@@ -38,6 +38,9 @@ struct RolloutEngine::Row {
   int64_t turn = 0;                        // index of the current turn
   int64_t turn_begin = 0;                  // where the current turn starts in `completion`
   std::vector<CompletionSegment> segments; // finished turns and appended stretches
+  std::vector<int32_t> forced;             // appended tokens not yet in `completion` (fed one per decode step)
+  size_t forced_at = 0;                    // the next one to push
+  bool just_forced = false;                // the token pushed last was forced, not sampled
   bool finished = false;
   bool overflowed = false;
   FinishReason reason = FinishReason::Length;
@@ -97,7 +100,7 @@ bool RolloutEngine::turn_over(Row& row) {
   return over;
 }
 
-void RolloutEngine::end_turn(Row& row, int64_t cache_row, TurnHandler* handler, std::vector<Row>& rows) {
+void RolloutEngine::end_turn(Row& row, TurnHandler* handler) {
   CompletionSegment seg;
   seg.sampled = true;
   seg.begin = row.turn_begin;
@@ -134,48 +137,31 @@ void RolloutEngine::end_turn(Row& row, int64_t cache_row, TurnHandler* handler, 
     check(id >= 0 && id < model_->config().vocab_size, "appended token id ", id, " is outside the vocabulary (",
           model_->config().vocab_size, ")");
 
-  // Feed the turn's last sampled token and the appended ids at their
-  // positions, on top of the row's cache; the last position's logits give the
-  // next turn's first token.
-  torch::NoGradGuard no_grad;
-  auto t0 = Clock::now();
-  const auto device = model_->device();
-  const int64_t p0 = row.length() - 1;  // position of the last sampled token (not yet in the cache)
-  std::vector<int64_t> ids;
-  ids.reserve(next.append_ids.size() + 1);
-  ids.push_back(row.completion.back());
-  for (int32_t id : next.append_ids) ids.push_back(id);
-  const int64_t n = static_cast<int64_t>(ids.size());
-  auto input = torch::tensor(ids, torch::kInt64).view({1, n}).to(device);
-  auto positions = torch::arange(p0, p0 + n, torch::TensorOptions().dtype(torch::kInt64).device(device)).view({1, n});
-  KVCache view = cache_.rows(cache_row, 1);
-  auto hidden = model_->forward_hidden(input, positions, &view);
-  auto last = model_->logits(hidden.narrow(1, n - 1, 1)).to(torch::kFloat32).to(torch::kCPU).contiguous().view({1, -1});
-  stats_.prefill_s += seconds_since(t0);
-  stats_.n_prefill_tokens += n;
-
+  // The appended ids are fed one per decode step, batched with every other
+  // row (the step that feeds the turn's last sampled token pushes the first
+  // of them; the step that feeds the last of them samples the next turn's
+  // first token): the cost of a continuation is its new tokens only.
   if (!next.append_ids.empty()) {
     CompletionSegment obs;
     obs.sampled = false;
     obs.begin = static_cast<int64_t>(row.completion.size());
-    row.completion.insert(row.completion.end(), next.append_ids.begin(), next.append_ids.end());
-    row.logprobs.insert(row.logprobs.end(), next.append_ids.size(), 0.0f);
-    obs.end = static_cast<int64_t>(row.completion.size());
+    obs.end = obs.begin + static_cast<int64_t>(next.append_ids.size());
     row.segments.push_back(std::move(obs));
+    stats_.n_appended_tokens += static_cast<int64_t>(next.append_ids.size());
   }
   row.turn += 1;
-  row.turn_begin = static_cast<int64_t>(row.completion.size());
+  row.turn_begin = static_cast<int64_t>(row.completion.size() + next.append_ids.size());
   row.stop.clear();
   row.reason = FinishReason::Length;
   if (tokenizer_) {
-    // A fresh decoder primed with the appended tail, as for a prompt.
+    // A fresh decoder primed with the tail before the new turn, as for a prompt.
     row.decoder = std::make_unique<StreamDecoder>(*tokenizer_, /*skip_special=*/true);
-    const size_t k = row.completion.size();
-    for (size_t j = k - std::min<size_t>(k, 8); j < k; ++j) row.decoder->push(row.completion[j]);
+    std::vector<int32_t> tail(row.completion.end() - std::min<size_t>(row.completion.size(), 8), row.completion.end());
+    tail.insert(tail.end(), next.append_ids.begin(), next.append_ids.end());
+    for (size_t j = tail.size() - std::min<size_t>(tail.size(), 8); j < tail.size(); ++j) row.decoder->push(tail[j]);
   }
-  sample_rows(last, rows, cache_row);
-  stats_.n_decode_tokens += 1;
-  if (turn_over(row)) end_turn(row, cache_row, handler, rows);
+  row.forced = std::move(next.append_ids);
+  row.forced_at = 0;
 }
 
 void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<GeneratedSequence>& done,
@@ -201,6 +187,7 @@ void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<Gene
     cache_.broadcast_prefix(row0, row0 + 1, n - 1, P);
     stats_.prefill_s += seconds_since(t0);
     stats_.n_prefill_tokens += P;
+    stats_.n_fed_tokens += P;
 
     for (int64_t j = 0; j < n; ++j) {
       Row row;
@@ -222,7 +209,7 @@ void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<Gene
     // Every sample of the group draws its first token from the shared logits.
     sample_rows(last.view({1, -1}).expand({n, -1}).contiguous(), rows, row0);
     for (int64_t j = 0; j < n; ++j)
-      if (turn_over(rows[row0 + j])) end_turn(rows[row0 + j], row0 + j, handler, rows);
+      if (turn_over(rows[row0 + j])) end_turn(rows[row0 + j], handler);
     stats_.n_decode_tokens += n;
     item.first += n;
     item.count -= n;
@@ -247,7 +234,8 @@ void RolloutEngine::decode_step(std::vector<Row>& rows) {
   auto hidden = model_->forward_hidden(input, positions, &view);
   auto logits = model_->logits(hidden).to(torch::kFloat32).to(torch::kCPU).contiguous().view({n, -1});  // [n, V]
   sample_rows(logits, rows, 0);
-  stats_.n_decode_tokens += n;
+  for (const Row& r : rows) stats_.n_decode_tokens += !r.just_forced;
+  stats_.n_fed_tokens += n;
   stats_.n_steps += 1;
   stats_.decode_s += seconds_since(t0);
 }
@@ -271,6 +259,13 @@ void RolloutEngine::sample_rows(const torch::Tensor& logits, std::vector<Row>& r
     thread_local SamplerScratch scratch;
     for (int64_t i = begin; i < end; ++i) {
       Row& row = rows[row0 + i];
+      row.just_forced = row.forced_at < row.forced.size();
+      if (row.just_forced) {  // an appended token: pushed as given, nothing drawn
+        row.completion.push_back(row.forced[row.forced_at++]);
+        row.logprobs.push_back(0.0f);
+        if (row.forced_at == row.forced.size()) row.forced.clear(), row.forced_at = 0;
+        continue;
+      }
       const SamplingParams& p = row.req->params;
       const bool filtered = (p.top_k > 0 && p.top_k < V) || p.top_p < 1 || p.min_p > 0;
       int32_t id = 0;
@@ -355,8 +350,8 @@ std::vector<GeneratedSequence> RolloutEngine::generate(const std::vector<Generat
     admit(queue, rows, done, seeded, handler);
     if (rows.empty()) continue;
     decode_step(rows);
-    for (size_t i = 0; i < rows.size(); ++i)
-      if (turn_over(rows[i])) end_turn(rows[i], static_cast<int64_t>(i), handler, rows);
+    for (auto& row : rows)
+      if (!row.just_forced && turn_over(row)) end_turn(row, handler);
     compact(rows, done);
   }
   std::sort(done.begin(), done.end(), [](const auto& a, const auto& b) {

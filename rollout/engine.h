@@ -17,11 +17,14 @@
 // (EOS, a stop id or string, the turn's token limit) is not finished: the
 // handler sees the turn and either ends the sequence or returns observation
 // tokens. The engine appends them to the row and continues decoding from the
-// row's cached state: a turn costs the prefill of the appended tokens (plus
-// the turn's last sampled token, which was not yet fed), never of the history
-// (EngineStats::n_prefill_tokens counts exactly that). Rows at different
-// turns share the batch. The sequence's ids are exactly the sampled ids and
-// the appended ids, in order: nothing is re-rendered or re-tokenized.
+// row's cached state: the appended tokens are fed one per decode step, in the
+// same batch as every other row (no separate prefill call, so conversations
+// at different turns share the batch), and the step that feeds the last of
+// them samples the next turn's first token. A turn costs its new tokens only,
+// never the history: EngineStats::n_fed_tokens (every token run through the
+// model) is the prompts, once per group, plus each sequence's completion but
+// its last token. The sequence's ids are exactly the sampled ids and the
+// appended ids, in order: nothing is re-rendered or re-tokenized.
 //
 // Memory: the KV cache is reserved by reserve_cache() (or on demand by
 // generate()) and stays reserved until release_cache(), which the trainer calls
@@ -118,8 +121,10 @@ struct EngineOptions {
 };
 
 struct EngineStats {
-  int64_t n_prefill_tokens = 0;   // tokens run through prefill: prompts (once per group) and continuations
+  int64_t n_prefill_tokens = 0;   // prompt tokens prefilled (once per group)
   int64_t n_decode_tokens = 0;    // tokens sampled
+  int64_t n_appended_tokens = 0;  // tokens appended by a TurnHandler (observations)
+  int64_t n_fed_tokens = 0;       // every token run through the model (prefill + one per row per decode step)
   int64_t n_steps = 0;            // decode forward passes
   double prefill_s = 0;
   double decode_s = 0;
@@ -153,11 +158,12 @@ class RolloutEngine {
   // True when the row's current turn has ended (EOS, stop, limits).
   bool turn_over(Row& row);
   // After a turn ended: asks the handler (if any) and either marks the row
-  // finished or appends the observation and samples the next turn's first token.
-  void end_turn(Row& row, int64_t cache_row, TurnHandler* handler, std::vector<Row>& rows);
+  // finished or queues the observation to be fed by the next decode steps.
+  void end_turn(Row& row, TurnHandler* handler);
   void decode_step(std::vector<Row>& rows);
   // Samples the next token of rows [row0, row0 + n) from fp32 CPU logits
-  // [n, V] (row i of `logits` belongs to rows[row0 + i]).
+  // [n, V] (row i of `logits` belongs to rows[row0 + i]); a row with appended
+  // tokens queued pushes the next of them instead.
   void sample_rows(const torch::Tensor& logits, std::vector<Row>& rows, int64_t row0);
   void compact(std::vector<Row>& rows, std::vector<GeneratedSequence>& done);
 

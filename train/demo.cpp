@@ -58,8 +58,10 @@ Json demo_config(const std::filesystem::path& model_dir, const std::filesystem::
                // hopeless by measurement, robust to numeric changes.
                {"steps", 1500}, {"batch_size", 64}, {"micro_batch_size", 64}, {"lr", 2e-3},
                {"stop_at_pass1", 0.4}, {"stop_eval_every", 25}, {"stop_eval_prompts", 200}}},
+      // The control: the same SFT policy trained for the RL phase's wall time
+      // with SFT alone (pass1_control), so the table shows what RL adds.
       {"run", {{"steps", 200}, {"seed", seed}, {"out_dir", out_dir.string()}, {"samples_every", 10},
-               {"eval_every", 0}}},
+               {"eval_every", 0}, {"sft_control", true}}},
   };
   return j;
 }

@@ -8,7 +8,9 @@
 //   - a warm start: SFT on worked answers ("37 + 48 = 85. #### 85") for just
 //     long enough that the policy is weak but not hopeless;
 // then GRPO against the exact-match reward on "#### n", and prints held-out
-// greedy pass@1 before and after RL. Everything is seeded: the same seed and
+// greedy pass@1 before and after RL, next to a control: the same SFT policy
+// trained for the RL phase's wall time with SFT alone. Everything but the
+// control's step count (a wall-time budget) is seeded: the same seed and
 // thread count give the same run.
 #pragma once
 

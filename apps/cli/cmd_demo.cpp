@@ -19,7 +19,8 @@ CommandSpec make_demo_command() {
       {"out", OptKind::String, "runs/demo", "run directory (init/ holds the initial policy)", "DIR"},
       {"seed", OptKind::Int, "0", "seeds the model, the task, SFT and RL", "N"},
       {"set", OptKind::List, "", "override a key of the demo's run config, e.g. --set run.steps=50", "KEY=VALUE"},
-      {"json", OptKind::Flag, "false", "print only the summary: {pass1_before, pass1_after, wall_s, steps, ...}", ""},
+      {"json", OptKind::Flag, "false",
+       "print only the summary: {pass1_before, pass1_after, pass1_control, wall_s, steps, ...}", ""},
   };
   c.run = [](const Args& a) {
     // A fixed thread plan unless --threads is given: OpenBLAS 2 threads,
@@ -48,6 +49,12 @@ CommandSpec make_demo_command() {
       std::printf("  | before RL (after SFT)   | %5.1f%% |\n", 100 * s.pass1_before);
       std::printf("  | after RL                | %5.1f%% |\n", 100 * s.pass1_after);
       std::printf("  | change                  | %+5.1f  |\n", 100 * (s.pass1_after - s.pass1_before));
+      if (s.pass1_control >= 0) {
+        std::printf("  +-------------------------+--------+\n");
+        std::printf("  | control: SFT alone for  | %5.1f%% |\n", 100 * s.pass1_control);
+        std::printf("  |   RL's %4.0f s (%4lld st.) |        |\n", s.steps_wall_s,
+                    static_cast<long long>(s.control_sft_steps));
+      }
       std::printf("  +-------------------------+--------+\n");
     }
     return 0;

@@ -140,10 +140,13 @@ TEST(EpisodeProducer, MultiTurnEpisodesAreTokenExactWithRolesAndWeights) {
   EXPECT_EQ(stats.n_ended_by_env, 3);
   EXPECT_EQ(stats.n_observation_tokens, 3 * 2 * static_cast<int64_t>(obs_ids.size()));
   EXPECT_DOUBLE_EQ(stats.to_metrics()["episode/turns_mean"].get<double>(), 3.0);
-  // The prompt was prefilled once for the group.
-  int64_t appended = 0;
-  for (const Episode& e : groups[0].episodes) appended += 2 * (static_cast<int64_t>(obs_ids.size()) + 1);
-  EXPECT_EQ(producer.engine().stats().n_prefill_tokens, static_cast<int64_t>(prompt_ids.size()) + appended);
+  // The prompt was prefilled once for the group; then each token once.
+  const EngineStats& es = producer.engine().stats();
+  EXPECT_EQ(es.n_prefill_tokens, static_cast<int64_t>(prompt_ids.size()));
+  int64_t fed = es.n_prefill_tokens;
+  for (const Episode& e : groups[0].episodes) fed += e.n_completion() - 1;
+  EXPECT_EQ(es.n_fed_tokens, fed);
+  EXPECT_EQ(es.n_appended_tokens, 3 * 2 * static_cast<int64_t>(obs_ids.size()));
 }
 
 TEST(EpisodeProducer, SingleTurnEnvironmentGivesWhatTheEngineGives) {

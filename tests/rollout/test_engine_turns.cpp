@@ -87,14 +87,18 @@ TEST(EngineTurns, ContinuesFromTheCacheAndKeepsTheSequenceExact) {
     auto out = engine.generate({request(prompt, 3, 7, 5, 60)}, &handler);
     ASSERT_EQ(out.size(), 3u);
 
-    // Prefill: the prompt once for the group, then per continuation the turn's
-    // last sampled token plus the appended tokens; never the history.
-    int64_t expected_prefill = 9;
+    // The prompt is prefilled once for the group; after that every token is run
+    // through the model once (all but each sequence's last): the history is never
+    // fed again, whatever the number of turns.
+    EXPECT_EQ(engine.stats().n_prefill_tokens, 9);
+    int64_t fed = 9, appended = 0;
     for (const auto& s : out) {
+      fed += static_cast<int64_t>(s.completion_ids.size()) - 1;
       for (const auto& seg : s.segments)
-        if (!seg.sampled) expected_prefill += 1 + (seg.end - seg.begin);
+        if (!seg.sampled) appended += seg.end - seg.begin;
     }
-    EXPECT_EQ(engine.stats().n_prefill_tokens, expected_prefill);
+    EXPECT_EQ(engine.stats().n_fed_tokens, fed);
+    EXPECT_EQ(engine.stats().n_appended_tokens, appended);
 
     for (const auto& s : out) {
       // Segments: turn, observation, turn, observation, turn — covering the completion in order.
