@@ -8,7 +8,9 @@ function(rlf_library name)
 endfunction()
 
 # rlf_test(NAME SOURCES ... DEPS ... [LABELS ...]): a GoogleTest executable whose
-# tests are registered with CTest. Tests find shared/, the oracle interpreter
+# tests are registered with CTest. Every test is in one of two tiers, both run
+# by scripts/test.sh: "e2e" (LABELS e2e: whole runs, the rlf binary) or
+# "fast" (everything else: unit and oracle tests). Tests find shared/, the oracle interpreter
 # and the build tree through defaults compiled into rlf_test_support
 # (tests/CMakeLists.txt), which the environment may override.
 function(rlf_test name)
@@ -30,8 +32,10 @@ function(rlf_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} rlf_test_support GTest::gtest GTest::gtest_main)
   set(props TIMEOUT ${ARG_TIMEOUT})
-  if(ARG_LABELS)
-    list(APPEND props LABELS "${ARG_LABELS}")
+  set(labels ${ARG_LABELS})
+  if(NOT "e2e" IN_LIST labels)
+    list(APPEND labels fast)
   endif()
+  list(APPEND props LABELS "${labels}")
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 120 PROPERTIES ${props})
 endfunction()

@@ -47,6 +47,8 @@ struct Plan {
   std::string root_options;               // tmpfs options of the (later read-only) root
   std::vector<std::string> dirs;          // created in order under the root
   std::vector<Bind> binds;
+  std::vector<std::string> tmp_dirs;      // created inside the jail's /tmp once it is mounted
+  std::vector<Bind> tmp_binds;            // read-only binds of host paths under /tmp, made inside the jail's /tmp
   std::vector<std::pair<std::string, std::string>> symlinks;  // target, link path
   std::vector<std::pair<std::string, std::string>> files;     // path, content (root-owned, 0644)
   std::string proc_dir;
@@ -118,15 +120,9 @@ void arrange_fds(const JailPipes& pipes, int null_fd) {
   if (syscall(SYS_close_range, 4u, ~0u, 0u) != 0) child_fail("close_range");
 }
 
-void make_private_root(const Plan& plan) {
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-    child_fail("make mounts private");
-  if (mount("tmpfs", plan.root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, plan.root_options.c_str()) != 0)
-    child_fail("mount root tmpfs on", plan.root.c_str());
-  for (const std::string& dir : plan.dirs) {
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) child_fail("mkdir", dir.c_str());
-  }
-  for (const Bind& bind : plan.binds) {
+// Read-only bind mounts (the target created first: a file or a directory).
+void bind_all(const std::vector<Bind>& binds) {
+  for (const Bind& bind : binds) {
     if (bind.is_file) {
       int fd = open(bind.target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
       if (fd < 0) child_fail("create", bind.target.c_str());
@@ -140,6 +136,17 @@ void make_private_root(const Plan& plan) {
     if (mount(nullptr, bind.target.c_str(), nullptr, flags, nullptr) != 0)
       child_fail("remount read-only", bind.target.c_str());
   }
+}
+
+void make_private_root(const Plan& plan) {
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    child_fail("make mounts private");
+  if (mount("tmpfs", plan.root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, plan.root_options.c_str()) != 0)
+    child_fail("mount root tmpfs on", plan.root.c_str());
+  for (const std::string& dir : plan.dirs) {
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) child_fail("mkdir", dir.c_str());
+  }
+  bind_all(plan.binds);
   for (const auto& [target, link] : plan.symlinks) {
     if (symlink(target.c_str(), link.c_str()) != 0) child_fail("symlink", link.c_str());
   }
@@ -148,6 +155,10 @@ void make_private_root(const Plan& plan) {
     child_fail("mount /proc");
   if (mount("tmpfs", plan.tmp_dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, plan.tmp_options.c_str()) != 0)
     child_fail("mount /tmp tmpfs");
+  for (const std::string& dir : plan.tmp_dirs) {
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) child_fail("mkdir", dir.c_str());
+  }
+  bind_all(plan.tmp_binds);
   write_new_file(plan.program_path.c_str(), *plan.source);
 
   // Swap roots: stack the new root over the old one, then detach the old.
@@ -257,9 +268,21 @@ Plan make_plan(const std::string& source, const SandboxOptions& options, const s
     plan.binds.push_back({dev, mount_dir + dev, true, 0});
   }
   for (const std::string& extra : options.ro_binds) {
-    add_parent_dirs(plan, extra);
-    bool is_dir = fs::is_directory(extra);
-    plan.binds.push_back({extra, mount_dir + extra, !is_dir, is_dir ? (unsigned long)MS_NODEV : 0ul});
+    const bool is_dir = fs::is_directory(extra);
+    const Bind bind{extra, mount_dir + extra, !is_dir, is_dir ? (unsigned long)MS_NODEV : 0ul};
+    if (extra.rfind("/tmp/", 0) == 0) {
+      // Under /tmp: made inside the jail's own /tmp tmpfs, after it is mounted.
+      fs::path current = mount_dir + "/tmp";
+      for (const auto& part : fs::path(extra).parent_path().lexically_relative("/tmp")) {
+        if (part == ".") continue;
+        current /= part;
+        plan.tmp_dirs.push_back(current.string());
+      }
+      plan.tmp_binds.push_back(bind);
+    } else {
+      add_parent_dirs(plan, extra);
+      plan.binds.push_back(bind);
+    }
   }
   std::string id = std::to_string(uid);
   plan.files.emplace_back(mount_dir + "/etc/passwd",

@@ -260,10 +260,13 @@ void validate(const SandboxOptions& o) {
     check(!bind.empty() && bind[0] == '/' && bind.find("/..") == std::string::npos && bind.find("/./") == std::string::npos,
           "SandboxOptions.ro_binds: '", bind, "' must be a normalized absolute path");
     check(bind != "/", "SandboxOptions.ro_binds: '/' would expose the whole host; bind specific directories");
-    for (const char* reserved : {"/tmp", "/proc", "/dev", "/etc", "/usr"}) {
+    for (const char* reserved : {"/proc", "/dev", "/etc", "/usr"}) {
       check(!has_prefix_dir(bind, reserved), "SandboxOptions.ro_binds: '", bind, "' overlaps the sandbox's own ",
-            reserved, " (bind a directory elsewhere, e.g. /opt/...)");
+            reserved, " (bind a directory elsewhere, e.g. /opt/... or /tmp/...)");
     }
+    // Paths under /tmp are bound inside the jail's own /tmp; /tmp itself is the program's scratch space.
+    check(bind != "/tmp" && bind != "/tmp/main.py", "SandboxOptions.ro_binds: '", bind,
+          "' would hide the sandbox's own writable /tmp; bind a directory under it (e.g. /tmp/data) or elsewhere");
     check(fs::exists(bind), "SandboxOptions.ro_binds: '", bind, "' does not exist on the host");
     python_visible = python_visible || has_prefix_dir(o.python, bind);
   }

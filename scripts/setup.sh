@@ -10,8 +10,8 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread nlohmann-json3-dev libpcre2-dev libicu-dev zlib1g-dev libtomlplusplus-dev
   # sandboxed code execution
   bubblewrap libseccomp-dev python3
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev libsentencepiece-dev
+  # tests and benchmarks (strace: the crash tests' fault injection)
+  libgtest-dev libgmock-dev libbenchmark-dev libsentencepiece-dev strace
   python3-venv python3-torch python3-pip
 )
 

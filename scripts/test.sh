@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, creates the oracle
 # virtual environment (Hugging Face transformers/tokenizers, math-verify) used
-# as outside references, builds rlf, runs the whole suite with CTest, then the
-# parser tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# as outside references, builds rlf with its tests (whatever configured build/
+# before: `scripts/run.sh` builds without them), then runs the whole suite in
+# tiers — "fast" (unit and oracle tests), "e2e" (whole runs, the rlf binary,
+# the examples) — and the parser tests again under AddressSanitizer +
+# UndefinedBehaviorSanitizer. A tier that runs no test is a failure.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+start=$(date +%s)
 
 bash scripts/setup.sh
 
@@ -23,13 +27,22 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
 fi
 
 jobs="$(nproc 2>/dev/null || echo 2)"
-bash scripts/build.sh -DRLF_ORACLE_PYTHON="$venv/bin/python" -DRLF_SHARED_DIR="$(cd "$root/.." && pwd)/shared"
+shared="$(cd "$root/.." && pwd)/shared"
+bash scripts/build.sh -DRLF_BUILD_TESTS=ON -DRLF_ORACLE_PYTHON="$venv/bin/python" -DRLF_SHARED_DIR="$shared"
 
 # Every oracle test must run: a missing oracle fails instead of skipping.
 export RLF_REQUIRE_ORACLE=1
-(cd build && ctest --output-on-failure -j"$jobs" --timeout 600)
+tier() {  # tier BUILD_DIR LABEL
+  local t0=$(date +%s)
+  echo "test: tier '$2' in $1"
+  (cd "$1" && ctest --output-on-failure --no-tests=error -j"$jobs" --timeout 1800 -L "$2")
+  echo "test: tier '$2' passed in $(( $(date +%s) - t0 )) s"
+}
+tier build fast
+tier build e2e
 
 # Parser and format tests under ASan + UBSan (torch-free build).
-RLF_BUILD_DIR="$root/build-asan" bash scripts/build.sh -DRLF_SANITIZE=ON -DRLF_WITH_TORCH=OFF \
-  -DRLF_ORACLE_PYTHON="$venv/bin/python" -DRLF_SHARED_DIR="$(cd "$root/.." && pwd)/shared"
-(cd build-asan && ctest --output-on-failure -j"$jobs" -L parser --timeout 600)
+RLF_BUILD_DIR="$root/build-asan" bash scripts/build.sh -DRLF_BUILD_TESTS=ON -DRLF_SANITIZE=ON -DRLF_WITH_TORCH=OFF \
+  -DRLF_ORACLE_PYTHON="$venv/bin/python" -DRLF_SHARED_DIR="$shared"
+tier build-asan parser
+echo "test: the whole suite passed in $(( $(date +%s) - start )) s"

@@ -1,6 +1,8 @@
 #include "train/checkpoint.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -115,7 +117,52 @@ std::vector<std::string> files_under(const fs::path& root) {
   return out;
 }
 
+constexpr const char* kReplacedPrefix = ".tmp-replaced-";
+
+// Exchanges two directory entries atomically (renameat2 RENAME_EXCHANGE);
+// false when the file system cannot.
+bool exchange_paths(const fs::path& a, const fs::path& b) {
+  return ::syscall(SYS_renameat2, AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0;
+}
+
+}  // namespace
+
+void recover_checkpoints(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(kReplacedPrefix, 0) != 0) continue;
+    // A complete checkpoint moved aside by an interrupted replacement: put it
+    // back unless a complete one of the same step is in place.
+    const fs::path target = dir / name.substr(std::string(kReplacedPrefix).size());
+    if (!fs::is_regular_file(e.path() / kTrainerJson)) continue;
+    if (fs::is_regular_file(target / kTrainerJson)) continue;
+    if (fs::exists(target)) fs::remove_all(target);
+    fs::rename(e.path(), target);
+    fsync_path(dir, true);
+  }
+  // An interrupted update of DIR/latest: drop its temporary file and point
+  // `latest` at the newest complete checkpoint.
+  bool stale_latest = false;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(".tmp-latest", 0) == 0) fs::remove(e.path()), stale_latest = true;
+  std::vector<fs::path> all = list_checkpoints(dir);
+  if (!all.empty()) {
+    const std::string want = all.back().filename().string() + "\n";
+    std::string have;
+    if (fs::is_regular_file(dir / "latest")) have = read_file(dir / "latest");
+    if (stale_latest || have != want) write_file_atomic(dir / "latest", want);
+  }
+}
+
+namespace {
+
+// Leftovers of an interrupted save: partial writes (.tmp-step-N) and copies
+// moved aside whose step is complete again. Never a complete copy that is the
+// only one of its step (recover_checkpoints puts those back first).
 void remove_stale_tmp(const fs::path& dir) {
+  recover_checkpoints(dir);
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().filename().string().rfind(".tmp-", 0) == 0) fs::remove_all(e.path());
   }
@@ -200,10 +247,21 @@ fs::path save_checkpoint(const fs::path& dir, const TrainerState& state, const C
     fsync_path(tmp, true);
     stage("trainer_json");
 
-    // Publish: the rename is the commit point.
-    const fs::path replaced = dir / (".tmp-replaced-" + step_dir_name(state.step));
-    if (fs::exists(final_dir)) fs::rename(final_dir, replaced);
-    fs::rename(tmp, final_dir);
+    // Publish: the rename is the commit point. Replacing an existing step-N
+    // never passes through a state without a complete step-N: the two are
+    // exchanged atomically (or, where the file system cannot, the old one is
+    // moved aside first and recover_checkpoints puts it back after a crash).
+    const fs::path replaced = dir / (kReplacedPrefix + step_dir_name(state.step));
+    if (fs::exists(final_dir)) {
+      if (exchange_paths(tmp, final_dir)) {
+        fs::rename(tmp, replaced);  // the old copy, now at tmp: a complete step-N is in place
+      } else {
+        fs::rename(final_dir, replaced);
+        fs::rename(tmp, final_dir);
+      }
+    } else {
+      fs::rename(tmp, final_dir);
+    }
     fsync_path(dir, true);
     stage("renamed");
     write_file_atomic(dir / "latest", step_dir_name(state.step) + "\n");
@@ -235,6 +293,7 @@ std::vector<fs::path> list_checkpoints(const fs::path& dir) {
 }
 
 std::optional<fs::path> find_latest_checkpoint(const fs::path& dir) {
+  recover_checkpoints(dir);
   std::vector<fs::path> all = list_checkpoints(dir);
   if (all.empty()) return std::nullopt;
   return all.back();
@@ -333,6 +392,7 @@ TrainerState load_checkpoint(const fs::path& ckpt, const CheckpointTargets& targ
 
 std::optional<TrainerState> load_latest(const fs::path& dir, const CheckpointTargets& targets,
                                         const CheckpointOptions& options) {
+  recover_checkpoints(dir);
   std::vector<fs::path> all = list_checkpoints(dir);
   if (all.empty()) return std::nullopt;
   try {

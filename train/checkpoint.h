@@ -17,7 +17,13 @@
 // Save protocol: write everything into DIR/.tmp-step-N, fsync every file and
 // directory, rename to DIR/step-N, fsync DIR, then replace DIR/latest
 // atomically (temporary file, fsync, rename) and prune old checkpoints. A
-// step-N directory therefore only ever exists complete.
+// step-N directory therefore only ever exists complete. Saving a step that
+// already exists exchanges the two directories atomically (renameat2
+// RENAME_EXCHANGE), so there is never a moment without a complete step-N;
+// where the file system cannot exchange, the old one is first moved to
+// DIR/.tmp-replaced-step-N, and recover_checkpoints() (run by every save and
+// load) moves it back if a crash left no complete step-N. No complete
+// checkpoint is ever deleted except by keep_last pruning after a save.
 //
 // Load: the newest complete checkpoint is the step-N directory with the largest
 // N that holds a trainer.json (DIR/latest is not trusted: a crash between the
@@ -79,6 +85,11 @@ struct CheckpointTargets {
 // Replaces an existing step-N of the same number. Errors name the file.
 std::filesystem::path save_checkpoint(const std::filesystem::path& dir, const TrainerState& state,
                                       const CheckpointTargets& targets, const CheckpointOptions& options = {});
+
+// Puts back complete checkpoints an interrupted replacement moved aside
+// (DIR/.tmp-replaced-step-N when DIR/step-N is missing or incomplete).
+// find_latest_checkpoint, load_latest and save_checkpoint call it.
+void recover_checkpoints(const std::filesystem::path& dir);
 
 // Complete checkpoints in `dir` (step-N directories with a trainer.json), oldest first.
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);

@@ -130,6 +130,8 @@ TEST(SandboxOptionsTest, ValidationNamesTheField) {
   expect_invalid([](SandboxOptions& o) { o.ro_binds = {"/"}; }, "SandboxOptions.ro_binds: '/' would expose the whole host");
   expect_invalid([](SandboxOptions& o) { o.ro_binds = {"/etc/ssl"}; },
                  "SandboxOptions.ro_binds: '/etc/ssl' overlaps the sandbox's own /etc");
+  expect_invalid([](SandboxOptions& o) { o.ro_binds = {"/tmp"}; },
+                 "SandboxOptions.ro_binds: '/tmp' would hide the sandbox's own writable /tmp; bind a directory under it");
   expect_invalid([](SandboxOptions& o) { o.ro_binds = {"/opt/definitely-not-here"}; },
                  "SandboxOptions.ro_binds: '/opt/definitely-not-here' does not exist on the host");
   EXPECT_NO_THROW(validate(SandboxOptions{}));
@@ -158,6 +160,25 @@ TEST(SandboxOptionsTest, ExtraReadOnlyBindIsVisibleAndReadOnly) {
   // Without the bind the directory does not exist in the jail.
   r = run_python("import os\nprint(os.path.exists('" + dir + "'))\n", quick());
   EXPECT_EQ(r.stdout_text, "False\n");
+}
+
+TEST(SandboxOptionsTest, AReadOnlyBindUnderTmpIsVisibleInsideTheJailsOwnTmp) {
+  // Checkouts and datasets often live under /tmp: such a path is bound inside the jail's /tmp.
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("rlf-bind-" + testing::unique_marker());
+  std::filesystem::create_directories(dir / "sub");
+  { std::ofstream(dir / "sub" / "data.txt") << "hello from the host"; }
+  const std::string d = (dir / "sub").string();
+  SandboxOptions options = quick();
+  options.ro_binds = {d};
+  ExecResult r = run_python("print(open('" + d + "/data.txt').read())\n"
+                            "open('/tmp/scratch', 'w').write('x')\n"
+                            "try:\n    open('" + d + "/new', 'w')\n    print('writable')\n"
+                            "except OSError as e:\n    print(type(e).__name__)\n",
+                            options);
+  EXPECT_EQ(r.status, ExecStatus::ok) << r.stderr_text;
+  EXPECT_EQ(r.stdout_text, "hello from the host\nOSError\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "sub" / "new"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RunMany, ResultsComeBackInInputOrder) {
