@@ -54,12 +54,12 @@ void PolicyLossOptions::validate() const {
         " (PPO/GRPO use 0.2, DAPO clip-higher 0.28)");
   check(dual_clip == 0.0 || (std::isfinite(dual_clip) && dual_clip > 1.0),
         "algorithm.dual_clip must be 0 (off) or > 1, got ", dual_clip, " (verl uses 3)");
-  check(std::isfinite(ratio_cap) && ratio_cap >= 0.0, "algorithm.ratio_cap must be >= 0 (0 = off), got ",
+  check(std::isfinite(ratio_cap) && ratio_cap >= 0.0, "algorithm.off_policy_ratio_cap must be >= 0 (0 = off), got ",
         ratio_cap);
   check(std::isfinite(mask_low) && mask_low >= 0.0 && mask_low < 1.0,
-        "algorithm.mask_low must be in [0, 1) (0 = off), got ", mask_low);
+        "algorithm.off_policy_mask_low must be in [0, 1) (0 = off), got ", mask_low);
   check(std::isfinite(mask_high) && (mask_high == 0.0 || mask_high > 1.0),
-        "algorithm.mask_high must be 0 (off) or > 1, got ", mask_high);
+        "algorithm.off_policy_mask_high must be 0 (off) or > 1, got ", mask_high);
 }
 
 PolicyLossResult policy_loss(const torch::Tensor& logp, const torch::Tensor& old_logp,

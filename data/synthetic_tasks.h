@@ -40,7 +40,8 @@ struct ArithmeticOptions {
 };
 
 struct GuessTaskOptions {
-  int64_t n_problems = 1000;  // games to generate (secrets may repeat when n_problems > high - low + 1)
+  int64_t n_problems = 1000;  // games to generate (each secret drawn independently: they repeat; every game of
+                              // one max_number has the same prompt text, the secret lives in the record)
   int64_t max_number = 16;    // secrets are drawn from [1, max_number] (2..1000000)
 };
 
@@ -91,10 +92,11 @@ WrongStyle parse_wrong_style(const std::string& name);  // "offset" | "drop_carr
 // `worked` = false gives arithmetic answers without the worked equation
 // ("#### 85" instead of "37 + 48 = 85. #### 85"); countdown keeps its steps.
 // `tool_fraction` (arithmetic only): the share of responses, chosen by
-// `seed`, that use the calculator tool instead of answering directly — a
-// multi-turn target (SftExample::turns): the call "<calc>a op b</calc>", the
-// tool's observation "<result>v</result>" and the answer "#### v". Those are
-// never wrong.
+// `seed` independently of the wrong ones, that use the calculator tool
+// instead of answering directly — a multi-turn target (SftExample::turns):
+// the call "<calc>a op b</calc>", the tool's observation "<result>v</result>"
+// and the answer "#### v". Those are never wrong, so with both fractions set
+// fewer than round(wrong_fraction * n) responses end up wrong.
 std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems, double wrong_fraction,
                                                uint64_t seed, WrongStyle style = WrongStyle::Offset,
                                                bool worked = true, double tool_fraction = 0.0);

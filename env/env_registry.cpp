@@ -48,6 +48,8 @@ const std::map<std::string, Parser>& parsers() {
          o.shutdown_grace_s = r.get_double("shutdown_grace_s", o.shutdown_grace_s);
          check(!o.command.empty(), "option 'command' is required: the program to run, e.g. command = [\"python3\", \"env.py\"]");
          check(o.timeout_s > 0 && std::isfinite(o.timeout_s), "option 'timeout_s' must be > 0 (got ", o.timeout_s, ")");
+         check(o.shutdown_grace_s >= 0 && std::isfinite(o.shutdown_grace_s), "option 'shutdown_grace_s' must be >= 0 (got ",
+               o.shutdown_grace_s, ")");
          return [o] { return std::make_unique<ExternalEnvironment>(o); };
        }},
   };

@@ -269,11 +269,26 @@ std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const Promp
             options_.add_special_tokens ? "" : " (no BOS is added when a chat template renders the prompt)");
       return ids;
     };
+    // A first observation that leaves no room in the context ends its episode
+    // (an environment's own prompt is not checked at load, a dataset's is).
+    const int64_t context = policy_.model()->config().max_position_embeddings;
+    std::vector<std::vector<int32_t>> prompt_ids(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      Slot& s = slots[g][static_cast<size_t>(j)];
+      if (!s.error.empty()) continue;
+      prompt_ids[static_cast<size_t>(j)] = encode(s.prompt);
+      const int64_t P = static_cast<int64_t>(prompt_ids[static_cast<size_t>(j)].size());
+      if (P + 1 > context) {
+        s.error = str("the first observation has ", P, " tokens; the model's context is ", context, " tokens");
+        s.end_reason = "env_error";
+        handler.note(str(tasks[g]->where, ": ", s.error));
+      }
+    }
     const bool shared = std::all_of(slots[g].begin(), slots[g].end(),
                                     [&](const Slot& s) { return s.error.empty() && s.prompt == slots[g][0].prompt; });
     if (shared) {
       GenerationRequest req;
-      req.prompt_ids = encode(slots[g][0].prompt);
+      req.prompt_ids = prompt_ids[0];
       req.n = n;
       req.params = params;
       req.params.seed = seeds[g];
@@ -286,7 +301,7 @@ std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const Promp
       const Slot& s = slots[g][static_cast<size_t>(j)];
       if (!s.error.empty()) continue;  // never started: an episode of its prompt alone
       GenerationRequest req;
-      req.prompt_ids = encode(s.prompt);
+      req.prompt_ids = prompt_ids[static_cast<size_t>(j)];
       req.n = 1;
       req.params = params;
       req.params.seed = mix_seed(seeds[g] ^ mix_seed(static_cast<uint64_t>(j) + 1));
@@ -308,8 +323,10 @@ std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const Promp
       auto it = by_slot.find({g, j});
       Episode e;
       if (it == by_slot.end()) {  // reset failed: the prompt alone, nothing to train
-        e = Episode::single_turn(static_cast<int64_t>(g), policy_.tokenizer->encode(s.prompt, options_.add_special_tokens),
-                                 {}, {}, version);
+        std::vector<int32_t> ids = policy_.tokenizer->encode(s.prompt, options_.add_special_tokens);
+        const size_t context = static_cast<size_t>(policy_.model()->config().max_position_embeddings);
+        if (ids.size() > context) ids.resize(context);  // kept for logs only: nothing of it is trained
+        e = Episode::single_turn(static_cast<int64_t>(g), ids, {}, {}, version);
         e.env_error = s.error;
         e.end_reason = "env_error";
       } else {

@@ -16,11 +16,7 @@ class ExternalSession final : public EnvironmentSession {
   ~ExternalSession() override {
     // Best effort: the program may free the episode's state. A failure here
     // ends nothing (the episode is over).
-    if (generation_ != env_.generation()) return;
-    try {
-      env_.request({{"type", "close"}, {"episode", episode_}}, generation_);
-    } catch (const std::exception&) {
-    }
+    env_.close(episode_, generation_);
   }
 
   EnvStep step(const PolicyTurn& turn) override {
@@ -67,11 +63,14 @@ ExternalEnvironment::ExternalEnvironment(ExternalEnvOptions options) : options_(
   check(!options_.command.empty(), "env.command must name the program to run, e.g. command = [\"python3\", \"env.py\"]");
   check(options_.timeout_s > 0 && std::isfinite(options_.timeout_s), "env.timeout_s must be > 0 (got ",
         options_.timeout_s, ")");
+  check(options_.shutdown_grace_s >= 0 && std::isfinite(options_.shutdown_grace_s),
+        "env.shutdown_grace_s must be >= 0 (got ", options_.shutdown_grace_s, ")");
   ScorerProcessOptions p;
   p.command = options_.command;
   p.working_dir = options_.working_dir;
   p.echo_stderr = options_.echo_stderr;
   p.shutdown_grace_s = options_.shutdown_grace_s;
+  p.label = "env";
   process_ = std::make_unique<ScorerProcess>(std::move(p));
   with_context("external environment", [&] { process_->start(); });
 }
@@ -105,6 +104,13 @@ Json ExternalEnvironment::request(Json message, int64_t episode_generation) {
   if (err != reply.end() && !err->is_null())
     fail("external environment: ", err->is_string() ? err->get<std::string>() : err->dump());
   return reply;
+}
+
+void ExternalEnvironment::close(const std::string& episode, int64_t episode_generation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (episode_generation != process_->n_starts() || !process_->running()) return;
+  Json message = {{"protocol", kExternalEnvProtocol}, {"id", next_id_++}, {"type", "close"}, {"episode", episode}};
+  process_->notify(message.dump(-1, ' ', false, Json::error_handler_t::replace), options_.timeout_s);
 }
 
 std::unique_ptr<EnvironmentSession> ExternalEnvironment::reset(const PromptExample& task, uint64_t seed,

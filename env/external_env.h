@@ -11,8 +11,9 @@
 //     -> {"id": 4, "observation": "...", "reward": 0.5, "done": false, "feedback": "...",
 //         "tool_call": false, "tool_error": false, "observation_is_feedback": false}
 //        (every key but "id" optional; "reward": null or absent = none; "done" default false)
-//   {"protocol": 1, "id": 5, "type": "close", "episode": "e5"}  -> {"id": 5}
-//   any request -> {"id": N, "error": "why"}: that episode ends with the reason
+//   {"protocol": 1, "id": 5, "type": "close", "episode": "e5"}   a notification: no reply (one is
+//        skipped as a stray line); the program may free the episode's state
+//   a reset or step -> {"id": N, "error": "why"}: that episode ends with the reason
 //
 // Failures end only the episode concerned, never the run: a reply with
 // "error", a timeout, the program's exit, or a reply that is not the expected
@@ -21,7 +22,8 @@
 // process group) and started again; episodes it was serving cannot continue
 // (their state died with it) and end with that reason at their next step.
 // Stray stdout lines (debug prints) are skipped and counted
-// (rewards/scorer_process.h); stderr is free for logs.
+// (rewards/scorer_process.h); stderr is free for logs (echoed prefixed
+// "[env <pid>] ").
 #pragma once
 
 #include <memory>
@@ -40,7 +42,7 @@ struct ExternalEnvOptions {
   std::vector<std::string> command;  // argv, e.g. ["python3", "env.py"]; required
   double timeout_s = 30.0;           // per request: from sending it to the end of the reply line, seconds
   std::string working_dir;           // "" = rlf's
-  bool echo_stderr = true;           // copy its stderr to rlf's, prefixed "[scorer <pid>] "
+  bool echo_stderr = true;           // copy its stderr to rlf's, prefixed "[env <pid>] "
   bool send_record = true;           // include the dataset record in reset requests
   bool gives_rewards = true;         // its step rewards form the reward component "env"
   double shutdown_grace_s = 2.0;     // at shutdown: time to exit after its stdin closes, before SIGKILL
@@ -65,6 +67,8 @@ class ExternalEnvironment final : public Environment {
   Json request(Json message, int64_t episode_generation);
   // How many times the program was started (the current process's number).
   int64_t generation() const { return process_->n_starts(); }
+  // Tells the program an episode ended (a notification; failures end nothing).
+  void close(const std::string& episode, int64_t episode_generation);
 
  private:
   ExternalEnvOptions options_;

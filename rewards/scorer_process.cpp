@@ -192,7 +192,7 @@ void ScorerProcess::read_stderr() {
     if (!options_.echo_stderr) continue;
     stderr_line_.append(buffer, size_t(n));
     for (size_t nl = stderr_line_.find('\n'); nl != std::string::npos; nl = stderr_line_.find('\n')) {
-      std::string line = str("[scorer ", pid_, "] ", stderr_line_.substr(0, nl), "\n");
+      std::string line = str("[", options_.label, " ", pid_, "] ", stderr_line_.substr(0, nl), "\n");
       stderr_line_.erase(0, nl + 1);
       (void)!::write(STDERR_FILENO, line.data(), line.size());
     }
@@ -227,8 +227,35 @@ std::string ScorerProcess::exit_description(bool* clean) {
 void ScorerProcess::note_stray(const std::string& line) {
   ++n_stray_lines_;
   std::string shown = line.size() > 200 ? line.substr(0, 200) + "..." : line;
-  std::string msg = str("[scorer ", pid_, "] skipped a stdout line that is not the reply: ", shown, "\n");
+  std::string msg = str("[", options_.label, " ", pid_, "] skipped a stdout line that is not the reply: ", shown, "\n");
   (void)!::write(STDERR_FILENO, msg.data(), msg.size());
+}
+
+bool ScorerProcess::notify(const std::string& line, double timeout_s) {
+  if (!running() || exited()) return false;
+  const std::string message = line + "\n";
+  size_t written = 0;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  while (written < message.size()) {
+    double left_s = std::chrono::duration<double>(deadline - Clock::now()).count();
+    if (left_s <= 0) {
+      kill_now();
+      return false;
+    }
+    pollfd fd{stdin_fd_, POLLOUT, 0};
+    if (::poll(&fd, 1, int(std::min(left_s * 1000.0 + 1.0, 20.0))) < 0 && errno != EINTR) {
+      kill_now();
+      return false;
+    }
+    read_stderr();
+    ssize_t n = write_no_sigpipe(stdin_fd_, message.data() + written, message.size() - written);
+    if (n > 0) written += size_t(n);
+    else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      kill_now();
+      return false;
+    }
+  }
+  return true;
 }
 
 ScorerExchange ScorerProcess::exchange(const std::string& line, double timeout_s, const ReplyPredicate& is_reply) {

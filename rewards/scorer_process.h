@@ -40,6 +40,7 @@ struct ScorerProcessOptions {
   bool echo_stderr = true;           // copy the child's stderr lines to ours, prefixed "[scorer <pid>] "
   int64_t max_line_bytes = 64 << 20; // longest accepted reply line, bytes
   double shutdown_grace_s = 2.0;     // at shutdown: time to exit after stdin closes, before SIGKILL
+  std::string label = "scorer";      // prefix of echoed stderr lines and notes: "[<label> <pid>] "
 };
 
 struct ScorerExchange {
@@ -78,6 +79,10 @@ class ScorerProcess {
 
   // Stray lines skipped since construction.
   int64_t n_stray_lines() const { return n_stray_lines_; }
+
+  // Sends `line` + '\n' expecting no reply (a notification), within
+  // timeout_s; false (the child killed) when it cannot be written in time.
+  bool notify(const std::string& line, double timeout_s);
 
   // Kills the process group at once and reaps the child (no-op when stopped).
   void kill_now();

@@ -6,7 +6,7 @@
 
 namespace rlf {
 
-MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Device device) {
+MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Device device, int64_t current_version) {
   check(!eps.empty(), "make_micro_batch: no episodes");
   const int64_t B = static_cast<int64_t>(eps.size());
   int64_t T = 1;
@@ -38,7 +38,9 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
       old[k] = e.old_logprob[t + 1];
       if (has_ref) ref[k] = e.ref_logprob[t + 1];
       if (has_adv && !e.advantage.empty()) adv[k] = e.advantage[t + 1];
-      off[k] = e.on_policy ? 0.0f : 1.0f;
+      const bool stale = current_version >= 0 && !e.policy_version.empty() && e.policy_version[t + 1] >= 0 &&
+                         e.policy_version[t + 1] < current_version;
+      off[k] = (!e.on_policy || stale) ? 1.0f : 0.0f;
     }
   }
   auto i64 = torch::TensorOptions().dtype(torch::kInt64);

@@ -21,13 +21,18 @@ struct MicroBatch {
   torch::Tensor old_logp;    // [B, T] fp32: behaviour log-prob of the target token
   torch::Tensor ref_logp;    // [B, T] fp32, or undefined when the episodes carry none
   torch::Tensor advantages;  // [B, T] fp32, or undefined when the episodes carry none
-  torch::Tensor off_policy;  // [B, T] fp32: 1 on tokens of off-policy episodes (Episode::on_policy false)
+  torch::Tensor off_policy;  // [B, T] fp32: 1 on off-policy tokens (see make_micro_batch)
   int64_t n_sequences = 0;   // B
 };
 
-// Throws rlf::Error when an episode has fewer than two tokens or its per-token
-// vectors do not match its tokens.
-MicroBatch make_micro_batch(const std::vector<const Episode*>& episodes, torch::Device device);
+// A token is off-policy when its episode is (Episode::on_policy false:
+// replayed, or sampled under another context), or when the weights that
+// sampled it (Episode::policy_version) are older than `current_version`, the
+// optimiser step about to be taken (later mini-batches and epochs of a step);
+// -1 = only the episode flag counts. Throws rlf::Error when an episode has
+// fewer than two tokens or its per-token vectors do not match its tokens.
+MicroBatch make_micro_batch(const std::vector<const Episode*>& episodes, torch::Device device,
+                            int64_t current_version = -1);
 
 // Splits episodes into micro-batches of at most `size` sequences, sorted by
 // length so padding stays small (stable: ties keep their order).

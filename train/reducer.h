@@ -31,6 +31,8 @@ class Reducer {
   bool writes() const { return rank() == 0; }
   // Sums `values` element-wise across ranks, in place.
   virtual void sum(std::span<double> values) = 0;
+  // The element-wise maximum across ranks, in place (minima: negate first).
+  virtual void max(std::span<double> values) = 0;
   // Sums the gradients of `params` across ranks, in place (before the optimizer step).
   virtual void sum_gradients(const std::vector<torch::Tensor>& params) = 0;
   // The batch-statistics hook for algorithms/ (empty when there is one rank).
@@ -46,6 +48,7 @@ class LocalReducer final : public Reducer {
   int64_t rank() const override { return 0; }
   int64_t world_size() const override { return 1; }
   void sum(std::span<double>) override {}
+  void max(std::span<double>) override {}
   void sum_gradients(const std::vector<torch::Tensor>&) override {}
 };
 

@@ -116,6 +116,8 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
       });
       sg.totals = sg.scores.totals(options_.reward_aggregation);
       for (size_t i = 0; i < sg.group.episodes.size(); ++i) {
+        // An episode whose environment failed has no reward: it teaches nothing and is in no baseline.
+        if (!sg.group.episodes[i].env_error.empty()) sg.totals[i].reset();
         sg.group.episodes[i].reward = sg.totals[i];
         totals.push_back(sg.totals[i]);
         group_ids.push_back(static_cast<int64_t>(g));
@@ -277,9 +279,11 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) co
   }
   if (counts[2] > 0) m["accuracy"] = counts[1] / counts[2];
   const GlobalMoments l = global_moments(lengths, reducer_);
+  double extremes[2] = {lengths.empty() ? -1e300 : length_max, lengths.empty() ? -1e300 : -length_min};
+  reducer_.max(extremes);
   m["completion/length_mean"] = l.mean;
-  m["completion/length_max"] = lengths.empty() ? 0.0 : length_max;
-  m["completion/length_min"] = lengths.empty() ? 0.0 : length_min;
+  m["completion/length_max"] = l.n > 0 ? extremes[0] : 0.0;
+  m["completion/length_min"] = l.n > 0 ? -extremes[1] : 0.0;
   m["completion/truncated_frac"] = counts[3] > 0 ? counts[0] / counts[3] : 0.0;
 }
 

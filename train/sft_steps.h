@@ -23,11 +23,13 @@ Episode sft_episode(const Policy& policy, const SftExample& example, bool add_sp
 
 class SftSteps {
  public:
-  // Borrows the policy and the examples (which must not be empty).
+  // Borrows the policy and the examples (which must not be empty). With
+  // `one_group` every episode of a batch is in group 0 (the warm start: one
+  // optimiser step per batch); otherwise each pair is its own group, so
+  // algorithm.mini_batches and epochs split and revisit a batch.
   SftSteps(const Policy& policy, const std::vector<SftExample>& examples, int64_t batch_size, uint64_t seed,
-           bool add_special_tokens);
+           bool add_special_tokens, bool one_group = true);
 
-  // The next batch's episodes (all in group 0: one SFT batch is one group).
   std::vector<Episode> next();
 
   DataCursor& cursor() { return cursor_; }
@@ -36,6 +38,7 @@ class SftSteps {
   const Policy& policy_;
   const std::vector<SftExample>& examples_;
   bool add_special_;
+  bool one_group_;
   DataCursor cursor_;
 };
 

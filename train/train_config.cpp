@@ -319,6 +319,8 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
                 "use run.steps and [optim] (lr, schedule) instead");
     if (c.has_data && c.rewards.empty())
       fail_at("[data] in an SFT run measures held-out pass@1 and needs a [[reward]] to judge it; add one or drop [data]");
+    if (c.rl.kl_beta > 0 && c.rl.kl_in_reward)
+      fail_at("algorithm.kl_placement = \"reward\" puts the KL into RL rewards; an SFT run has none: use \"loss\"");
   }
   if (c.run.sft_control && (c.kind != TrainerKind::Grpo || !c.sft.enabled))
     fail_at("run.sft_control compares RL with more SFT: it needs trainer.kind = \"grpo\" and an [sft] warm start");

@@ -158,8 +158,8 @@ class RlSource final : public StepSource {
 
 class SftSource final : public StepSource {
  public:
-  SftSource(Run& r, int64_t batch_size, uint64_t seed)
-      : steps_(r.policy, r.sft_examples, batch_size, seed, r.cfg.rl.add_special_tokens) {}
+  SftSource(Run& r, int64_t batch_size, uint64_t seed, bool one_group)
+      : steps_(r.policy, r.sft_examples, batch_size, seed, r.cfg.rl.add_special_tokens, one_group) {}
   std::vector<Episode> next(int64_t, int32_t, Json& m) override {
     auto eps = steps_.next();
     int64_t n = 0;
@@ -208,11 +208,12 @@ WarmStart warm_start(Run& r) {
   to.micro_batch_size = cfg.sft.micro_batch_size;
   to.seed = cfg.rl.seed;
   to.log_entropy = false;
+  to.log_rollout_agreement = false;
   to.optimizer = cfg.trainer.optimizer;
   to.lr.kind = LrScheduleKind::Constant;
   to.lr.lr = cfg.sft.lr;
   w.trainer = std::make_unique<Trainer>(r.policy.model(), sft_terms(cfg, true), to, r.reducer);
-  w.source = std::make_unique<SftSource>(r, cfg.sft.batch_size, cfg.rl.seed ^ 0x5F7ULL);
+  w.source = std::make_unique<SftSource>(r, cfg.sft.batch_size, cfg.rl.seed ^ 0x5F7ULL, /*one_group=*/true);
   ProgressOptions po;
   po.total_steps = cfg.sft.steps;
   po.plain_every = std::max<int64_t>(1, cfg.sft.steps / 20);  // logs (no TTY): ~20 lines
@@ -352,18 +353,21 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   }
 
   // 3. The KL reference: the policy as the steps start, unless "initial".
+  // After a warm start that is the warmed policy, saved in run.out_dir/reference
+  // so a resume uses the same one; without a warm start it is the model as loaded.
   const bool needs_ref = cfg.rl.kl_beta > 0;
   CausalLM reference{nullptr};
+  if (!resume_from && fs::exists(ref_dir)) fs::remove_all(ref_dir);  // a fresh run never reuses another run's
   if (needs_ref) {
-    if (cfg.loss.kl_reference == "initial" || (!warm.trainer && !fs::exists(ref_dir / "config.json"))) {
-      reference = frozen_load(cfg.model_path(), cfg);
-    } else if (warm.trainer) {
+    if (warm.trainer && cfg.loss.kl_reference == "rl_start") {
       reference = frozen_copy(*r.policy.model());
       SaveOptions so;
       so.tokenizer_source = r.policy.tokenizer_path;
-      save_model(*reference, ref_dir, so);  // a resume uses the same reference
-    } else {
+      save_model(*reference, ref_dir, so);
+    } else if (resume_from && cfg.loss.kl_reference == "rl_start" && fs::exists(ref_dir / "config.json")) {
       reference = frozen_load(ref_dir, cfg);
+    } else {
+      reference = frozen_load(cfg.model_path(), cfg);
     }
   }
 
@@ -377,8 +381,9 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     TrainerOptions to = cfg.trainer;
     to.micro_batch_size = cfg.sft.micro_batch_size;
     to.log_entropy = cfg.loss.entropy_coef != 0;
+    to.log_rollout_agreement = false;  // SFT targets were not sampled: nothing to agree with
     trainer = std::make_unique<Trainer>(r.policy.model(), sft_terms(cfg, false), to, r.reducer);
-    source = std::make_unique<SftSource>(r, cfg.sft.batch_size, cfg.rl.seed ^ 0x5F7ULL);
+    source = std::make_unique<SftSource>(r, cfg.sft.batch_size, cfg.rl.seed ^ 0x5F7ULL, /*one_group=*/false);
   }
   if (trainer->needs_reference() && !reference) {
     // SFT runs with a kl term: the model as loaded.

@@ -41,7 +41,7 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
   // 1-2. Micro-batches and every term's normaliser over all of them (and all ranks).
   std::vector<MicroBatch> mbs;
   for (const auto& part : split_micro_batches(episodes, options_.micro_batch_size))
-    mbs.push_back(make_micro_batch(part, model_->device()));
+    mbs.push_back(make_micro_batch(part, model_->device(), optimizer_->step_count()));
   const size_t K = terms_.size();
   std::vector<std::vector<torch::Tensor>> weights(mbs.size(), std::vector<torch::Tensor>(K));
   std::vector<double> totals(2 * K + 1, 0.0);  // per term: n_tokens, n_sequences; then the loss weights' sum
@@ -178,7 +178,7 @@ Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
   if (!options_.log_entropy && !std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_entropy(); }))
     m.erase("policy/entropy");
   // Before any update of this step: how far the trainer's log-probs are from the rollout's.
-  m["policy/logprob_diff_max"] = logprob_diff_first;
+  if (options_.log_rollout_agreement) m["policy/logprob_diff_max"] = logprob_diff_first;
   m["optim/grad_norm"] = grad_norm;
   m["optim/lr"] = lr;
   m["optim/steps_applied"] = applied;

@@ -43,6 +43,7 @@ struct TrainerOptions {
   uint64_t seed = 0;              // seeds the mini-batch order
   bool log_entropy = true;        // compute the policy's entropy for metrics even when no term trains on it
   algo::KlEstimator kl_metric_estimator = algo::KlEstimator::K3;  // estimator of the kl/ref metric
+  bool log_rollout_agreement = true;  // policy/logprob_diff_max (false for SFT: its targets were not sampled)
   OptimizerOptions optimizer;
   LrScheduleOptions lr = [] {     // over optimiser steps (lr.total_steps = steps x epochs x mini_batches)
     LrScheduleOptions o;

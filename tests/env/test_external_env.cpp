@@ -11,6 +11,7 @@
 
 #include "env/external_env.h"
 #include "tests/support/test_env.h"
+#include "util/fs.h"
 
 namespace rlf {
 namespace {
@@ -42,7 +43,6 @@ for line in sys.stdin:
                           "feedback": "turn %d" % n, "tool_call": True}), flush=True)
     elif kind == "close":
         turns.pop(m["episode"], None)
-        print(json.dumps({"id": i}), flush=True)
 )PY";
 
 class ExternalEnvTest : public ::testing::Test {
@@ -134,6 +134,35 @@ TEST_F(ExternalEnvTest, ATimeoutEndsTheEpisodeWithinTheDeadline) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.0);
   auto fresh = env.reset(task(), 2, &first);
   EXPECT_EQ(fresh->step(turn("one")).observation, " ok1");
+}
+
+TEST_F(ExternalEnvTest, TheDocumentedExampleEnvironmentWorks) {
+  // docs/environments.md's complete example: the first ```python block, run as written.
+  const std::string doc = read_file(test::source_path("docs/environments.md"));
+  const size_t b = doc.find("```python\n"), e = doc.find("```", b + 10);
+  ASSERT_NE(b, std::string::npos);
+  ASSERT_NE(e, std::string::npos);
+  const std::string path = (dir_ / "doc_env.py").string();
+  std::ofstream(path) << doc.substr(b + 10, e - b - 10);
+  ExternalEnvOptions o = options();
+  o.command = {"/usr/bin/python3", path};
+  ExternalEnvironment env(o);
+  PromptExample t = task();
+  t.record = {{"word", "grape"}};
+  std::string first;
+  auto s = env.reset(t, 7, &first);
+  EXPECT_NE(first.find("5-letter word"), std::string::npos) << first;
+  EnvStep a = s->step(turn("gripe"));
+  EXPECT_FALSE(a.done);
+  EXPECT_TRUE(a.reward.has_value());
+  EnvStep w = s->step(turn("Grape!", 1));
+  EXPECT_TRUE(w.done);
+  EXPECT_DOUBLE_EQ(*w.reward, 1.0);
+  s.reset();  // close: a notification
+  auto s2 = env.reset(t, 8, &first);
+  EXPECT_FALSE(s2->step(turn("house")).done);
+  EXPECT_EQ(env.n_stray_lines(), 0) << "the example should not reply to close";
+  EXPECT_EQ(env.n_starts(), 1);
 }
 
 TEST_F(ExternalEnvTest, ACommandThatCannotStartIsAClearError) {

@@ -311,5 +311,20 @@ TEST(Trainer, EpochsAndMiniBatchesTakeThatManyStepsOverWholeGroups) {
   }
 }
 
+TEST(MicroBatch, OffPolicyTokensAreReplayedOnesAndOnesSampledByOlderWeights) {
+  Episode e = two_turn_episode(0, 1);
+  for (auto& v : e.policy_version) v = v >= 0 ? 3 : -1;
+  auto flags = [&](const Episode& x, int64_t current) {
+    MicroBatch mb = make_micro_batch({&x}, torch::kCPU, current);
+    return (mb.off_policy * mb.weight).sum().item<float>();
+  };
+  const float n_policy = 7;
+  EXPECT_EQ(flags(e, 3), 0.0f) << "sampled by the weights being updated";
+  EXPECT_EQ(flags(e, 4), n_policy) << "one optimiser step later the tokens are stale";
+  EXPECT_EQ(flags(e, -1), 0.0f);
+  e.on_policy = false;
+  EXPECT_EQ(flags(e, 3), n_policy) << "replayed episodes are off-policy whatever their version";
+}
+
 }  // namespace
 }  // namespace rlf
