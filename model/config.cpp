@@ -26,6 +26,8 @@ void ModelConfig::validate(const std::string& source) const {
   positive(num_hidden_layers, "num_hidden_layers");
   positive(num_attention_heads, "num_attention_heads");
   positive(num_key_value_heads, "num_key_value_heads");
+  positive(max_position_embeddings, "max_position_embeddings");
+  check(head_dim >= 0, source, ": 'head_dim' must be >= 0 (got ", head_dim, "; 0 = hidden_size / num_attention_heads)");
   check(num_attention_heads % num_key_value_heads == 0, source, ": 'num_attention_heads' (", num_attention_heads,
         ") must be a multiple of 'num_key_value_heads' (", num_key_value_heads, ")");
   if (head_dim <= 0)

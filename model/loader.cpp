@@ -97,6 +97,8 @@ LoadedModel load_model(const std::filesystem::path& path, const LoadOptions& opt
     out.source = path;
     const torch::Device device = parse_device(options.device);
     const torch::ScalarType dtype = options.dtype.empty() ? torch::kFloat32 : parse_dtype(options.dtype);
+    check(!(dtype == torch::kFloat16 && device.is_cpu()), "dtype fp16 runs on CUDA only (LibTorch has no fp16 matrix "
+          "products on CPU); use fp32 on CPU (or bf16 where the CPU has AVX-512 bf16)");
     auto build = [&](const TensorMap& tensors, const std::string& source) {
       CausalLM model(out.config);
       load_weights(*model, tensors, source);

@@ -195,7 +195,7 @@ void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<Gene
       row.sample = item.first + j;
       row.req = &req;
       const int64_t model_limit = options_.max_seq_len > 0 ? options_.max_seq_len : model_->config().max_position_embeddings;
-      row.limit = std::min(P + req.total_budget(), model_limit);
+      row.limit = std::min(P + std::min(req.total_budget(), model_limit), model_limit);
       uint64_t base = req.params.seed ? *req.params.seed : 0;
       row.rng = Rng(mix_seed(base ^ mix_seed(static_cast<uint64_t>(row.sample) + 1)));
       if (tokenizer_) {
@@ -251,6 +251,12 @@ void RolloutEngine::sample_rows(const torch::Tensor& logits, std::vector<Row>& r
     inv_t[i] = t > 0 ? static_cast<float>(1.0 / t) : 1.0f;
   }
   auto lse = logits.logsumexp(-1).contiguous();  // [n]
+  {
+    const float* l = lse.data_ptr<float>();
+    for (int64_t i = 0; i < n; ++i)
+      check(std::isfinite(l[i]), "the model produced non-finite logits (NaN or Inf) for sequence ", rows[row0 + i].request,
+            "/", rows[row0 + i].sample, ": its weights are probably corrupt or diverged (check the checkpoint)");
+  }
   auto probs = torch::softmax(logits * torch::from_blob(inv_t.data(), {n, 1}, torch::kFloat32), -1).contiguous();
   const float* lg = logits.data_ptr<float>();
   const float* pr = probs.data_ptr<float>();
@@ -333,7 +339,7 @@ std::vector<GeneratedSequence> RolloutEngine::generate(const std::vector<Generat
       check(id >= 0 && id < model_->config().vocab_size, where, ": token id ", id, " is outside the vocabulary (",
             model_->config().vocab_size, ")");
     check(req.params.stop_strings.empty() || tokenizer_, where, ": stop strings need a tokenizer");
-    max_len = std::max(max_len, std::min(P + req.total_budget(), model_limit));
+    max_len = std::max(max_len, std::min(P + std::min(req.total_budget(), model_limit), model_limit));
     total += req.n;
     queue.items.push_back({static_cast<int64_t>(r), 0, req.n});
   }

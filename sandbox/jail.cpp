@@ -151,7 +151,8 @@ void make_private_root(const Plan& plan) {
     if (symlink(target.c_str(), link.c_str()) != 0) child_fail("symlink", link.c_str());
   }
   for (const auto& [path, content] : plan.files) write_new_file(path.c_str(), content);
-  if (mount("proc", plan.proc_dir.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+  // hidepid=2: the program sees only its own processes, not the jail's init (rlf's command line)
+  if (mount("proc", plan.proc_dir.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") != 0)
     child_fail("mount /proc");
   if (mount("tmpfs", plan.tmp_dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, plan.tmp_options.c_str()) != 0)
     child_fail("mount /tmp tmpfs");

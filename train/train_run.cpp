@@ -405,6 +405,17 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     source->cursor().restore(st.data_cursor);
     summary.pass1_before = st.extra.value("pass1_before", -1.0);
     r.say("resumed from " + resume_from->string() + " at step " + std::to_string(start));
+    // A changed run.steps would re-plan a decaying schedule under the steps already taken:
+    // the resumed run keeps the horizon it started with (after it, the rate stays at lr_min).
+    const int64_t horizon = st.extra.value("lr_horizon", trainer->lr_horizon());
+    if (horizon != trainer->lr_horizon() && cfg.trainer.lr.kind != LrScheduleKind::Constant) {
+      const std::string note = "resume: the " + lr_schedule_kind_name(cfg.trainer.lr.kind) +
+                               " schedule keeps its original horizon of " + std::to_string(horizon) +
+                               " optimiser steps (the config now asks for " + std::to_string(trainer->lr_horizon()) +
+                               "); after it the rate stays at optim.lr_min";
+      std::cerr << note << std::endl;
+      trainer->set_lr_horizon(horizon);
+    }
   }
   int64_t last_saved = resume_from ? start : -1;
 
@@ -428,7 +439,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     st.step = step;
     st.scheduler_step = trainer->optimizer().step_count();
     st.data_cursor = source->cursor().state();
-    st.extra = {{"pass1_before", summary.pass1_before}};
+    st.extra = {{"pass1_before", summary.pass1_before}, {"lr_horizon", trainer->lr_horizon()}};
     save_checkpoint(ckpt_dir, st, targets, co);
     last_saved = step;
   };

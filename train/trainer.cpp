@@ -28,6 +28,13 @@ Trainer::Trainer(CausalLM model, std::vector<std::unique_ptr<LossTerm>> terms, T
   optimizer_ = std::make_unique<Optimizer>(*model_, options_.optimizer);
 }
 
+void Trainer::set_lr_horizon(int64_t total_steps) {
+  LrScheduleOptions o = options_.lr;
+  o.total_steps = total_steps;
+  schedule_ = LrSchedule(o);
+  options_.lr = o;
+}
+
 bool Trainer::needs_reference() const {
   return std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_reference(); });
 }

@@ -84,6 +84,10 @@ class Trainer {
   StepLoss accumulate(const std::vector<const Episode*>& episodes);
 
   bool needs_reference() const;
+  // Re-plans the learning-rate schedule over `total_steps` optimiser steps
+  // (a resume keeps the horizon its run started with).
+  void set_lr_horizon(int64_t total_steps);
+  int64_t lr_horizon() const { return schedule_.options().total_steps; }
   Optimizer& optimizer() { return *optimizer_; }
   const TrainerOptions& options() const { return options_; }
   const std::vector<std::unique_ptr<LossTerm>>& terms() const { return terms_; }

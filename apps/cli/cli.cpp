@@ -1,6 +1,7 @@
 #include "apps/cli/cli.h"
 
 #include <charconv>
+#include <cmath>
 #include <set>
 #include <sstream>
 
@@ -49,11 +50,25 @@ std::vector<OptionSpec> all_options(const CommandSpec& cmd) {
   return out;
 }
 
+std::string bound(double v) {
+  std::ostringstream s;
+  if (std::abs(v) < 9e15 && std::trunc(v) == v) s << static_cast<int64_t>(v);
+  else s << v;
+  return s.str();
+}
+
 void check_value(const OptionSpec& o, const std::string& value, const std::string& where) {
   int64_t i = 0;
   double d = 0;
-  if (o.kind == OptKind::Int) check(parse_int(value, i), where, ": --", o.name, " expects an integer, got '", value, "'");
-  if (o.kind == OptKind::Float) check(parse_float(value, d), where, ": --", o.name, " expects a number, got '", value, "'");
+  if (o.kind == OptKind::Int) {
+    check(parse_int(value, i), where, ": --", o.name, " expects an integer, got '", value, "'");
+    d = static_cast<double>(i);
+  }
+  if (o.kind == OptKind::Float)
+    check(parse_float(value, d) && std::isfinite(d), where, ": --", o.name, " expects a number, got '", value, "'");
+  if (o.kind == OptKind::Int || o.kind == OptKind::Float)
+    check(d >= o.min && d <= o.max, where, ": --", o.name, " ", value, ": must be in [", bound(o.min), ", ",
+          bound(o.max), "]");
 }
 
 }  // namespace
@@ -101,7 +116,7 @@ void Args::append(const std::string& name, const std::string& value) {
 
 const std::vector<OptionSpec>& common_options() {
   static const std::vector<OptionSpec> opts = {
-      {"threads", OptKind::Int, "0", "intra-op CPU threads for LibTorch (0 = all cores)", "N"},
+      {"threads", OptKind::Int, "0", "intra-op CPU threads for LibTorch (0 = all cores)", "N", 0, 1024},
       {"device", OptKind::String, "cpu", "where tensors live: cpu, cuda or cuda:N", "DEV"},
       {"help", OptKind::Flag, "false", "show this command's options", ""},
   };
@@ -220,6 +235,9 @@ void validate_command_table() {
       if (o.kind == OptKind::Flag)
         check(o.default_value == "false" || o.default_value == "true", where, ": a flag's default must be true or false");
       if ((o.kind == OptKind::Int || o.kind == OptKind::Float) && !o.default_value.empty()) check_value(o, o.default_value, where);
+      if (o.kind == OptKind::Int || o.kind == OptKind::Float)
+        check(o.min > -OptionSpec::kUnbounded && o.max < OptionSpec::kUnbounded && o.min <= o.max, where,
+              ": numeric options need a range (min, max)");
       check(o.kind != OptKind::Int && o.kind != OptKind::Float ? true : !o.default_value.empty(), where, ": numeric options need a default");
     }
   }

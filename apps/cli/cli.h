@@ -30,6 +30,11 @@ struct OptionSpec {
   std::string default_value;  // as text; "" means "not set" for String/List
   std::string help;           // one line: meaning, unit, accepted values
   std::string metavar;        // shown in help, e.g. "N", "PATH"
+  // Int/Float: the accepted range, checked when the command line is parsed
+  // ("--n 1000000000: must be in [1, 65536]"). Every numeric option has one.
+  double min = -kUnbounded;
+  double max = kUnbounded;
+  static constexpr double kUnbounded = 1e300;
 };
 
 class Args {

@@ -13,8 +13,8 @@ CommandSpec make_bench_exec_command() {
   cmd.name = "bench exec";
   cmd.summary = "measure sandboxed trivial Python programs per second";
   cmd.options = {
-      {"programs", OptKind::Int, "200", "number of programs to run", "N"},
-      {"workers", OptKind::Int, "0", "programs run in parallel (0 = one per hardware thread)", "N"},
+      {"programs", OptKind::Int, "200", "number of programs to run", "N", 1, 1e6},
+      {"workers", OptKind::Int, "0", "programs run in parallel (0 = one per hardware thread)", "N", 0, 1024},
       {"json", OptKind::Flag, "false", "print one JSON object instead of a summary", ""},
   };
   cmd.run = [](const Args& args) {

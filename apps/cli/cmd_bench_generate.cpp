@@ -13,12 +13,12 @@ CommandSpec make_bench_generate_command() {
   c.summary = "measure batched generation throughput (tokens/s) on a model shape or directory";
   c.options = {
       {"shape", OptKind::String, "stories110M", "stories260K|stories15M|stories42M|stories110M (random weights) or a model path", "SHAPE"},
-      {"batch", OptKind::Int, "16", "concurrent sequences", "N"},
+      {"batch", OptKind::Int, "16", "concurrent sequences", "N", 1, 4096},
       {"dtype", OptKind::String, "bf16", "fp32 or bf16", "DTYPE"},
-      {"new-tokens", OptKind::Int, "128", "tokens generated per sequence", "N"},
-      {"prompt-len", OptKind::Int, "16", "random prompt tokens per sequence", "N"},
-      {"repeats", OptKind::Int, "3", "timed runs (median reported) after one warm-up", "N"},
-      {"seed", OptKind::Int, "0", "seed for weights, prompts and sampling", "N"},
+      {"new-tokens", OptKind::Int, "128", "tokens generated per sequence", "N", 1, 1e6},
+      {"prompt-len", OptKind::Int, "16", "random prompt tokens per sequence", "N", 1, 1e6},
+      {"repeats", OptKind::Int, "3", "timed runs (median reported) after one warm-up", "N", 1, 1000},
+      {"seed", OptKind::Int, "0", "seed for weights, prompts and sampling", "N", 0, 9.2e18},
       {"fast-cpu", OptKind::String, "on", "on|off: the fp32 CPU inference path (off: LibTorch module path)", "ON|OFF"},
       {"json", OptKind::Flag, "false", "print one JSON object", ""},
   };

@@ -37,7 +37,7 @@ CommandSpec make_bench_tokenize_command() {
   c.options = {
       {"tokenizer", OptKind::String, "", "tokenizer.json, a directory holding it, or a llama2.c tok*.bin", "PATH"},
       {"file", OptKind::String, "", "text file to encode (.gz allowed); default: a built-in English sample", "TEXTFILE"},
-      {"seconds", OptKind::Float, "2", "minimum timed duration in seconds", "S"},
+      {"seconds", OptKind::Float, "2", "minimum timed duration in seconds", "S", 0.001, 3600},
       {"json", OptKind::Flag, "false", "print one JSON object (mb_per_s, bytes, tokens, tokenizer, ...)", ""},
   };
   c.run = run_bench_tokenize;

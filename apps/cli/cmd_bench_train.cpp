@@ -14,13 +14,13 @@ CommandSpec make_bench_train_command() {
   c.summary = "measure training throughput (forward + backward + AdamW, tokens/s) on a model shape or directory";
   c.options = {
       {"shape", OptKind::String, "stories110M", "stories260K|stories15M|stories42M|stories110M (random weights) or a model path", "SHAPE"},
-      {"batch", OptKind::Int, "4", "rows per step", "N"},
-      {"seq", OptKind::Int, "256", "tokens per row", "N"},
+      {"batch", OptKind::Int, "4", "rows per step", "N", 1, 4096},
+      {"seq", OptKind::Int, "256", "tokens per row", "N", 2, 1e6},
       {"dtype", OptKind::String, "bf16", "fp32, or bf16 (bf16 forward/backward with fp32 master weights)", "DTYPE"},
-      {"steps", OptKind::Int, "5", "timed steps (medians reported)", "N"},
-      {"warmup", OptKind::Int, "1", "untimed steps before timing", "N"},
-      {"lr", OptKind::Float, "1e-5", "AdamW learning rate", "LR"},
-      {"seed", OptKind::Int, "0", "seed for weights and token batches", "N"},
+      {"steps", OptKind::Int, "5", "timed steps (medians reported)", "N", 1, 1e6},
+      {"warmup", OptKind::Int, "1", "untimed steps before timing", "N", 0, 1e6},
+      {"lr", OptKind::Float, "1e-5", "AdamW learning rate", "LR", 1e-12, 1},
+      {"seed", OptKind::Int, "0", "seed for weights and token batches", "N", 0, 9.2e18},
       {"fast-cpu", OptKind::String, "on", "on|off: the fp32 CPU fast path (off: LibTorch module path)", "ON|OFF"},
       {"json", OptKind::Flag, "false", "print one JSON object", ""},
   };

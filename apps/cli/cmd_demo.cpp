@@ -17,7 +17,7 @@ CommandSpec make_demo_command() {
   c.n_positional_min = c.n_positional_max = 0;
   c.options = {
       {"out", OptKind::String, "runs/demo", "run directory (init/ holds the initial policy)", "DIR"},
-      {"seed", OptKind::Int, "0", "seeds the model, the task, SFT and RL", "N"},
+      {"seed", OptKind::Int, "0", "seeds the model, the task, SFT and RL", "N", 0, 9.2e18},
       {"set", OptKind::List, "", "override a key of the demo's run config, e.g. --set run.steps=50", "KEY=VALUE"},
       {"json", OptKind::Flag, "false",
        "print only the summary: {pass1_before, pass1_after, pass1_control, wall_s, steps, ...}", ""},

@@ -20,9 +20,9 @@ CommandSpec make_exec_command() {
   cmd.n_positional_max = 1;
   cmd.options = {
       {"lang", OptKind::String, "python", "language of FILE (only 'python')", "LANG"},
-      {"timeout", OptKind::Float, "10", "wall-clock limit, seconds", "S"},
-      {"memory-mb", OptKind::Int, "512", "address-space limit, MiB", "N"},
-      {"max-output-bytes", OptKind::Int, "1048576", "stdout + stderr cap; the run is killed past it", "N"},
+      {"timeout", OptKind::Float, "10", "wall-clock limit, seconds", "S", 0.001, 86400},
+      {"memory-mb", OptKind::Int, "512", "address-space limit, MiB", "N", 32, 16777216},
+      {"max-output-bytes", OptKind::Int, "1048576", "stdout + stderr cap; the run is killed past it", "N", 1, 1e12},
   };
   cmd.run = [](const Args& args) {
     check(args.str("lang") == "python", "--lang: only 'python' is supported, got '", args.str("lang"), "'");

@@ -2,6 +2,8 @@
 // one prompt, or for every prompt of a JSONL file with n samples each.
 #include <iostream>
 
+#include <charconv>
+
 #include "apps/cli/commands.h"
 #include "apps/cli/runtime.h"
 #include "rollout/engine.h"
@@ -61,7 +63,13 @@ int run_generate(const Args& args) {
   sp.min_p = args.number("min-p");
   sp.max_new_tokens = args.integer("max-new-tokens");
   sp.stop_strings = args.list("stop");
-  for (const auto& s : args.list("stop-id")) sp.stop_token_ids.push_back(static_cast<int32_t>(std::stoll(s)));
+  for (const auto& s : args.list("stop-id")) {
+    int64_t id = -1;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
+    check(ec == std::errc() && p == s.data() + s.size() && id >= 0 && id < policy.model()->config().vocab_size,
+          "--stop-id '", s, "' must be a token id: an integer in [0, ", policy.model()->config().vocab_size, ")");
+    sp.stop_token_ids.push_back(static_cast<int32_t>(id));
+  }
   if (args.given("seed")) sp.seed = static_cast<uint64_t>(args.integer("seed"));
   sp.ignore_eos = args.flag("ignore-eos");
   defaults.n = args.integer("n");
@@ -129,18 +137,18 @@ CommandSpec make_generate_command() {
       {"tokenizer", OptKind::String, "", "tokenizer.json, a directory with one, or a llama2.c tok*.bin (default: the model's)", "PATH"},
       {"prompt", OptKind::String, "", "prompt text", "TEXT"},
       {"prompts", OptKind::String, "", "JSONL file of prompts ({\"prompt\": ..., optional n, max_new_tokens, temperature, seed})", "FILE"},
-      {"n", OptKind::Int, "1", "samples per prompt", "N"},
-      {"temperature", OptKind::Float, "1.0", "sampling temperature; 0 = greedy", "T"},
-      {"top-k", OptKind::Int, "0", "keep the k most likely tokens; 0 = off", "K"},
-      {"top-p", OptKind::Float, "1.0", "nucleus sampling mass; 1 = off", "P"},
-      {"min-p", OptKind::Float, "0.0", "drop tokens below min-p times the top probability; 0 = off", "P"},
-      {"max-new-tokens", OptKind::Int, "256", "completion length limit in tokens", "N"},
+      {"n", OptKind::Int, "1", "samples per prompt", "N", 1, 65536},
+      {"temperature", OptKind::Float, "1.0", "sampling temperature; 0 = greedy", "T", 0, 100},
+      {"top-k", OptKind::Int, "0", "keep the k most likely tokens; 0 = off", "K", 0, 1e9},
+      {"top-p", OptKind::Float, "1.0", "nucleus sampling mass; 1 = off", "P", 1e-9, 1},
+      {"min-p", OptKind::Float, "0.0", "drop tokens below min-p times the top probability; 0 = off", "P", 0, 0.999999},
+      {"max-new-tokens", OptKind::Int, "256", "completion length limit in tokens", "N", 1, 1e7},
       {"stop", OptKind::List, "", "stop string (excluded from the output)", "TEXT"},
       {"stop-id", OptKind::List, "", "extra token id that ends a completion", "ID"},
-      {"seed", OptKind::Int, "0", "random seed (same seed and options: same output)", "N"},
+      {"seed", OptKind::Int, "0", "random seed (same seed and options: same output)", "N", 0, 9.2e18},
       {"ignore-eos", OptKind::Flag, "false", "keep generating past EOS", ""},
       {"no-bos", OptKind::Flag, "false", "do not add the tokenizer's BOS/special tokens to the prompt", ""},
-      {"max-batch", OptKind::Int, "64", "sequences decoded together", "N"},
+      {"max-batch", OptKind::Int, "64", "sequences decoded together", "N", 1, 65536},
       {"dtype", OptKind::String, "fp32", "compute dtype: fp32 or bf16", "DTYPE"},
       {"json", OptKind::Flag, "false", "print one JSON object per completion (ids, log-probs, finish reason)", ""},
   };

@@ -17,9 +17,9 @@ CommandSpec make_verify_code_command() {
   cmd.summary = "run a HumanEval/MBPP file's reference solutions against its tests in the sandbox";
   cmd.options = {
       {"data", OptKind::String, "", "JSONL (or .jsonl.gz) of HumanEval or MBPP records", "PATH"},
-      {"workers", OptKind::Int, "0", "programs run in parallel (0 = one per hardware thread)", "N"},
-      {"timeout", OptKind::Float, "10", "wall-clock limit per program, seconds", "S"},
-      {"memory-mb", OptKind::Int, "512", "address-space limit per program, MiB", "N"},
+      {"workers", OptKind::Int, "0", "programs run in parallel (0 = one per hardware thread)", "N", 0, 1024},
+      {"timeout", OptKind::Float, "10", "wall-clock limit per program, seconds", "S", 0.001, 86400},
+      {"memory-mb", OptKind::Int, "512", "address-space limit per program, MiB", "N", 32, 16777216},
       {"json", OptKind::Flag, "false", "print one JSON object instead of a summary", ""},
   };
   cmd.run = [](const Args& args) {

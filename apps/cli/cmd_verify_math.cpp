@@ -88,8 +88,8 @@ CommandSpec make_verify_math_command() {
       {"solution-field", OptKind::String, "", "--data: the field holding the solution text (default: auto)", "NAME"},
       {"answer-field", OptKind::String, "", "--data: the field holding the reference answer (default: answer)", "NAME"},
       {"format", OptKind::String, "auto", "where the answer is in a solution: auto, boxed, gsm8k, answer-is, last-number", "NAME"},
-      {"max-failures", OptKind::Int, "10", "--data: failing records listed in the report", "N"},
-      {"limit", OptKind::Int, "0", "--data: records checked (0 = all)", "N"},
+      {"max-failures", OptKind::Int, "10", "--data: failing records listed in the report", "N", 0, 1e9},
+      {"limit", OptKind::Int, "0", "--data: records checked (0 = all)", "N", 0, 1e12},
       {"gsm8k-worked-only", OptKind::Flag, "false", "--data, GSM8K: find the answer in the worked text without its '#### n' line (stricter)", ""},
       {"json", OptKind::Flag, "false", "JSON output (one object for --data, one line per pair for --pairs)", ""},
   };

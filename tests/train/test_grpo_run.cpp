@@ -319,5 +319,42 @@ TEST(GrpoRun, IncompatibleOptionsAreRefusedAtLoad) {
   EXPECT_NO_THROW(train_config_from_json(bad, "cfg.toml")) << "an environment that gives rewards needs no [[reward]]";
 }
 
+TEST(GrpoRun, ResumingWithMoreStepsKeepsTheScheduleHorizon) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  Json j = make(model, dir / "r", 2);
+  j["optim"]["schedule"] = "cosine";
+  j["optim"]["lr_min"] = 1e-4;
+  run_training(train_config_from_json(j, "first"), quiet);  // 2 steps x 2 epochs: a horizon of 4 optimiser steps
+  j["run"]["steps"] = 4;
+  TrainRunOptions resume = quiet;
+  resume.resume = true;
+  auto s = run_training(train_config_from_json(j, "longer"), resume);
+  EXPECT_EQ(s.steps, 4);
+  // Past the original horizon the cosine schedule sits at lr_min (re-planned over 8 it would not).
+  EXPECT_DOUBLE_EQ(s.last_metrics["optim/lr"].get<double>(), 1e-4);
+}
+
+TEST(GrpoRun, AStepWithNoRewardReportsItMissingNotZero) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  Json j = make(model, dir / "m", 1);
+  // A scorer that can judge nothing: every score null.
+  j["reward"] = Json::array({{{"type", "external"},
+                              {"command", {"/usr/bin/python3", "-c",
+                                           "import json, sys\nfor l in sys.stdin:\n r = json.loads(l)\n "
+                                           "print(json.dumps({'id': r['id'], 'scores': [None] * len(r['completions'])}), "
+                                           "flush=True)\n"}},
+                              {"echo_stderr", false}}});
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  auto s = run_training(train_config_from_json(j, "missing"), quiet);
+  EXPECT_FALSE(s.last_metrics.contains("reward/mean")) << s.last_metrics.dump();
+  EXPECT_FALSE(s.last_metrics.contains("accuracy"));
+  EXPECT_EQ(s.last_metrics["reward/missing"].get<int64_t>(), 8);
+}
+
 }  // namespace
 }  // namespace rlf
