@@ -9,8 +9,9 @@ endfunction()
 
 # rlf_test(NAME SOURCES ... DEPS ... [LABELS ...]): a GoogleTest executable whose
 # tests are registered with CTest. Every test is in one of two tiers, both run
-# by scripts/test.sh: "e2e" (LABELS e2e: whole runs, the rlf binary) or
-# "fast" (everything else: unit and oracle tests). Tests find shared/, the oracle interpreter
+# by scripts/test.sh: "e2e" (LABELS e2e: whole runs, the rlf binary) or the
+# fast tier (everything else: unit and oracle tests, label "fast", or
+# "parser" for the ones also run under ASan + UBSan). Tests find shared/, the oracle interpreter
 # and the build tree through defaults compiled into rlf_test_support
 # (tests/CMakeLists.txt), which the environment may override.
 function(rlf_test name)
@@ -32,10 +33,15 @@ function(rlf_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} rlf_test_support GTest::gtest GTest::gtest_main)
   set(props TIMEOUT ${ARG_TIMEOUT})
-  set(labels ${ARG_LABELS})
-  if(NOT "e2e" IN_LIST labels)
-    list(APPEND labels fast)
+  # One label per test: gtest_discover_tests (CMake 3.25) passes PROPERTIES on
+  # a command line and a second label would be read as a property name.
+  list(LENGTH ARG_LABELS n_labels)
+  if(n_labels GREATER 1)
+    message(FATAL_ERROR "rlf_test(${name}): one label at most (got ${ARG_LABELS})")
   endif()
-  list(APPEND props LABELS "${labels}")
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS fast)
+  endif()
+  list(APPEND props LABELS ${ARG_LABELS})
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 120 PROPERTIES ${props})
 endfunction()

@@ -1,5 +1,7 @@
 #include "model/transformer.h"
 
+#include "algorithms/entropy.h"
+
 #include <cmath>
 
 #include "util/error.h"
@@ -175,10 +177,13 @@ torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, con
     auto lse = torch::logsumexp(lg, -1);                             // [B, n]
     parts.push_back(lg.gather(-1, tgt).squeeze(-1) - lse);
     if (entropy) {
-      // H = logsumexp(l) - sum_v p_v l_v
-      auto l = entropy_grad ? lg : lg.detach();
-      auto z = entropy_grad ? lse : lse.detach();
-      ent_parts.push_back(z - (torch::softmax(l, -1) * l).sum(-1));
+      // The one implementation of the entropy (algorithms/entropy.h); this loop already chunks.
+      if (entropy_grad) {
+        ent_parts.push_back(algo::entropy_from_logits(lg, 0));
+      } else {
+        torch::NoGradGuard ng;
+        ent_parts.push_back(algo::entropy_from_logits(lg.detach(), 0));
+      }
     }
   }
   if (entropy) *entropy = ent_parts.size() == 1 ? ent_parts[0] : torch::cat(ent_parts, 1);

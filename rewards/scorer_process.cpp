@@ -225,9 +225,13 @@ std::string ScorerProcess::exit_description(bool* clean) {
 }
 
 void ScorerProcess::note_stray(const std::string& line) {
+  // The first few are shown; after that they are only counted (a flood must not flood rlf's log).
+  constexpr int64_t kShown = 10;
   ++n_stray_lines_;
+  if (n_stray_lines_ > kShown) return;
   std::string shown = line.size() > 200 ? line.substr(0, 200) + "..." : line;
-  std::string msg = str("[", options_.label, " ", pid_, "] skipped a stdout line that is not the reply: ", shown, "\n");
+  std::string msg = str("[", options_.label, " ", pid_, "] skipped a stdout line that is not the reply: ", shown,
+                        n_stray_lines_ == kShown ? " (further ones are counted, not shown)" : "", "\n");
   (void)!::write(STDERR_FILENO, msg.data(), msg.size());
 }
 

@@ -32,17 +32,18 @@ bash scripts/build.sh -DRLF_BUILD_TESTS=ON -DRLF_ORACLE_PYTHON="$venv/bin/python
 
 # Every oracle test must run: a missing oracle fails instead of skipping.
 export RLF_REQUIRE_ORACLE=1
-tier() {  # tier BUILD_DIR LABEL
-  local t0=$(date +%s)
-  echo "test: tier '$2' in $1"
-  (cd "$1" && ctest --output-on-failure --no-tests=error -j"$jobs" --timeout 1800 -L "$2")
-  echo "test: tier '$2' passed in $(( $(date +%s) - t0 )) s"
+tier() {  # tier NAME BUILD_DIR CTEST_SELECTION...
+  local name=$1 dir=$2 t0=$(date +%s)
+  shift 2
+  echo "test: tier '$name' in $dir"
+  (cd "$dir" && ctest --output-on-failure --no-tests=error -j"$jobs" --timeout 1800 "$@")
+  echo "test: tier '$name' passed in $(( $(date +%s) - t0 )) s"
 }
-tier build fast
-tier build e2e
+tier fast build -LE e2e    # unit and oracle tests (labels fast and parser)
+tier e2e build -L e2e      # whole runs, the rlf binary, the examples
 
 # Parser and format tests under ASan + UBSan (torch-free build).
 RLF_BUILD_DIR="$root/build-asan" bash scripts/build.sh -DRLF_BUILD_TESTS=ON -DRLF_SANITIZE=ON -DRLF_WITH_TORCH=OFF \
   -DRLF_ORACLE_PYTHON="$venv/bin/python" -DRLF_SHARED_DIR="$shared"
-tier build-asan parser
+tier parser build-asan -L parser
 echo "test: the whole suite passed in $(( $(date +%s) - start )) s"

@@ -29,7 +29,7 @@ struct DemoOptions {
   bool quiet = false;                           // no progress bars or table
 };
 
-// The run config the demo trains with (documented in docs/training.md), with
+// The run config the demo trains with (documented in docs/config.md), with
 // model.path = `model_dir` and run.out_dir = `out_dir`.
 Json demo_config(const std::filesystem::path& model_dir, const std::filesystem::path& out_dir, uint64_t seed);
 

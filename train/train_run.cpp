@@ -338,10 +338,14 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
           " pairs dropped because their prompt is a held-out eval prompt");
   }
 
-  fs::create_directories(cfg.run.out_dir);
+  // Only the writing rank (the one process here: Reducer) writes files.
+  const bool writer = r.reducer.writes();
   const fs::path ckpt_dir = cfg.run.out_dir / "checkpoints";
   const fs::path ref_dir = cfg.run.out_dir / "reference";
-  write_file_atomic(cfg.run.out_dir / "config.json", cfg.raw.dump(2));
+  if (writer) {
+    fs::create_directories(cfg.run.out_dir);
+    write_file_atomic(cfg.run.out_dir / "config.json", cfg.raw.dump(2));
+  }
   const std::optional<fs::path> resume_from = opts.resume ? find_latest_checkpoint(ckpt_dir) : std::nullopt;
   if (opts.resume && !resume_from) r.say("no checkpoint in " + ckpt_dir.string() + ": starting fresh");
 
@@ -357,13 +361,13 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   // so a resume uses the same one; without a warm start it is the model as loaded.
   const bool needs_ref = cfg.rl.kl_beta > 0;
   CausalLM reference{nullptr};
-  if (!resume_from && fs::exists(ref_dir)) fs::remove_all(ref_dir);  // a fresh run never reuses another run's
+  if (writer && !resume_from && fs::exists(ref_dir)) fs::remove_all(ref_dir);  // a fresh run never reuses another run's
   if (needs_ref) {
     if (warm.trainer && cfg.loss.kl_reference == "rl_start") {
       reference = frozen_copy(*r.policy.model());
       SaveOptions so;
       so.tokenizer_source = r.policy.tokenizer_path;
-      save_model(*reference, ref_dir, so);
+      if (writer) save_model(*reference, ref_dir, so);
     } else if (resume_from && cfg.loss.kl_reference == "rl_start" && fs::exists(ref_dir / "config.json")) {
       reference = frozen_load(ref_dir, cfg);
     } else {
@@ -423,9 +427,14 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   if (summary.pass1_before >= 0) r.say("held-out pass@1 before: " + std::to_string(summary.pass1_before));
 
   // 5. Steps.
-  MetricsWriter metrics(cfg.run.out_dir / "metrics.jsonl", JsonlWriterOptions{start});
-  SamplesWriter samples(cfg.run.out_dir / "samples.jsonl",
-                        SamplesLogOptions{cfg.run.samples_every, cfg.run.samples_per_step}, JsonlWriterOptions{start});
+  std::unique_ptr<MetricsWriter> metrics;
+  std::unique_ptr<SamplesWriter> samples;
+  if (writer) {
+    metrics = std::make_unique<MetricsWriter>(cfg.run.out_dir / "metrics.jsonl", JsonlWriterOptions{start});
+    samples = std::make_unique<SamplesWriter>(cfg.run.out_dir / "samples.jsonl",
+                                              SamplesLogOptions{cfg.run.samples_every, cfg.run.samples_per_step},
+                                              JsonlWriterOptions{start});
+  }
   ProgressOptions po;
   po.total_steps = cfg.run.steps;
   po.plain_every = std::max<int64_t>(1, cfg.run.steps / 20);
@@ -440,7 +449,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     st.scheduler_step = trainer->optimizer().step_count();
     st.data_cursor = source->cursor().state();
     st.extra = {{"pass1_before", summary.pass1_before}, {"lr_horizon", trainer->lr_horizon()}};
-    save_checkpoint(ckpt_dir, st, targets, co);
+    if (writer) save_checkpoint(ckpt_dir, st, targets, co);
     last_saved = step;
   };
 
@@ -464,8 +473,8 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     if (cfg.run.eval_every > 0 && (step + 1) % cfg.run.eval_every == 0 && !r.eval.empty())
       m["eval/pass1"] = r.greedy_pass1(r.eval);
     if (r.data) m["data/skipped_records"] = static_cast<double>(r.data->n_skipped() + n_too_long);
-    metrics.write_step(step + 1, numeric(m));
-    if (samples.due(step + 1)) samples.write(step + 1, source->samples());
+    if (metrics) metrics->write_step(step + 1, numeric(m));
+    if (samples && samples->due(step + 1)) samples->write(step + 1, source->samples());
     if (bar) bar->update(step + 1, rl ? std::vector<std::pair<std::string, double>>{{"reward", m.value("reward/mean", 0.0)},
                                                                                   {"acc", m.value("accuracy", 0.0)}}
                                       : std::vector<std::pair<std::string, double>>{{"loss", m.value("loss/ce", 0.0)}});
@@ -485,7 +494,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     r.say("control (SFT alone for " + std::to_string(summary.steps_wall_s) + " s, " +
           std::to_string(summary.control_sft_steps) + " steps): held-out pass@1 " + std::to_string(summary.pass1_control));
   }
-  {
+  if (writer) {
     // Plot the curves this run has (eval/pass1 only with eval_every > 0).
     std::vector<std::string> keys;
     auto records = read_jsonl(cfg.run.out_dir / "metrics.jsonl");
@@ -496,8 +505,8 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     if (!keys.empty()) write_metrics_plot(cfg.run.out_dir / "metrics.jsonl", cfg.run.out_dir / "plot.html", keys);
   }
   summary.wall_s = since(t_start);
-  write_file_atomic(cfg.run.out_dir / "summary.json", summary.to_json().dump(2));
-  if (!opts.quiet) {
+  if (writer) write_file_atomic(cfg.run.out_dir / "summary.json", summary.to_json().dump(2));
+  if (writer && !opts.quiet) {
     auto records = read_jsonl(cfg.run.out_dir / "metrics.jsonl");
     std::vector<std::string> keys = rl ? std::vector<std::string>{"reward/mean", "accuracy", "episode/turns_mean",
                                                                   "completion/length_mean", "policy/entropy", "time/step_s"}

@@ -3,6 +3,11 @@
 // clear line and a non-zero exit.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include <cmath>
+#include <iomanip>
+
 #include <fstream>
 #include <set>
 
@@ -129,6 +134,46 @@ TEST(Cli, BadInputIsOneClearLineAndExitCodeOne) {
   auto tok = rlf("tokenize --tokenizer /nonexistent/tokenizer.json --text x --json");
   EXPECT_EQ(tok.exit_code, 1);
   EXPECT_NE(tok.output.find("/nonexistent/tokenizer.json"), std::string::npos) << tok.output;
+}
+
+TEST(CommandTable, EveryNumericOptionRejectsOutOfRangeValuesWithOneLine) {
+  int checked = 0;
+  for (const auto& c : cli::command_table()) {
+    for (const auto& o : c.options) {
+      if (o.kind != cli::OptKind::Int && o.kind != cli::OptKind::Float) continue;
+      for (double v : {o.min - 1, o.max * 10 + 1}) {
+        std::ostringstream text;
+        text << std::fixed << std::setprecision(o.kind == cli::OptKind::Int ? 0 : 3) << v;
+        std::vector<std::string> argv;
+        std::istringstream words(c.name);
+        for (std::string w; words >> w;) argv.push_back(w);
+        argv.push_back("--" + o.name);
+        argv.push_back(text.str());
+        cli::Args a;
+        const std::string e = test::error_of([&] { cli::parse_command_line(argv, a); });
+        const bool beyond_int64 = o.kind == cli::OptKind::Int && std::abs(v) > 9.2e18;  // not even an integer
+        EXPECT_NE(e.find(beyond_int64 ? "--" + o.name + " expects an integer" : "--" + o.name + " " + text.str() +
+                                                                                   ": must be in ["),
+                  std::string::npos)
+            << c.name << ": " << e;
+        EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 60);
+  // As a user sees it: one line, exit code 1, no stack trace.
+  const std::string model = test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string());
+  for (const std::string& bad : {"generate --model " + model + " --prompt x --n 1000000000",
+                                 "generate --model " + model + " --prompt x --max-new-tokens 9223372036854775807",
+                                 "generate --model " + model + " --prompt x --stop-id abc",
+                                 "generate --model " + model + " --prompt x --dtype fp16",
+                                 std::string("exec --timeout 1e10 /dev/null"), "generate --model " + model + " --threads -1"}) {
+    auto r = rlf(bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << "\n" << r.output;
+    EXPECT_EQ(split_lines(r.output).size(), 1u) << bad << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind("rlf: error: ", 0), 0u) << r.output;
+  }
 }
 
 }  // namespace

@@ -205,6 +205,32 @@ for line in sys.stdin:
   EXPECT_TRUE(children().empty()) << "the scorer's child was left behind";
 }
 
+TEST_F(ExternalRewardTest, FloodsOfStrayLinesAndEndlessLinesAreBounded) {
+  const char* flood = R"PY(
+import json, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    if "FLOOD" in req["completions"]:
+        for i in range(20000):
+            sys.stdout.write("debug line %d\n" % i)
+    if "ENDLESS" in req["completions"]:
+        sys.stdout.write("x" * (1 << 21)); sys.stdout.flush(); continue
+    print(json.dumps({"id": req["id"], "scores": [1.0] * len(req["completions"])}), flush=True)
+)PY";
+  ExternalRewardOptions o = options_for(flood);
+  o.max_reply_bytes = 1 << 20;
+  ExternalReward reward(o);
+  // 20,000 debug lines, then the reply: every line skipped, the group scored.
+  auto r = reward.score(make_group({"FLOOD", "x"}));
+  EXPECT_EQ(r[0].score, 1.0) << r[0].missing_reason;
+  // A line with no end: cut off at max_reply_bytes, the group missing, the scorer restarted.
+  r = reward.score(make_group({"ENDLESS"}));
+  EXPECT_FALSE(r[0].score);
+  EXPECT_NE(r[0].missing_reason.find("reply line longer than 1048576 bytes"), std::string::npos) << r[0].missing_reason;
+  EXPECT_EQ(reward.score(make_group({"ok"}))[0].score, 1.0);
+  EXPECT_EQ(reward.n_starts(), 2);
+}
+
 TEST_F(ExternalRewardTest, TheDocumentedExampleScorerWorks) {
   std::string doc = read_file(test::source_path("docs/rewards.md"));
   size_t marker = doc.find("<!-- scorer-example");
