@@ -23,8 +23,15 @@ int64_t Episode::n_policy_tokens() const {
 std::string Episode::transcript() const {
   std::string out;
   for (const Segment& s : segments)
-    if (s.role != SegmentRole::Prompt) out += s.text;
+    if (s.role != SegmentRole::Prompt) out += s.written();
   return out;
+}
+
+std::string Segment::written() const {
+  // A stop string that ended a turn is part of what the policy wrote (its
+  // tokens are in the episode); EOS and stop ids are not text.
+  const bool stop_string = role == SegmentRole::Policy && !stop.empty() && stop != "eos" && stop.rfind("id:", 0) != 0;
+  return stop_string ? text + stop : text;
 }
 
 Episode Episode::single_turn(int64_t group, const std::vector<int32_t>& prompt, const std::vector<int32_t>& completion,

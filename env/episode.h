@@ -46,6 +46,9 @@ struct Segment {
   std::string finish_reason;   // policy only: "stop" | "length"
   std::string stop;            // policy only: what ended the turn ("eos", the stop string, "")
   bool truncated = false;      // observation/feedback only: cut to fit (env/episode_producer.h)
+
+  // The text as written: `text`, plus the stop string that ended a policy turn.
+  std::string written() const;
 };
 
 struct Episode {
@@ -72,7 +75,8 @@ struct Episode {
   int64_t n_completion() const { return static_cast<int64_t>(tokens.size()) - n_prompt; }
   // Tokens with loss weight > 0.
   int64_t n_policy_tokens() const;
-  // The text after the prompt, segment by segment, as the policy saw it.
+  // The text after the prompt, segment by segment, as the policy saw it
+  // (stop strings included).
   std::string transcript() const;
 
   // A single-turn episode: loss weight 1, the rollout's log-probs and

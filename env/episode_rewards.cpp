@@ -10,7 +10,7 @@ RewardSample reward_sample_of(const Episode& e) {
   const bool multi = e.segments.size() > 2;  // more than prompt + one turn
   for (const Segment& g : e.segments) {
     if (g.role == SegmentRole::Prompt) continue;
-    if (multi) s.turns.push_back({segment_role_name(g.role), g.text});
+    if (multi) s.turns.push_back({segment_role_name(g.role), g.written()});
   }
   if (!e.env_error.empty()) {
     s.env_missing_reason = "environment error: " + e.env_error;

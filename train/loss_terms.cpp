@@ -56,7 +56,7 @@ KlTerm::KlTerm(double beta, algo::KlEstimator estimator, algo::AggregationOption
 torch::Tensor KlTerm::per_token(const TermInput& in, TermSums& sums) const {
   check(in.mb.ref_logp.defined(), "loss term 'kl': the episodes carry no reference log-probs");
   auto kl = algo::kl_estimate(in.logp, in.mb.ref_logp, in.mb.weight, estimator_);
-  sums["kl/term"] += weighted_sum(kl, in.mb.weight);
+  sums["kl/term"] += weighted_sum(kl, in.mb.weight);  // also the trainer's kl/ref metric
   return kl;
 }
 

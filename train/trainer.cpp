@@ -52,10 +52,12 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
   const size_t K = terms_.size();
   std::vector<std::vector<torch::Tensor>> weights(mbs.size(), std::vector<torch::Tensor>(K));
   std::vector<double> totals(2 * K + 1, 0.0);  // per term: n_tokens, n_sequences; then the loss weights' sum
+  std::vector<std::vector<double>> local_tokens(mbs.size(), std::vector<double>(K, 0.0));
   for (size_t m = 0; m < mbs.size(); ++m) {
     for (size_t k = 0; k < K; ++k) {
       weights[m][k] = terms_[k]->weights(mbs[m]);
       const algo::LossTotals t = algo::count_loss_totals(weights[m][k]);
+      local_tokens[m][k] = t.n_tokens;
       totals[2 * k] += t.n_tokens;
       totals[2 * k + 1] += static_cast<double>(t.n_sequences);
     }
@@ -70,12 +72,28 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
   }
   st.n_tokens = totals[2 * K];
 
+  // Terms that share their weights (the loss weights) and aggregation share
+  // one normaliser: their per-token losses are summed, then aggregated once
+  // (the same value as one aggregate per term, one pass fewer).
+  std::vector<size_t> lead(K);  // the first term of each term's group
+  for (size_t k = 0; k < K; ++k) {
+    lead[k] = k;
+    for (size_t j = 0; j < k; ++j) {
+      const auto a = terms_[j]->aggregation(), b = terms_[k]->aggregation();
+      const bool same_weights = mbs.empty() || (weights[0][j].is_same(mbs[0].weight) && weights[0][k].is_same(mbs[0].weight));
+      if (lead[j] == j && same_weights && a.mode == b.mode && a.max_tokens == b.max_tokens) {
+        lead[k] = j;
+        break;
+      }
+    }
+  }
+  // A term that writes the kl/ref metric itself spares the trainer computing it again.
+  const bool kl_from_terms = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_reference(); });
+
   // 3. Forward, terms, backward, per micro-batch.
   for (size_t m = 0; m < mbs.size(); ++m) {
     const MicroBatch& mb = mbs[m];
-    bool any = false;
-    for (size_t k = 0; k < K; ++k) any |= (weights[m][k] != 0).any().item<bool>();
-    if (!any) continue;
+    if (std::all_of(local_tokens[m].begin(), local_tokens[m].end(), [](double n) { return n == 0; })) continue;
     auto hidden = model_->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
     torch::Tensor logp, entropy;
     if (want_entropy) std::tie(logp, entropy) = model_->token_logprobs_entropy(hidden, mb.targets, entropy_grad);
@@ -85,22 +103,33 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
       const auto on = mb.weight > 0;
       st.logprob_diff_max =
           std::max(st.logprob_diff_max, ((logp.detach() - mb.old_logp).abs() * on).max().item<double>());
-      if (mb.ref_logp.defined()) {
+      if (mb.ref_logp.defined() && !kl_from_terms) {
         auto kl = algo::kl_estimate(logp.detach(), mb.ref_logp, mb.weight, options_.kl_metric_estimator);
         st.kl_ref_sum += (kl * mb.weight).sum().item<double>();
       }
       if (entropy.defined()) st.entropy_sum += (entropy.detach() * mb.weight).sum().item<double>();
     }
     TermInput in{mb, logp, entropy};
-    torch::Tensor loss;
+    std::vector<torch::Tensor> group_sum(K);  // per lead term: the summed per-token losses of its group
     std::vector<double> parts(K, 0.0);
     for (size_t k = 0; k < K; ++k) {
       TermSums sums;
       auto per_token = terms_[k]->per_token(in, sums);
       for (const auto& [name, v] : sums) st.sums[name] += v, st.sum_owner[name] = terms_[k]->name();
-      auto agg = algo::aggregate_loss(per_token, weights[m][k], term_totals[k], terms_[k]->aggregation());
-      if (terms_[k]->coef() != 1.0) agg = agg * terms_[k]->coef();
-      parts[k] = agg.item<double>();
+      if (terms_[k]->needs_reference() && sums.count("kl/term")) st.kl_ref_sum += sums.at("kl/term");
+      if (terms_[k]->coef() != 1.0) per_token = per_token * terms_[k]->coef();
+      {
+        torch::NoGradGuard ng;  // each term's own share, for the metrics
+        parts[k] = algo::aggregate_loss(per_token.detach(), weights[m][k], term_totals[k], terms_[k]->aggregation())
+                       .item<double>();
+      }
+      torch::Tensor& g = group_sum[lead[k]];
+      g = g.defined() ? g + per_token : per_token;
+    }
+    torch::Tensor loss;
+    for (size_t k = 0; k < K; ++k) {
+      if (lead[k] != k) continue;
+      auto agg = algo::aggregate_loss(group_sum[k], weights[m][k], term_totals[k], terms_[k]->aggregation());
       loss = loss.defined() ? loss + agg : agg;
     }
     const double loss_value = loss.item<double>();

@@ -32,6 +32,22 @@ PolicyTurn turn(const std::string& text, const std::string& stop = "eos", int64_
   return t;
 }
 
+TEST(Episode, TranscriptsShowTheStopStringsThePolicyWrote) {
+  Episode e = Episode::single_turn(0, {1, 2}, {3, 4, 5}, {-1.f, -1.f, -1.f});
+  e.segments[1].text = "<calc>1+1";
+  e.segments[1].stop = "</calc>";
+  Segment obs;
+  obs.role = SegmentRole::Observation;
+  obs.begin = obs.end = 5;
+  obs.text = "<result>2</result>";
+  e.segments.push_back(obs);
+  EXPECT_EQ(e.transcript(), "<calc>1+1</calc><result>2</result>");
+  e.segments[1].stop = "eos";
+  EXPECT_EQ(e.transcript(), "<calc>1+1<result>2</result>");
+  e.segments[1].stop = "id:7";
+  EXPECT_EQ(e.segments[1].written(), "<calc>1+1");
+}
+
 TEST(SingleTurnEnv, ThePromptThenDone) {
   SingleTurnEnvironment env;
   std::string first;
