@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <cmath>
 #include <set>
+#include <sstream>
 
 #include "util/error.h"
 
@@ -19,6 +21,13 @@ std::string describe(const Json& v) {
 }
 
 bool is_int(const Json& v) { return v.is_number_integer(); }
+
+std::string range_text(double x) {
+  if (std::abs(x) < 9.3e18 && std::trunc(x) == x) return std::to_string(static_cast<int64_t>(x));
+  std::ostringstream s;
+  s << x;
+  return s.str();
+}
 
 bool matches(const Json& v, OptionType type) {
   auto all = [&](auto pred) { return v.is_array() && std::all_of(v.begin(), v.end(), pred); };
@@ -105,6 +114,12 @@ void check_value(const Json& v, const SchemaEntry& e, const std::string& source)
       std::find(e.choices.begin(), e.choices.end(), v.get<std::string>()) == e.choices.end()) {
     fail(source, ": key '", e.key, "' must be one of ", join(e.choices, ", "), ", got ", toml_text(v));
   }
+  if (e.range && (e.type == OptionType::Int || e.type == OptionType::Float)) {
+    const double x = v.get<double>();
+    if (!(x >= e.range->first && x <= e.range->second))
+      fail(source, ": key '", e.key, "' must be in [", range_text(e.range->first), ", ", range_text(e.range->second),
+           "], got ", toml_text(v));
+  }
 }
 
 void walk(const Json& node, const std::string& path, const Index& idx, const std::string& source) {
@@ -159,6 +174,8 @@ void check_schema(const ConfigSchema& schema) {
     check(keys.insert(e.key).second, "config schema: key '", e.key, "' is declared twice");
     check(e.choices.empty() || e.type == OptionType::String, "config schema: key '", e.key,
           "' has choices but is not a string");
+    check(!e.range || ((e.type == OptionType::Int || e.type == OptionType::Float) && e.range->first <= e.range->second),
+          "config schema: key '", e.key, "' has a range but is not a number, or an inverted one");
     if (!e.default_value.is_null()) {
       try {
         check_value(e.default_value, e, "config schema default");
@@ -220,6 +237,10 @@ std::string schema_markdown(const ConfigSchema& schema) {
       for (const auto& c : e.choices) quoted.push_back("`" + c + "`");
       if (!help.empty()) help += help.back() == '.' ? " " : ". ";
       help += "One of: " + join(quoted, ", ") + ".";
+    }
+    if (e.range) {
+      if (!help.empty()) help += help.back() == '.' ? " " : ". ";
+      help += "In [" + range_text(e.range->first) + ", " + range_text(e.range->second) + "].";
     }
     const std::string def = e.default_value.is_null() ? "required" : "`" + toml_text(e.default_value) + "`";
     md += "| `" + e.key + "` | " + option_type_name(e.type) + " | " + cell(def) + " | " + cell(e.unit) + " | " +

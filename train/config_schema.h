@@ -15,6 +15,7 @@
 // Errors name `source` and the key, and say how to fix the value.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +52,13 @@ struct SchemaEntry {
   std::string unit;                  // "steps", "tokens", ... ("" when none)
   std::string help;                  // one line: what the option means
   std::vector<std::string> choices;  // String only: the allowed values (empty: any string)
+  std::optional<std::pair<double, double>> range;  // Int/Float: the accepted [min, max] (none: any)
+
+  // The entry with an accepted range: {"run.steps", T::Int, 100, ...}.in(1, 1e12).
+  SchemaEntry in(double min, double max) && {
+    range = std::make_pair(min, max);
+    return std::move(*this);
+  }
 };
 
 using ConfigSchema = std::vector<SchemaEntry>;
@@ -65,6 +73,7 @@ void check_schema(const ConfigSchema& schema);
 //   "<source>: unknown key 'optimizer.lrr' (did you mean 'optimizer.lr'?; valid keys in 'optimizer': beta1, lr)"
 //   "<source>: key 'optimizer.lr' must be a float, got string \"abc\" (e.g. optimizer.lr = 1e-06)"
 //   "<source>: key 'lr_schedule.kind' must be one of constant, linear, cosine, got \"cosin\""
+//   "<source>: key 'rollout.group_size' must be in [1, 65536], got 0"
 //   "<source>: missing required key 'model.path' (HF directory or llama2.c .bin)"
 Json validate_config(const Json& config, const ConfigSchema& schema, const std::string& source);
 

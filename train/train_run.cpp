@@ -158,19 +158,31 @@ class RlSource final : public StepSource {
 
 class SftSource final : public StepSource {
  public:
-  SftSource(Run& r, int64_t batch_size, uint64_t seed, bool one_group)
-      : steps_(r.policy, r.sft_examples, batch_size, seed, r.cfg.rl.add_special_tokens, one_group) {}
+  // `reference` (optional): the KL reference whose log-probs the episodes carry (SFT runs with a kl term).
+  SftSource(Run& r, int64_t batch_size, uint64_t seed, bool one_group, CausalLM reference = nullptr,
+            int64_t micro_batch_size = 8)
+      : steps_(r.policy, r.sft_examples, batch_size, seed, r.cfg.rl.add_special_tokens, one_group),
+        reference_(std::move(reference)),
+        micro_batch_size_(micro_batch_size) {}
   std::vector<Episode> next(int64_t, int32_t, Json& m) override {
     auto eps = steps_.next();
     int64_t n = 0;
     for (const auto& e : eps) n += e.n_policy_tokens();
     m["sft/tokens"] = n;
+    if (reference_) {
+      std::vector<const Episode*> view;
+      for (const auto& e : eps) view.push_back(&e);
+      auto ref = recompute_logprobs(*reference_, view, micro_batch_size_);
+      for (size_t i = 0; i < eps.size(); ++i) eps[i].ref_logprob = std::move(ref[i]);
+    }
     return eps;
   }
   DataCursor& cursor() override { return steps_.cursor(); }
 
  private:
   SftSteps steps_;
+  CausalLM reference_;
+  int64_t micro_batch_size_;
 };
 
 std::vector<std::unique_ptr<LossTerm>> rl_terms(const TrainConfig& cfg) {
@@ -387,11 +399,9 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     to.log_entropy = cfg.loss.entropy_coef != 0;
     to.log_rollout_agreement = false;  // SFT targets were not sampled: nothing to agree with
     trainer = std::make_unique<Trainer>(r.policy.model(), sft_terms(cfg, false), to, r.reducer);
-    source = std::make_unique<SftSource>(r, cfg.sft.batch_size, cfg.rl.seed ^ 0x5F7ULL, /*one_group=*/false);
-  }
-  if (trainer->needs_reference() && !reference) {
-    // SFT runs with a kl term: the model as loaded.
-    reference = frozen_load(cfg.model_path(), cfg);
+    // An SFT run with a kl term stays near the model as loaded (section 3 loaded it).
+    source = std::make_unique<SftSource>(r, cfg.sft.batch_size, cfg.rl.seed ^ 0x5F7ULL, /*one_group=*/false, reference,
+                                         cfg.sft.micro_batch_size);
   }
   check(!trainer->needs_reference() || reference, "a loss term needs a reference model and none is configured");
 

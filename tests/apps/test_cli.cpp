@@ -6,6 +6,9 @@
 #include <sstream>
 
 #include <cmath>
+#include <tuple>
+#include <limits>
+#include <cstring>
 #include <iomanip>
 
 #include <fstream>
@@ -134,6 +137,44 @@ TEST(Cli, BadInputIsOneClearLineAndExitCodeOne) {
   auto tok = rlf("tokenize --tokenizer /nonexistent/tokenizer.json --text x --json");
   EXPECT_EQ(tok.exit_code, 1);
   EXPECT_NE(tok.output.find("/nonexistent/tokenizer.json"), std::string::npos) << tok.output;
+}
+
+TEST(Cli, BadModelsAreOneClearLine) {
+  test::TempDir dir;
+  // A model whose weights hold a NaN: generation stops with a clear error, not a stream of token 0.
+  auto c = rlf("convert " + test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string()) + " " +
+               test::shell_quote((dir / "nan").string()));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  {
+    std::string bytes = read_file(dir / "nan/model.safetensors");
+    const uint64_t header = *reinterpret_cast<const uint64_t*>(bytes.data());
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (size_t at = 8 + header; at + 4 <= bytes.size(); at += 4) std::memcpy(&bytes[at], &nan, 4);  // every weight NaN
+    write_file_atomic(dir / "nan/model.safetensors", bytes);
+  }
+  auto r = rlf("generate --model " + test::shell_quote((dir / "nan").string()) + " --prompt 'Once upon' --max-new-tokens 4");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("non-finite logits"), std::string::npos) << r.output;
+  EXPECT_EQ(split_lines(r.output).size(), 1u) << r.output;
+  // config.json values that are not sizes: one line naming the file and the field.
+  for (const auto& [field, value, message] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"max_position_embeddings", "-5", "'max_position_embeddings' must be > 0 (got -5)"},
+           {"num_hidden_layers", "5.5", "field 'num_hidden_layers' must be an integer, got 5.5"}}) {
+    std::string config = read_file(dir / "nan/config.json");
+    const size_t at = config.find("\"" + field + "\"");
+    ASSERT_NE(at, std::string::npos) << field;
+    const size_t colon = config.find(':', at), end = config.find_first_of(",}", colon);
+    config = config.substr(0, colon + 1) + " " + value + config.substr(end);
+    std::filesystem::create_directories(dir / field);
+    std::filesystem::copy(dir / "nan/model.safetensors", dir / field / "model.safetensors");
+    write_file_atomic(dir / field / "config.json", config);
+    auto i = rlf("info " + test::shell_quote((dir / field).string()));
+    EXPECT_EQ(i.exit_code, 1) << i.output;
+    EXPECT_NE(i.output.find(message), std::string::npos) << i.output;
+    EXPECT_NE(i.output.find("config.json"), std::string::npos) << i.output;
+    EXPECT_EQ(split_lines(i.output).size(), 1u) << i.output;
+  }
 }
 
 TEST(CommandTable, EveryNumericOptionRejectsOutOfRangeValuesWithOneLine) {
