@@ -31,8 +31,15 @@ SftDataset SftDataset::load(const SftDatasetOptions& o, const TokenizerChat* tok
     p.arithmetic = o.arithmetic;
     p.countdown = o.countdown;
     PromptDataset problems = PromptDataset::load(p, tokenizer);
-    ds.examples_ = synthetic_sft_examples(problems.train(), o.wrong_fraction, o.seed, parse_wrong_style(o.wrong_style),
-                                          o.worked, o.tool_fraction);
+    SyntheticSftOptions so;
+    so.wrong_fraction = o.wrong_fraction;
+    so.seed = o.seed;
+    so.style = parse_wrong_style(o.wrong_style);
+    so.worked = o.worked;
+    so.tool_fraction = o.tool_fraction;
+    so.feedback_fraction = o.feedback_fraction;
+    so.feedback_text = o.feedback_text;
+    ds.examples_ = synthetic_sft_examples(problems.train(), so);
     source = "sft " + preset.name;
   } else {
     check(!o.path.empty(), "sft dataset: path is required (a JSONL or JSONL.gz file of prompt/response records)");
@@ -40,6 +47,7 @@ SftDataset SftDataset::load(const SftDatasetOptions& o, const TokenizerChat* tok
     check(o.wrong_style == "offset", "sft dataset: wrong_style applies to the synthetic presets only");
     check(o.worked, "sft dataset: worked applies to the synthetic presets only");
     check(o.tool_fraction == 0.0, "sft dataset: tool_fraction applies to the synthetic presets only");
+    check(o.feedback_fraction == 0.0, "sft dataset: feedback_fraction applies to the synthetic presets only");
     PromptFormatter formatter({o.prompt_template.empty() ? preset.prompt_template : o.prompt_template, o.system_prompt,
                                o.chat_template},
                               tokenizer);
@@ -75,7 +83,7 @@ SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string
   check_known_keys(t,
                    {"path", "preset", "prompt_field", "response_field", "system_prompt", "chat_template",
                     "prompt_template", "shuffle", "seed", "max_records", "on_bad_record", "wrong_fraction", "wrong_style", "worked",
-                    "tool_fraction", "arithmetic", "countdown"},
+                    "tool_fraction", "feedback_fraction", "feedback_text", "arithmetic", "countdown"},
                    src);
   SftDatasetOptions o;
   read_shared_dataset_keys(t, src, o);
@@ -91,6 +99,10 @@ SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string
   o.tool_fraction = json_get_or(t, "tool_fraction", o.tool_fraction, src);
   check(o.tool_fraction >= 0.0 && o.tool_fraction <= 1.0, src, ": tool_fraction must be in [0, 1] (got ",
         o.tool_fraction, ")");
+  o.feedback_fraction = json_get_or(t, "feedback_fraction", o.feedback_fraction, src);
+  check(o.feedback_fraction >= 0.0 && o.feedback_fraction <= 1.0, src, ": feedback_fraction must be in [0, 1] (got ",
+        o.feedback_fraction, ")");
+  o.feedback_text = json_get_or(t, "feedback_text", o.feedback_text, src);
   return o;
 }
 

@@ -237,10 +237,16 @@ int64_t carry_free_answer(int64_t a, char op, int64_t b) {
   return out;
 }
 
-std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems, double wrong_fraction,
-                                               uint64_t seed, WrongStyle style, bool worked, double tool_fraction) {
+std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems,
+                                               const SyntheticSftOptions& o) {
+  const double wrong_fraction = o.wrong_fraction, tool_fraction = o.tool_fraction;
+  const uint64_t seed = o.seed;
+  const WrongStyle style = o.style;
+  const bool worked = o.worked;
   check(wrong_fraction >= 0.0 && wrong_fraction <= 1.0, "wrong_fraction must be in [0, 1] (got ", wrong_fraction, ")");
   check(tool_fraction >= 0.0 && tool_fraction <= 1.0, "tool_fraction must be in [0, 1] (got ", tool_fraction, ")");
+  check(o.feedback_fraction >= 0.0 && o.feedback_fraction <= 1.0, "feedback_fraction must be in [0, 1] (got ",
+        o.feedback_fraction, ")");
   // Problems answered with the calculator, in a seeded choice.
   std::vector<bool> tool(problems.size(), false);
   {
@@ -248,6 +254,15 @@ std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>&
     const size_t n_tool = static_cast<size_t>(std::llround(tool_fraction * static_cast<double>(problems.size())));
     for (size_t i = 0; i < n_tool; ++i) tool[order[i]] = true;
   }
+  // Problems shown as wrong answer -> feedback -> right answer (not the tool ones).
+  std::vector<bool> feedback(problems.size(), false);
+  {
+    const std::vector<size_t> order = shuffled_indices(problems.size(), derive_seed(seed, "sft-feedback"));
+    const size_t n = static_cast<size_t>(std::llround(o.feedback_fraction * static_cast<double>(problems.size())));
+    for (size_t k = 0, taken = 0; k < order.size() && taken < n; ++k)
+      if (!tool[order[k]]) feedback[order[k]] = true, ++taken;
+  }
+  SeededRng feedback_rng(derive_seed(seed, "sft-feedback-answers"));
   // Problems that may be made wrong, in a seeded order.
   std::vector<size_t> eligible;
   for (size_t i : shuffled_indices(problems.size(), derive_seed(seed, "sft-wrong"))) {
@@ -286,6 +301,18 @@ std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>&
       s.turns = {{true, str(x.call_open, r["a"].get<int64_t>(), r["op"].get<std::string>(), r["b"].get<int64_t>(), x.call_close)},
                  {false, str(x.result_open, answer, x.result_close)},
                  {true, str(" #### ", answer)}};
+      for (const SftTurn& t : s.turns) s.response += t.text;
+    } else if (task == "arithmetic" && feedback[i]) {
+      const int64_t answer = r["answer"].get<int64_t>();
+      const int64_t delta = feedback_rng.uniform_int(1, 10);
+      const int64_t wrong_answer = answer + (feedback_rng.below(2) ? delta : -delta);
+      std::string text = o.feedback_text;
+      for (const auto& [key, value] : {std::pair<std::string, std::string>{"{answer}", std::to_string(answer)},
+                                       std::pair<std::string, std::string>{"{prompt}", p.prompt}})
+        for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
+          text.replace(at, key.size(), value);
+      s.turns = {{false, arithmetic_response(r, wrong_answer, worked)}, {false, text},
+                 {true, arithmetic_response(r, answer, worked)}};
       for (const SftTurn& t : s.turns) s.response += t.text;
     } else if (task == "arithmetic") {
       int64_t answer = r["answer"].get<int64_t>();

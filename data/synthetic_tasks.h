@@ -96,10 +96,26 @@ WrongStyle parse_wrong_style(const std::string& name);  // "offset" | "drop_carr
 // instead of answering directly — a multi-turn target (SftExample::turns):
 // the call "<calc>a op b</calc>", the tool's observation "<result>v</result>"
 // and the answer "#### v". Those are never wrong, so with both fractions set
-// fewer than round(wrong_fraction * n) responses end up wrong.
-std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems, double wrong_fraction,
-                                               uint64_t seed, WrongStyle style = WrongStyle::Offset,
-                                               bool worked = true, double tool_fraction = 0.0);
+// fewer than round(wrong_fraction * n) responses end up wrong. Feedback
+// targets (feedback_fraction) end with the right answer, too.
+struct SyntheticSftOptions {
+  double wrong_fraction = 0.0;          // share of deliberately wrong responses, in [0, 1]
+  uint64_t seed = 0;                    // chooses the wrong, tool and feedback responses
+  WrongStyle style = WrongStyle::Offset;
+  bool worked = true;                   // arithmetic: "37 + 48 = 85. #### 85" (true) or "#### 85"
+  double tool_fraction = 0.0;           // arithmetic: share of targets that call the calculator
+  // Arithmetic: share of targets (chosen by `seed`, apart from the tool ones)
+  // that show a wrong answer, then `feedback_text`, then the right answer —
+  // a multi-turn target whose first two stretches are never trained on, so
+  // the policy learns to answer after feedback (the format of the feedback
+  // methods of docs/feedback.md). {answer} and {prompt} in the text are
+  // replaced by the right answer and the prompt.
+  double feedback_fraction = 0.0;
+  std::string feedback_text = "\nThat is not right. Try again.\n";
+};
+
+std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems,
+                                               const SyntheticSftOptions& options);
 
 // a op b worked digit by digit with no carry (op '+') or borrow (op '-', a >= b >= 0).
 int64_t carry_free_answer(int64_t a, char op, int64_t b);

@@ -7,6 +7,8 @@
 #include "env/calculator_env.h"
 #include "env/external_env.h"
 #include "env/guess_env.h"
+#include "env/reflect_retry_env.h"
+#include "env/try_again_env.h"
 #include "env/single_turn_env.h"
 #include "rewards/reward_options.h"
 #include "util/error.h"
@@ -34,6 +36,32 @@ const std::map<std::string, Parser>& parsers() {
          o.win_reward = r.get_double("win_reward", o.win_reward);
          o.turn_penalty = r.get_double("turn_penalty", o.turn_penalty);
          return [o] { return std::make_unique<GuessEnvironment>(o); };
+       }},
+      {"try_again",
+       [](OptionReader& r, EnvConfig& c) -> Maker {
+         TryAgainOptions o;
+         o.message = r.get_string("message", o.message);
+         o.turn_penalty = r.get_double("turn_penalty", o.turn_penalty);
+         if (r.has("verifier")) o.verifier = c.table.at("verifier");
+         check(std::isfinite(o.turn_penalty) && o.turn_penalty >= 0, "option 'turn_penalty' must be >= 0 (got ",
+               o.turn_penalty, ")");
+         c.gives_rewards = o.turn_penalty > 0;
+         const std::string where = r.context();
+         TryAgainEnvironment check_now(o, where);  // a bad verifier fails at load
+         return [o, where] { return std::make_unique<TryAgainEnvironment>(o, where); };
+       }},
+      {"reflect_retry",
+       [](OptionReader& r, EnvConfig& c) -> Maker {
+         ReflectRetryOptions o;
+         o.reflect_message = r.get_string("reflect_message", o.reflect_message);
+         o.retry_message = r.get_string("retry_message", o.retry_message);
+         o.train = r.get_string("train", o.train);
+         if (r.has("verifier")) o.verifier = c.table.at("verifier");
+         check(c.episode.max_turns >= 3, "option 'max_turns' must be >= 3 (answer, reflection, retry), got ",
+               c.episode.max_turns);
+         const std::string where = r.context();
+         ReflectRetryEnvironment check_now(o, where);
+         return [o, where] { return std::make_unique<ReflectRetryEnvironment>(o, where); };
        }},
       {"external",
        [](OptionReader& r, EnvConfig& c) -> Maker {

@@ -48,6 +48,8 @@ struct EnvStep {
   std::string feedback;                 // optional text about the turn, kept with the episode (critics, logs)
   bool tool_call = false;               // the turn called a tool (metrics)
   bool tool_error = false;              // ... and the call failed (metrics)
+  float turn_weight = 1.0f;             // loss weight of the turn just taken (0: not trained on; Reflect-Retry-
+                                        // Reward trains the reflection only)
 };
 
 class EnvironmentSession {

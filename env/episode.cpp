@@ -14,6 +14,14 @@ const char* segment_role_name(SegmentRole role) {
   return "?";
 }
 
+const char* episode_source_name(EpisodeSource source) {
+  switch (source) {
+    case EpisodeSource::Rollout: return "rollout";
+    case EpisodeSource::Refinement: return "refinement";
+  }
+  return "?";
+}
+
 int64_t Episode::n_policy_tokens() const {
   int64_t n = 0;
   for (float w : loss_weight) n += w > 0;

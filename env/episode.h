@@ -9,6 +9,7 @@
 //   old_logprob     log-prob under the behaviour policy that produced the
 //                   token (the rollout's, or replay storage's)
 //   ref_logprob     log-prob under the frozen reference (empty when unused)
+//   teacher_logprob log-prob under a distillation teacher (empty when unused)
 //   advantage       set by credit assignment (algorithms/credit.h)
 //   token_reward    per-token rewards (rewards that score tokens), 0 elsewhere
 //   policy_version  the optimiser step whose weights sampled the token (-1: not sampled)
@@ -37,6 +38,14 @@ enum class SegmentRole {
 };
 const char* segment_role_name(SegmentRole role);  // "prompt", "policy", "observation", "feedback"
 
+// Where an episode's policy tokens come from.
+enum class EpisodeSource {
+  Rollout,     // sampled by the policy for this episode's own prompt
+  Refinement,  // written by the policy with feedback (a critique) in its context, stored as a response to
+               // the original prompt: off-policy, trained with policy shaping (algorithms/policy_shaping.h)
+};
+const char* episode_source_name(EpisodeSource source);  // "rollout", "refinement"
+
 struct Segment {
   SegmentRole role = SegmentRole::Prompt;
   int64_t begin = 0;           // [begin, end) into Episode::tokens
@@ -59,6 +68,7 @@ struct Episode {
   std::vector<float> loss_weight;         // [tokens]
   std::vector<float> old_logprob;         // [tokens] (meaningful where loss_weight > 0)
   std::vector<float> ref_logprob;         // [tokens] or empty
+  std::vector<float> teacher_logprob;     // [tokens] or empty: the distillation teacher's (train/distillation.h)
   std::vector<float> advantage;           // [tokens] (0 where loss_weight == 0), or empty before credit
   std::vector<float> token_reward;        // [tokens] or empty (no per-token rewards)
   std::vector<int32_t> policy_version;    // [tokens]: optimiser step that sampled the token, -1 elsewhere
@@ -67,6 +77,7 @@ struct Episode {
   std::vector<std::string> turn_feedback; // [n_turns] the environment's feedback text on each turn ("" = none)
   std::optional<double> reward;           // aggregated episode reward (unset = missing: no gradient)
   bool on_policy = true;                  // false: replayed or produced under another context
+  EpisodeSource source = EpisodeSource::Rollout;
   std::string finish_reason;              // the last policy turn's: "stop" | "length"
   std::string end_reason;                 // why the episode ended: "env" | "max_turns" | "length" | "context" | "env_error"
   std::string env_error;                  // why the environment failed ("" when it did not)

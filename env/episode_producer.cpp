@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 
 #include "util/error.h"
@@ -23,6 +24,7 @@ struct Slot {
   std::string end_reason;                            // set when the episode ends
   std::vector<std::optional<double>> turn_rewards;   // one per stepped turn
   std::vector<std::string> turn_feedback;            // one per stepped turn
+  std::vector<float> turn_weights;                   // one per stepped turn
   struct Appended {
     SegmentRole role = SegmentRole::Observation;
     std::string text;
@@ -52,6 +54,8 @@ class Conversations final : public TurnHandler {
     auto t0 = Clock::now();
     try {
       step = s.session->step(turn);
+      check(std::isfinite(step.turn_weight) && step.turn_weight >= 0, "turn_weight must be finite and >= 0 (got ",
+            step.turn_weight, ")");
     } catch (const std::exception& e) {
       stats_.env_s += since(t0);
       s.error = e.what();
@@ -62,6 +66,7 @@ class Conversations final : public TurnHandler {
     stats_.env_s += since(t0);
     s.turn_rewards.push_back(step.reward);
     s.turn_feedback.push_back(step.feedback);
+    s.turn_weights.push_back(step.turn_weight);
     stats_.n_tool_calls += step.tool_call;
     stats_.n_tool_errors += step.tool_error;
     if (step.done) {
@@ -139,8 +144,9 @@ Episode build_episode(const GeneratedSequence& seq, Slot& s, int32_t version) {
       g.text = c.text;
       g.finish_reason = finish_reason_name(c.finish_reason);
       g.stop = c.stop;
+      const float w = static_cast<size_t>(g.turn) < s.turn_weights.size() ? s.turn_weights[static_cast<size_t>(g.turn)] : 1.0f;
       for (int64_t t = g.begin; t < g.end; ++t) {
-        e.loss_weight[static_cast<size_t>(t)] = 1.0f;
+        e.loss_weight[static_cast<size_t>(t)] = w;
         e.old_logprob[static_cast<size_t>(t)] = seq.logprobs[static_cast<size_t>(t - e.n_prompt)];
         e.policy_version[static_cast<size_t>(t)] = version;
       }

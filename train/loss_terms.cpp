@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "algorithms/policy_shaping.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -15,16 +16,31 @@ double weighted_sum(const torch::Tensor& x, const torch::Tensor& w) {
 
 }  // namespace
 
-PolicyGradientTerm::PolicyGradientTerm(algo::PolicyLossOptions loss, algo::AggregationOptions aggregation)
-    : loss_(loss), aggregation_(aggregation) {
+PolicyGradientTerm::PolicyGradientTerm(algo::PolicyLossOptions loss, algo::AggregationOptions aggregation,
+                                       double shaping_gamma)
+    : loss_(loss), aggregation_(aggregation), shaping_gamma_(shaping_gamma) {
   loss_.validate();
   aggregation_.validate();
+  check(std::isfinite(shaping_gamma_) && shaping_gamma_ > 0, "refine.gamma must be > 0 (got ", shaping_gamma_,
+        "; Critique-GRPO uses 0.1)");
 }
 
 torch::Tensor PolicyGradientTerm::per_token(const TermInput& in, TermSums& sums) const {
   check(in.mb.advantages.defined(), "loss term 'policy': the episodes carry no advantages");
-  algo::PolicyLossResult pl = algo::policy_loss(in.logp, in.mb.old_logp, in.mb.advantages, in.mb.weight, loss_,
-                                                in.mb.off_policy);
+  // Refinement tokens take the shaped objective, every other weighted token the clipped surrogate.
+  torch::Tensor clipped_mask = in.mb.weight, guard = in.mb.off_policy, shaped_mask;
+  if (in.mb.shaped.defined()) {
+    shaped_mask = in.mb.weight * in.mb.shaped;
+    clipped_mask = in.mb.weight * (1 - in.mb.shaped);
+    guard = in.mb.off_policy * (1 - in.mb.shaped);
+  }
+  algo::PolicyLossResult pl =
+      algo::policy_loss(in.logp, in.mb.old_logp, in.mb.advantages, clipped_mask, loss_, guard);
+  if (shaped_mask.defined()) {
+    pl.per_token = pl.per_token + algo::shaped_policy_loss(in.logp, in.mb.advantages, shaped_mask, shaping_gamma_);
+    torch::NoGradGuard ng;
+    sums["policy/shaped_frac"] += (shaped_mask != 0).sum().item<double>();  // share of the step's loss tokens
+  }
   const auto& s = pl.stats;
   const double n = s.n_tokens;  // loss tokens of this micro-batch (the means below are over them)
   sums["policy/loss"] += weighted_sum(pl.per_token, in.mb.weight);
@@ -69,6 +85,24 @@ torch::Tensor EntropyTerm::per_token(const TermInput& in, TermSums& sums) const 
   check(in.entropy.defined() && in.entropy.requires_grad(), "loss term 'entropy': no entropy with gradient");
   const auto zero = torch::zeros({}, in.entropy.options());
   return torch::where(in.mb.weight != 0, -in.entropy, zero);
+}
+
+DistillTerm::DistillTerm(double coef, algo::KlEstimator estimator, algo::AggregationOptions aggregation)
+    : coef_(coef), estimator_(estimator), aggregation_(aggregation) {
+  check(std::isfinite(coef_) && coef_ > 0, "distill.coef must be > 0 (got ", coef_, ")");
+  aggregation_.validate();
+}
+
+torch::Tensor DistillTerm::weights(const MicroBatch& mb) const {
+  return mb.teacher_mask.defined() ? mb.weight * mb.teacher_mask : torch::zeros_like(mb.weight);
+}
+
+torch::Tensor DistillTerm::per_token(const TermInput& in, TermSums& sums) const {
+  if (!in.mb.teacher_logp.defined()) return torch::zeros_like(in.logp);
+  const auto w = weights(in.mb);
+  auto kl = algo::kl_estimate(in.logp, in.mb.teacher_logp, w, estimator_);
+  sums["distill/kl"] += weighted_sum(kl, w);  // the teacher-student KL estimate, per teacher token
+  return kl;
 }
 
 }  // namespace rlf

@@ -10,10 +10,14 @@
 //
 //   policy   clipped policy-gradient surrogate with per-token advantages
 //            (GRPO, DAPO, Dr.GRPO, RLOO, REINFORCE++, GSPO, dual clip), the
-//            off-policy safeguards on tokens of off-policy episodes
+//            off-policy safeguards on tokens of off-policy episodes; tokens of
+//            refinement episodes (Critique-GRPO) take the shaped objective
+//            -A * p/(p + gamma) instead (algorithms/policy_shaping.h)
 //   ce       cross-entropy on the weighted tokens: -log p (SFT is this term alone)
 //   kl       beta * k(logp, ref_logp), k1/k2/k3, to the frozen reference
 //   entropy  -coef * H(p) on the weighted tokens (an entropy bonus)
+//   distill  coef * k(logp, teacher_logp) on tokens of episodes with teacher
+//            log-probs: reverse KL to a teacher (train/distillation.h)
 //
 // Every term's per-token loss is exactly 0, with exactly zero gradient, where
 // its weights are 0 (tested): prompt, observation and feedback tokens are
@@ -66,7 +70,8 @@ class LossTerm {
 
 class PolicyGradientTerm final : public LossTerm {
  public:
-  PolicyGradientTerm(algo::PolicyLossOptions loss, algo::AggregationOptions aggregation);
+  // `shaping_gamma`: gamma of the shaped objective on refinement tokens (refine.gamma).
+  PolicyGradientTerm(algo::PolicyLossOptions loss, algo::AggregationOptions aggregation, double shaping_gamma = 0.1);
   std::string name() const override { return "policy"; }
   algo::AggregationOptions aggregation() const override { return aggregation_; }
   torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
@@ -74,6 +79,7 @@ class PolicyGradientTerm final : public LossTerm {
  private:
   algo::PolicyLossOptions loss_;
   algo::AggregationOptions aggregation_;
+  double shaping_gamma_;
 };
 
 class CrossEntropyTerm final : public LossTerm {
@@ -114,6 +120,22 @@ class EntropyTerm final : public LossTerm {
 
  private:
   double coef_;
+  algo::AggregationOptions aggregation_;
+};
+
+class DistillTerm final : public LossTerm {
+ public:
+  DistillTerm(double coef, algo::KlEstimator estimator, algo::AggregationOptions aggregation);
+  std::string name() const override { return "distill"; }
+  double coef() const override { return coef_; }
+  // The loss weights of episodes that have teacher log-probs; 0 elsewhere.
+  torch::Tensor weights(const MicroBatch& mb) const override;
+  algo::AggregationOptions aggregation() const override { return aggregation_; }
+  torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
+
+ private:
+  double coef_;
+  algo::KlEstimator estimator_;
   algo::AggregationOptions aggregation_;
 };
 

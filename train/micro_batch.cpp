@@ -20,10 +20,14 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
   }
   const bool has_ref = std::all_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->ref_logprob.empty(); });
   const bool has_adv = std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->advantage.empty(); });
+  const bool has_teacher = std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->teacher_logprob.empty(); });
+  const bool has_shaped = std::any_of(eps.begin(), eps.end(),
+                                      [](const Episode* e) { return e->source == EpisodeSource::Refinement; });
   std::vector<int64_t> ids(B * T, 0), tgt(B * T, 0), pos(B * T, 0);
   std::vector<uint8_t> valid(B * T, 0);
   std::vector<float> weight(B * T, 0), old(B * T, 0), ref(has_ref ? B * T : 0, 0), adv(has_adv ? B * T : 0, 0),
-      off(B * T, 0);
+      off(B * T, 0), shaped(has_shaped ? B * T : 0, 0), teacher(has_teacher ? B * T : 0, 0),
+      teacher_mask(has_teacher ? B * T : 0, 0);
   for (int64_t b = 0; b < B; ++b) {
     const Episode& e = *eps[b];
     const int64_t L = static_cast<int64_t>(e.tokens.size()) - 1;
@@ -41,6 +45,12 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
       const bool stale = current_version >= 0 && !e.policy_version.empty() && e.policy_version[t + 1] >= 0 &&
                          e.policy_version[t + 1] < current_version;
       off[k] = (!e.on_policy || stale) ? 1.0f : 0.0f;
+      if (has_shaped) shaped[k] = e.source == EpisodeSource::Refinement ? 1.0f : 0.0f;
+      if (has_teacher && !e.teacher_logprob.empty()) {
+        check(e.teacher_logprob.size() == e.tokens.size(), "an episode's teacher_logprob must have one entry per token");
+        teacher[k] = e.teacher_logprob[t + 1];
+        teacher_mask[k] = 1.0f;
+      }
     }
   }
   auto i64 = torch::TensorOptions().dtype(torch::kInt64);
@@ -56,6 +66,8 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
   if (has_ref) mb.ref_logp = put(ref);
   if (has_adv) mb.advantages = put(adv);
   mb.off_policy = put(off);
+  if (has_shaped) mb.shaped = put(shaped);
+  if (has_teacher) mb.teacher_logp = put(teacher), mb.teacher_mask = put(teacher_mask);
   mb.n_sequences = B;
   return mb;
 }

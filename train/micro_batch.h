@@ -22,6 +22,10 @@ struct MicroBatch {
   torch::Tensor ref_logp;    // [B, T] fp32, or undefined when the episodes carry none
   torch::Tensor advantages;  // [B, T] fp32, or undefined when the episodes carry none
   torch::Tensor off_policy;  // [B, T] fp32: 1 on off-policy tokens (see make_micro_batch)
+  torch::Tensor teacher_logp;  // [B, T] fp32 teacher log-probs (0 where none), or undefined when no episode has any
+  torch::Tensor teacher_mask;  // [B, T] fp32: 1 on tokens of episodes with teacher log-probs (with teacher_logp)
+  torch::Tensor shaped;      // [B, T] fp32: 1 on tokens of refinement episodes (trained with policy shaping,
+                             // algorithms/policy_shaping.h), or undefined when the micro-batch has none
   int64_t n_sequences = 0;   // B
 };
 

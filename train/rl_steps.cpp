@@ -59,7 +59,7 @@ std::vector<float> kl_reward_tokens(const Episode& e, algo::KlEstimator estimato
 }
 
 RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards, Environment& env,
-                 RlStepOptions options, Reducer& reducer, CausalLM reference)
+                 RlStepOptions options, Reducer& reducer, CausalLM reference, Critic* critic)
     : policy_(policy),
       examples_(examples),
       rewards_(rewards),
@@ -83,6 +83,15 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
     check(it != c.end(), "algorithm.accuracy_reward '", options_.accuracy_reward, "' is not a reward name");
     accuracy_component_ = static_cast<size_t>(it - c.begin());
   }
+  if (options_.refine.enabled) {
+    check(critic != nullptr, "refine.enabled needs a critic ([critic])");
+    refiner_ = std::make_unique<Refiner>(policy_, rewards_, *critic, options_.refine, options_.sampling,
+                                         options_.reward_aggregation, accuracy_component_, options_.add_special_tokens,
+                                         options_.max_batch_rows, options_.seed);
+  }
+  if (options_.distill.enabled)
+    teacher_ = std::make_unique<DistillTeacher>(policy_, options_.distill, accuracy_component_,
+                                                options_.add_special_tokens, options_.reference_micro_batch_size);
 }
 
 std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t version, Json& metrics) {
@@ -91,6 +100,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
   double reward_s = 0;
   int64_t n_dropped = 0, rounds = 0;
   EpisodeStats stats;
+  RefineStats refine_stats;
   while (static_cast<int64_t>(kept.size()) < n_prompts && rounds < options_.dynamic_sampling_max_rounds) {
     // 1. collect
     std::vector<size_t> idx = cursor_.next_batch();
@@ -125,6 +135,11 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
     }
     reward_s += since(t0);
 
+    // 2b. refine (before the filter: a group rescued by a refinement is no longer flat)
+    if (refiner_)
+      refine_stats += refiner_->refine(
+          groups, mix_seed(options_.seed ^ mix_seed(static_cast<uint64_t>(step) * 1000003u + rounds * 1009u)), version);
+
     // 3. filter (DAPO dynamic sampling)
     std::vector<int64_t> flat;
     if (options_.dynamic_sampling) flat = algo::zero_variance_groups(totals, group_ids);
@@ -148,6 +163,12 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
   metrics["rollout/rounds"] = rounds;
   metrics["rollout/groups_dropped"] = n_dropped;
   for (const std::string& note : stats.notes) metrics["notes"].push_back(note);
+  if (refiner_) {
+    Json rm = Refiner::metrics(refine_stats, reducer_);
+    for (const auto& note : rm["notes"]) metrics["notes"].push_back(note);
+    rm.erase("notes");
+    metrics.update(rm);
+  }
   return kept;
 }
 
@@ -204,8 +225,10 @@ void RlSteps::assign_credit(std::vector<ScoredGroup>& groups, Json& metrics) {
       e.token_reward = tr;
       algo::CreditInput in;
       in.group = static_cast<int64_t>(gi);
-      in.outcome = e.reward;
-      if (per_turn && e.reward && env_component >= 0) {
+      // An episode with nothing to train on (an environment weighted every turn 0)
+      // stays out of its group's baseline.
+      in.outcome = e.n_policy_tokens() > 0 ? e.reward : std::nullopt;
+      if (per_turn && in.outcome && env_component >= 0) {
         // The environment's rewards go to their turns; the outcome is everything else.
         double outcome = 0;
         for (size_t c = 0; c < components.size(); ++c) {
@@ -245,6 +268,7 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) co
   for (const auto& g : groups) {
     for (size_t i = 0; i < g.group.episodes.size(); ++i) {
       const Episode& e = g.group.episodes[i];
+      if (e.source != EpisodeSource::Rollout) continue;  // refinements: refine/* metrics
       if (g.totals[i]) totals.push_back(*g.totals[i]);
       const double len = static_cast<double>(e.n_completion());
       lengths.push_back(len);
@@ -290,6 +314,7 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) co
 std::vector<Episode> RlSteps::next(int64_t step, int32_t version, Json& metrics) {
   auto groups = collect_and_score(step, version, metrics);
   add_reference_logprobs(groups);
+  if (teacher_) metrics.update(teacher_->add_teacher_logprobs(groups).metrics(reducer_));
   assign_credit(groups, metrics);
   reward_metrics(groups, metrics);
   std::vector<Episode> out;

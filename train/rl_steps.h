@@ -5,10 +5,14 @@
 //                   through the environment with the shared policy
 //   2. score      — the reward set scores each group (the environment's own
 //                   rewards are the component "env"); totals per episode
+//   2b. refine    — critique-guided refinement (refine.enabled,
+//                   train/refinement.h): critiques of failed episodes,
+//                   refinements by the policy, correct ones join their group
 //   3. filter     — dynamic sampling (DAPO): drop zero-variance groups and
 //                   refill, up to a limit of rounds
 //   4. reference  — log-probs under the frozen reference (when a loss term or
-//                   the KL-in-reward needs them)
+//                   the KL-in-reward needs them), and under the distillation
+//                   teacher (distill.enabled, train/distillation.h)
 //   5. credit     — per-token advantages (algorithms/credit.h): episode,
 //                   turn or token credit from the totals, the environment's
 //                   per-turn rewards, per-token rewards and the KL penalty
@@ -27,18 +31,15 @@
 #include "env/episode_producer.h"
 #include "rewards/reward_set.h"
 #include "rollout/policy.h"
+#include "feedback/critic.h"
+#include "train/distillation.h"
 #include "train/reducer.h"
+#include "train/refinement.h"
+#include "train/scored_group.h"
 #include "train/train_config.h"
 #include "util/json_util.h"
 
 namespace rlf {
-
-// A group with its scores (kept for the samples log).
-struct ScoredGroup {
-  EpisodeGroup group;
-  GroupScores scores;                          // every component's result per episode
-  std::vector<std::optional<double>> totals;   // aggregated reward per episode
-};
 
 // The KL-in-reward shaping of one episode: -beta * k(old_logprob, ref_logprob)
 // on its policy tokens (loss weight > 0), 0 elsewhere (algorithms/kl.h
@@ -48,9 +49,10 @@ std::vector<float> kl_reward_tokens(const Episode& episode, algo::KlEstimator es
 class RlSteps {
  public:
   // Borrows everything. `reference` (may be null) is the frozen KL reference,
-  // required when options.kl_beta > 0.
+  // required when options.kl_beta > 0; `critic` (may be null) writes the
+  // critiques of refinement, required when options.refine.enabled.
   RlSteps(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards, Environment& env,
-          RlStepOptions options, Reducer& reducer, CausalLM reference = nullptr);
+          RlStepOptions options, Reducer& reducer, CausalLM reference = nullptr, Critic* critic = nullptr);
 
   // Steps 1–5 for trainer step `step` (0-based); tokens record `policy_version`.
   std::vector<Episode> next(int64_t step, int32_t policy_version, Json& metrics);
@@ -74,6 +76,8 @@ class RlSteps {
   EpisodeProducer producer_;
   DataCursor cursor_;
   size_t accuracy_component_ = 0;
+  std::unique_ptr<Refiner> refiner_;  // refine.enabled
+  std::unique_ptr<DistillTeacher> teacher_;  // distill.enabled
   std::vector<ScoredGroup> last_groups_;
 };
 

@@ -105,6 +105,38 @@ const ConfigSchema& train_config_schema() {
          "DAPO: drop groups whose rewards are all equal and refill"},
         SchemaEntry{"algorithm.dynamic_sampling_max_rounds", T::Int, r.dynamic_sampling_max_rounds, "",
          "rollout rounds per step at most"}.in(1, 1000),
+        // [refine] [critic]
+        {"refine.enabled", T::Bool, r.refine.enabled, "",
+         "critique-guided refinement (Critique-GRPO, docs/feedback.md): failed episodes get critiques, the policy "
+         "refines, correct refinements join their group"},
+        {"refine.prompt", T::String, r.refine.prompt, "",
+         "the refinement prompt; placeholders {prompt} {response} {critique} {reference} {explanation}"},
+        {"refine.select", T::String, r.refine.select, "",
+         "which refinements join their group: every correct one, or the best correct one", {"correct", "best"}},
+        SchemaEntry{"refine.max_per_group", T::Int, r.refine.max_per_group, "episodes",
+         "refinements joining one group at most (0 = no limit)"}.in(0, 1e6),
+        SchemaEntry{"refine.gamma", T::Float, r.refine.gamma, "",
+         "policy shaping p/(p + gamma) on refinement tokens (Critique-GRPO, LUFFY: 0.1)"}.in(1e-9, 1e6),
+        SchemaEntry{"refine.max_critiques", T::Int, r.refine.max_critiques, "",
+         "failed episodes critiqued per step at most (0 = all)"}.in(0, 1e9),
+        {"critic", T::Any, Json::object(), "",
+         "who writes critiques (docs/feedback.md): type = simple | simple_gt | text | template | self | model | "
+         "endpoint, and the type's options"},
+        // [distill]
+        {"distill.enabled", T::Bool, r.distill.enabled, "",
+         "self-distillation from feedback / on-policy distillation (docs/feedback.md): the loss term distill, "
+         "coef * KL(student || teacher) on the student's tokens"},
+        SchemaEntry{"distill.coef", T::Float, r.distill.coef, "", "weight of the distill term"}.in(1e-12, 1e6),
+        {"distill.estimator", T::String, std::string(algo::kl_estimator_name(r.distill.estimator)), "",
+         "KL estimator on the student's sampled tokens", {"k1", "k2", "k3"}},
+        {"distill.teacher", T::String, r.distill.teacher, "",
+         "self = the policy with distill.context in front; model = the model at distill.teacher_path", {"self", "model"}},
+        {"distill.teacher_path", T::String, r.distill.teacher_path, "",
+         "teacher = \"model\": its directory (the policy's tokenizer)"},
+        {"distill.context", T::String, r.distill.context, "",
+         "the teacher's prompt; placeholders {prompt} {reference} {explanation} {sibling}"},
+        {"distill.failed_only", T::Bool, r.distill.failed_only, "",
+         "distill only on episodes the accuracy reward scored wrong"},
         // [optim]
         SchemaEntry{"optim.lr", T::Float, t.lr.lr, "", "peak learning rate"}.in(1e-30, 10),
         {"optim.schedule", T::String, lr_schedule_kind_name(t.lr.kind), "", "shape after warm-up",
@@ -127,6 +159,9 @@ const ConfigSchema& train_config_schema() {
         SchemaEntry{"run.samples_per_step", T::Int, d.run.samples_per_step, "samples", "samples written each time"}.in(0, 1e6),
         SchemaEntry{"run.eval_every", T::Int, d.run.eval_every, "steps", "evaluate pass@1 on the eval split (0 = only before and after)"}.in(0, 1e12),
         SchemaEntry{"run.threads", T::Int, d.run.threads, "", "LibTorch CPU threads (0 = all cores)"}.in(0, 1024),
+        SchemaEntry{"run.rollout_token_budget", T::Int, d.run.rollout_token_budget, "tokens",
+         "RL: end the run once its steps generated this many tokens (rollouts, refinements, critiques by the "
+         "policy; checked after each step); 0 = run.steps decides. rlf compare gives every method the same budget"}.in(0, 1e15),
         {"run.sft_control", T::Bool, d.run.sft_control, "",
          "after RL, train the post-SFT policy with SFT alone for the RL phase's wall time and report its pass@1 "
          "(pass1_control; needs [sft])"},
@@ -159,6 +194,8 @@ void RlStepOptions::validate() const {
   check(std::isfinite(kl_beta) && kl_beta >= 0, "algorithm.kl_beta must be >= 0 (got ", kl_beta, "; 0 = no reference model)");
   sampling.validate("rollout.");
   credit.validate();
+  refine.validate();
+  if (distill.enabled) distill.validate();
   env.episode.validate();
   const algo::AdvantageEstimator e = credit.advantage.estimator;
   check(group_size >= 2 || e == algo::AdvantageEstimator::ReinforcePP, "rollout.group_size = 1 gives every episode a "
@@ -200,6 +237,22 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
 
   // [env]
   c.rl.env = env_config_from_json(j.at("env"), source + " [env]");
+
+  // [refine] [critic]
+  c.rl.refine.enabled = get("refine", "enabled").get<bool>();
+  c.rl.refine.prompt = get("refine", "prompt").get<std::string>();
+  c.rl.refine.select = get("refine", "select").get<std::string>();
+  c.rl.refine.max_per_group = get("refine", "max_per_group").get<int64_t>();
+  c.rl.refine.gamma = get("refine", "gamma").get<double>();
+  c.rl.refine.max_critiques = get("refine", "max_critiques").get<int64_t>();
+  c.rl.critic = critic_config_from_json(j.at("critic"), source + " [critic]");
+  c.rl.distill.enabled = get("distill", "enabled").get<bool>();
+  c.rl.distill.coef = get("distill", "coef").get<double>();
+  c.rl.distill.estimator = algo::parse_kl_estimator(get("distill", "estimator").get<std::string>());
+  c.rl.distill.teacher = get("distill", "teacher").get<std::string>();
+  c.rl.distill.teacher_path = get("distill", "teacher_path").get<std::string>();
+  c.rl.distill.context = get("distill", "context").get<std::string>();
+  c.rl.distill.failed_only = get("distill", "failed_only").get<bool>();
 
   // [rollout] [algorithm]
   RlStepOptions& r = c.rl;
@@ -278,6 +331,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   run.eval_every = get("run", "eval_every").get<int64_t>();
   run.threads = get("run", "threads").get<int64_t>();
   run.sft_control = get("run", "sft_control").get<bool>();
+  run.rollout_token_budget = get("run", "rollout_token_budget").get<int64_t>();
   for (const char* key : {"checkpoint_every", "samples_every", "eval_every", "keep_checkpoints", "samples_per_step", "threads"})
     if (get("run", key).get<int64_t>() < 0) fail_at("run.", key, " must be >= 0 (got ", get("run", key).get<int64_t>(), ")");
 
@@ -309,6 +363,10 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     if (c.rewards.empty() && !env_rewards)
       fail_at("no reward configured: add at least one [[reward]] table (docs/rewards.md), or use an environment that "
               "gives rewards ([env] type = \"guess\" or \"external\")");
+    if (c.rl.refine.enabled && c.rl.env.type != "single_turn")
+      fail_at("refine.enabled writes refinements as answers to the task's prompt, which needs the single-turn ",
+              "environment (env.type = \"", c.rl.env.type, "\"); for multi-turn feedback use an environment that ",
+              "appends feedback (docs/feedback.md)");
     if (c.sft.enabled && (c.sft.steps <= 0 || !(c.sft.lr > 0)))
       fail_at("[sft] with data needs sft.steps > 0 and sft.lr > 0 (the warm start's length and learning rate)");
   } else {
@@ -319,6 +377,8 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
                 "use run.steps and [optim] (lr, schedule) instead");
     if (c.has_data && c.rewards.empty())
       fail_at("[data] in an SFT run measures held-out pass@1 and needs a [[reward]] to judge it; add one or drop [data]");
+    if (c.rl.distill.enabled) fail_at("distill.enabled is part of RL (trainer.kind = \"grpo\"): the student learns on its own samples");
+    if (c.rl.refine.enabled) fail_at("refine.enabled is part of RL (trainer.kind = \"grpo\"); an SFT run has no critiques");
     if (c.rl.kl_beta > 0 && c.rl.kl_in_reward)
       fail_at("algorithm.kl_placement = \"reward\" puts the KL into RL rewards; an SFT run has none: use \"loss\"");
   }

@@ -5,9 +5,10 @@
 // in the option structs below, and the schema reads it from them.
 //
 // Sections: [trainer] [model] [data] [[reward]] [env] [rollout] [algorithm]
-// [optim] [run] and optionally [sft] (a supervised warm start before RL, or
-// the data of an SFT run). [data], [sft.data], [[reward]] and [env] tables
-// are validated by their own libraries' parsers.
+// [refine] [critic] [distill] [optim] [run] and optionally [sft] (a supervised warm
+// start before RL, or the data of an SFT run). [data], [sft.data],
+// [[reward]], [env] and [critic] tables are validated by their own
+// libraries' parsers.
 //
 // Run kinds ([trainer] kind):
 //   "grpo"  RL: episodes through the environment, rewards, credit, the policy
@@ -29,9 +30,12 @@
 #include "data/prompt_dataset.h"
 #include "data/sft_dataset.h"
 #include "env/env_registry.h"
+#include "feedback/critic_config.h"
 #include "rewards/reward_aggregation.h"
 #include "rollout/sampling.h"
 #include "train/config_schema.h"
+#include "train/distillation.h"
+#include "train/refinement.h"
 #include "train/trainer.h"
 
 namespace rlf {
@@ -64,6 +68,9 @@ struct RlStepOptions {
   bool add_special_tokens = true;        // add BOS when encoding prompts (false when a chat template wrote it)
   int64_t reference_micro_batch_size = 8;  // sequences per reference forward (= algorithm.micro_batch_size)
   EnvConfig env;                         // [env]
+  RefineOptions refine;                  // [refine]: critique-guided refinement (train/refinement.h)
+  CriticConfig critic;                   // [critic]: who writes critiques (feedback/critic_config.h)
+  DistillOptions distill;                // [distill]: self-distillation from feedback (train/distillation.h)
 
   // Throws rlf::Error naming the key.
   void validate() const;
@@ -104,6 +111,8 @@ struct RunOptions {
   int64_t eval_every = 0;        // 0 = only before and after
   int64_t threads = 0;           // 0 = all cores
   bool sft_control = false;      // after RL: the post-SFT policy trained by SFT alone for the same wall time
+  int64_t rollout_token_budget = 0;  // RL: end the run once the steps generated this many tokens (rollouts,
+                                     // refinements, critiques by the policy); 0 = run.steps decides
 };
 
 struct ModelOptions {

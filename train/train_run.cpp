@@ -41,6 +41,7 @@ struct Run {
   std::vector<PromptExample> train, eval;  // after the prompt-length check
   RewardSet rewards;
   std::unique_ptr<Environment> env;
+  std::unique_ptr<Critic> critic;  // refine.enabled
   std::vector<SftExample> sft_examples;
 
   void say(const std::string& s) const {
@@ -125,7 +126,7 @@ class StepSource {
 class RlSource final : public StepSource {
  public:
   RlSource(Run& r, CausalLM reference)
-      : steps_(r.policy, r.train, r.rewards, *r.env, r.cfg.rl, r.reducer, std::move(reference)) {}
+      : steps_(r.policy, r.train, r.rewards, *r.env, r.cfg.rl, r.reducer, std::move(reference), r.critic.get()) {}
   std::vector<Episode> next(int64_t step, int32_t version, Json& m) override { return steps_.next(step, version, m); }
   DataCursor& cursor() override { return steps_.cursor(); }
   std::vector<SampleRecord> samples() const override {
@@ -145,6 +146,10 @@ class RlSource final : public StepSource {
         r.advantage = adv;
         r.extra = {{"id", g.group.task->id}, {"explanation", g.scores.describe(i)}, {"turns", e.n_turns},
                    {"end_reason", e.end_reason}};
+        if (e.source != EpisodeSource::Rollout) {
+          r.extra["source"] = episode_source_name(e.source);
+          if (!e.turn_feedback.empty()) r.extra["critique"] = e.turn_feedback[0];
+        }
         if (!e.env_error.empty()) r.extra["env_error"] = e.env_error;
         out.push_back(std::move(r));
       }
@@ -187,10 +192,12 @@ class SftSource final : public StepSource {
 
 std::vector<std::unique_ptr<LossTerm>> rl_terms(const TrainConfig& cfg) {
   std::vector<std::unique_ptr<LossTerm>> terms;
-  terms.push_back(std::make_unique<PolicyGradientTerm>(cfg.loss.policy, cfg.loss.aggregation));
+  terms.push_back(std::make_unique<PolicyGradientTerm>(cfg.loss.policy, cfg.loss.aggregation, cfg.rl.refine.gamma));
   if (cfg.rl.kl_beta > 0 && !cfg.rl.kl_in_reward)
     terms.push_back(std::make_unique<KlTerm>(cfg.rl.kl_beta, cfg.rl.kl_estimator, cfg.loss.aggregation));
   if (cfg.loss.entropy_coef != 0) terms.push_back(std::make_unique<EntropyTerm>(cfg.loss.entropy_coef, cfg.loss.aggregation));
+  if (cfg.rl.distill.enabled)
+    terms.push_back(std::make_unique<DistillTerm>(cfg.rl.distill.coef, cfg.rl.distill.estimator, cfg.loss.aggregation));
   return terms;
 }
 
@@ -297,6 +304,7 @@ Json TrainRunSummary::to_json() const {
   j["pass1_control"] = opt(pass1_control);
   if (pass1_control >= 0) j["control_sft_steps"] = control_sft_steps;
   j["turns_mean"] = last_metrics.contains("episode/turns_mean") ? last_metrics["episode/turns_mean"] : Json(nullptr);
+  j["rollout_tokens"] = rollout_tokens;
   j["out_dir"] = out_dir.string();
   j["last_metrics"] = last_metrics;
   return j;
@@ -315,11 +323,14 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   LoadOptions lo;
   lo.dtype = cfg.model.dtype;
   lo.device = cfg.model.device;
-  Run r{cfg, opts, {}, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}};
+  Run r{cfg, opts, {}, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}, {}};
   r.policy.model()->set_fast_cpu_path(cfg.model.fast_cpu_path);
   TokenizerChat chat = tokenizer_chat_of(*r.policy.tokenizer);
   if (!cfg.rewards.empty()) r.rewards = make_reward_set(cfg.rewards, cfg.source);
   r.env = make_environment(cfg.rl.env, cfg.source + " [env]");
+  // The critic starts (and an endpoint is probed) before anything long runs.
+  if (cfg.kind == TrainerKind::Grpo && cfg.rl.refine.enabled)
+    r.critic = make_critic(cfg.rl.critic, r.policy, opts.read_env, cfg.source + " [critic]");
   if (r.env->gives_rewards()) {
     const auto& c = r.rewards.components();
     if (std::none_of(c.begin(), c.end(), [](const RewardComponent& x) { return x.reward->name() == "env"; }))
@@ -412,10 +423,11 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   CheckpointOptions co;
   co.keep_last = cfg.run.keep_checkpoints;
   co.tokenizer_source = r.policy.tokenizer_path;
-  int64_t start = 0;
+  int64_t start = 0, st_extra_tokens = 0;
   if (resume_from) {
     TrainerState st = load_checkpoint(*resume_from, targets, co);
     start = st.step;
+    st_extra_tokens = st.extra.value("rollout_tokens", int64_t{0});
     source->cursor().restore(st.data_cursor);
     summary.pass1_before = st.extra.value("pass1_before", -1.0);
     r.say("resumed from " + resume_from->string() + " at step " + std::to_string(start));
@@ -432,6 +444,8 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     }
   }
   int64_t last_saved = resume_from ? start : -1;
+  // Tokens generated so far (rollouts, refinements, critiques by the policy): run.rollout_token_budget.
+  int64_t tokens_used = resume_from ? st_extra_tokens : 0;
 
   if (!resume_from) summary.pass1_before = r.greedy_pass1(r.eval);
   if (summary.pass1_before >= 0) r.say("held-out pass@1 before: " + std::to_string(summary.pass1_before));
@@ -458,13 +472,20 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     st.step = step;
     st.scheduler_step = trainer->optimizer().step_count();
     st.data_cursor = source->cursor().state();
-    st.extra = {{"pass1_before", summary.pass1_before}, {"lr_horizon", trainer->lr_horizon()}};
+    st.extra = {{"pass1_before", summary.pass1_before}, {"lr_horizon", trainer->lr_horizon()},
+                {"rollout_tokens", tokens_used}};
     if (writer) save_checkpoint(ckpt_dir, st, targets, co);
     last_saved = step;
   };
 
   int64_t notes_shown = 0;
+  const int64_t budget = cfg.run.rollout_token_budget;
+  int64_t end = std::max(start, cfg.run.steps);
   for (int64_t step = start; step < cfg.run.steps; ++step) {
+    if (budget > 0 && tokens_used >= budget) {
+      end = step;
+      break;
+    }
     auto t0 = Clock::now();
     Json m;
     m["step"] = step + 1;
@@ -474,6 +495,10 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     m.update(trainer->update(episodes, step));
     m["time/update_s"] = since(t_update);
     m["time/step_s"] = since(t0);
+    if (rl) {
+      tokens_used += static_cast<int64_t>(m.value("rollout/generated_tokens", 0.0) + m.value("refine/generated_tokens", 0.0));
+      m["rollout/tokens_total"] = tokens_used;
+    }
     summary.steps_wall_s += since(t0);
     if (m.contains("notes")) {
       for (const auto& n : m["notes"])
@@ -488,12 +513,19 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     if (bar) bar->update(step + 1, rl ? std::vector<std::pair<std::string, double>>{{"reward", m.value("reward/mean", 0.0)},
                                                                                   {"acc", m.value("accuracy", 0.0)}}
                                       : std::vector<std::pair<std::string, double>>{{"loss", m.value("loss/ce", 0.0)}});
-    if (cfg.run.checkpoint_every > 0 && (step + 1) % cfg.run.checkpoint_every == 0 && step + 1 < cfg.run.steps)
+    const bool budget_spent = budget > 0 && tokens_used >= budget;
+    if (budget_spent) end = step + 1;
+    if (cfg.run.checkpoint_every > 0 && (step + 1) % cfg.run.checkpoint_every == 0 && step + 1 < cfg.run.steps &&
+        !budget_spent)
       save(step + 1);
     summary.last_metrics = m;
   }
   if (bar) bar->finish();
-  summary.steps = std::max(start, cfg.run.steps);
+  summary.steps = end;
+  summary.rollout_tokens = tokens_used;
+  if (budget > 0 && end < cfg.run.steps)
+    r.say("run.rollout_token_budget = " + std::to_string(budget) + " reached after " + std::to_string(end) + " steps (" +
+          std::to_string(tokens_used) + " tokens)");
   // A resume that had nothing left to do keeps the checkpoint it loaded (no re-save).
   if (last_saved != summary.steps) save(summary.steps);
 

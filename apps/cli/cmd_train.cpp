@@ -1,4 +1,6 @@
 // rlf train: a whole RL run from a TOML config (see train/train_run.h and train/train_config.cpp).
+#include <cstdlib>
+#include <optional>
 #include <iostream>
 
 #include "apps/cli/commands.h"
@@ -26,6 +28,10 @@ CommandSpec make_train_command() {
     TrainRunOptions ro;
     ro.resume = a.flag("resume");
     ro.quiet = a.flag("quiet") || a.flag("json");
+    ro.read_env = [](const std::string& name) -> std::optional<std::string> {
+      const char* v = std::getenv(name.c_str());
+      return v ? std::optional<std::string>(v) : std::nullopt;
+    };
     TrainRunSummary s = run_training(cfg, ro);
     if (a.flag("json")) std::cout << s.to_json().dump() << "\n";
     return 0;

@@ -6,6 +6,7 @@ const std::vector<CommandSpec>& command_table() {
   static const std::vector<CommandSpec> table = {
       make_demo_command(),
       make_train_command(),
+      make_compare_command(),
       make_config_command(),
       make_generate_command(),
       make_eval_command(),

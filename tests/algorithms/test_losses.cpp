@@ -16,6 +16,8 @@
 #include "algorithms/kl.h"
 #include "algorithms/loss_aggregation.h"
 #include "algorithms/policy_loss.h"
+#include "algorithms/policy_shaping.h"
+#include "tests/support/test_env.h"
 #include "util/error.h"
 
 namespace rlf::algo {
@@ -87,6 +89,37 @@ struct TokenCase {
     return o;
   }
 };
+
+// Policy shaping (LUFFY / Critique-GRPO): loss -A * p/(p + gamma), gradient
+// w.r.t. logp -A * gamma * p / (p + gamma)^2, nothing where the mask is 0.
+TEST(PolicyShaping, ValuesAndGradientsByHand) {
+  const double gamma = 0.1;
+  auto logp = mat(2, 3, {std::log(0.5), std::log(0.01), std::log(0.9), std::log(0.2), 0.0, 1e30}).requires_grad_(true);
+  const auto adv = mat(2, 3, {1.0, 1.0, -2.0, 0.5, 0.5, 0.5});
+  const auto mask = mat(2, 3, {1, 1, 1, 1, 0, 0});
+  auto per = shaped_policy_loss(logp, adv, mask, gamma);
+  per.sum().backward();
+  const double ps[] = {0.5, 0.01, 0.9, 0.2};
+  const double as[] = {1.0, 1.0, -2.0, 0.5};
+  for (int k = 0; k < 4; ++k) {
+    const int64_t b = k / 3, t = k % 3;
+    const double p = ps[k], a = as[k];
+    EXPECT_NEAR(per[b][t].item<double>(), -a * p / (p + gamma), 1e-12) << k;
+    EXPECT_NEAR(logp.grad()[b][t].item<double>(), -a * gamma * p / ((p + gamma) * (p + gamma)), 1e-12) << k;
+  }
+  // Masked tokens: exactly 0, even where logp holds garbage (1e30).
+  EXPECT_EQ(per[1][1].item<double>(), 0.0);
+  EXPECT_EQ(per[1][2].item<double>(), 0.0);
+  EXPECT_EQ(logp.grad()[1][1].item<double>(), 0.0);
+  EXPECT_EQ(logp.grad()[1][2].item<double>(), 0.0);
+  // A rare token keeps a gradient the plain -A * p objective would nearly lose (p = 0.01: 8.3x).
+  EXPECT_GT(std::abs(logp.grad()[0][1].item<double>()), 8 * 0.01);
+  // Per-sequence advantages broadcast.
+  auto per_seq = shaped_policy_loss(logp.detach(), mat(2, 1, {1.0, 0.5}).squeeze(1), mask, gamma);
+  EXPECT_NEAR(per_seq[0][0].item<double>(), -0.5 / 0.6, 1e-12);
+  EXPECT_EQ(test::error_of([&] { shaped_policy_loss(logp, adv, mask, 0.0); }),
+            "refine.gamma must be > 0 (got 0; Critique-GRPO uses 0.1)");
+}
 
 TEST(PolicyLoss, TokenLevelValuesStatsAndGradients) {
   TokenCase c;

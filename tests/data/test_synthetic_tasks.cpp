@@ -116,7 +116,7 @@ TEST(SyntheticTasks, SftPairsWithAnExactShareOfWrongAnswers) {
   ArithmeticOptions o;
   o.n_problems = 200;
   std::vector<PromptExample> problems = generate_arithmetic(o, 3);
-  std::vector<SftExample> pairs = synthetic_sft_examples(problems, 0.25, 3);
+  std::vector<SftExample> pairs = synthetic_sft_examples(problems, {0.25, 3});
   ASSERT_EQ(pairs.size(), 200u);
   size_t n_wrong = 0;
   for (size_t i = 0; i < pairs.size(); ++i) {
@@ -133,7 +133,7 @@ TEST(SyntheticTasks, SftPairsWithAnExactShareOfWrongAnswers) {
     n_wrong += !right;
   }
   EXPECT_EQ(n_wrong, 50u);
-  EXPECT_EQ(synthetic_sft_examples(problems, 0.25, 3)[7].response, pairs[7].response);
+  EXPECT_EQ(synthetic_sft_examples(problems, {0.25, 3})[7].response, pairs[7].response);
   const SftExample& first = pairs[0];
   Parsed p0 = parse_arithmetic_prompt(first.raw_prompt);
   if (first.correct) {
@@ -144,7 +144,7 @@ TEST(SyntheticTasks, SftPairsWithAnExactShareOfWrongAnswers) {
   CountdownOptions c;
   c.n_problems = 100;
   std::vector<PromptExample> cd = generate_countdown(c, 4);
-  std::vector<SftExample> cd_pairs = synthetic_sft_examples(cd, 0.3, 4);
+  std::vector<SftExample> cd_pairs = synthetic_sft_examples(cd, {0.3, 4});
   size_t cd_wrong = 0;
   for (size_t i = 0; i < cd_pairs.size(); ++i) {
     CountdownVerdict v = verify_countdown(countdown_answer(cd_pairs[i].response), countdown_problem_from_record(cd[i].record, ""));
@@ -248,7 +248,7 @@ TEST(SyntheticTasks, DropCarryWrongsAreTheCarryFreeAnswersOfEligibleProblems) {
     eligible += carry_free_answer(r["a"].get<int64_t>(), r["op"].get<std::string>()[0], r["b"].get<int64_t>()) !=
                 r["answer"].get<int64_t>();
   }
-  std::vector<SftExample> pairs = synthetic_sft_examples(problems, 0.5, 5, WrongStyle::DropCarry);
+  std::vector<SftExample> pairs = synthetic_sft_examples(problems, {0.5, 5, WrongStyle::DropCarry});
   size_t n_wrong = 0;
   for (size_t i = 0; i < pairs.size(); ++i) {
     const Json& r = problems[i].record;
@@ -263,14 +263,44 @@ TEST(SyntheticTasks, DropCarryWrongsAreTheCarryFreeAnswersOfEligibleProblems) {
   EXPECT_THROW(parse_wrong_style("carry"), Error);
   CountdownOptions c;
   c.n_problems = 5;
-  EXPECT_THROW(synthetic_sft_examples(generate_countdown(c, 1), 0.5, 1, WrongStyle::DropCarry), Error);
+  EXPECT_THROW(synthetic_sft_examples(generate_countdown(c, 1), {0.5, 1, WrongStyle::DropCarry}), Error);
+}
+
+// Feedback targets: a wrong answer and the feedback (never trained on), then
+// the right answer; {answer} and {prompt} filled; never the tool ones.
+TEST(SyntheticTasks, FeedbackTargetsShowAWrongAnswerFeedbackThenTheRightOne) {
+  ArithmeticOptions o;
+  o.n_problems = 40;
+  std::vector<PromptExample> problems = generate_arithmetic(o, 2);
+  SyntheticSftOptions so;
+  so.seed = 9;
+  so.tool_fraction = 0.5;
+  so.feedback_fraction = 0.25;
+  so.feedback_text = "\nWrong: it is {answer}.\n\n{prompt}";
+  std::vector<SftExample> pairs = synthetic_sft_examples(problems, so);
+  int64_t n_feedback = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const SftExample& e = pairs[i];
+    if (e.turns.size() != 3 || e.turns[0].policy) continue;  // direct or tool targets
+    ++n_feedback;
+    EXPECT_FALSE(e.turns[1].policy);
+    EXPECT_TRUE(e.turns[2].policy);
+    EXPECT_EQ(e.turns[1].text, "\nWrong: it is " + problems[i].reference + ".\n\n" + problems[i].prompt);
+    const std::string tail = "#### " + problems[i].reference;
+    ASSERT_GE(e.turns[2].text.size(), tail.size());
+    EXPECT_EQ(e.turns[2].text.substr(e.turns[2].text.size() - tail.size()), tail);
+    EXPECT_NE(e.turns[0].text, e.turns[2].text);
+    EXPECT_TRUE(e.correct);
+    EXPECT_EQ(e.response, e.turns[0].text + e.turns[1].text + e.turns[2].text);
+  }
+  EXPECT_EQ(n_feedback, 10);
 }
 
 TEST(SyntheticTasks, AnswerOnlyResponses) {
   ArithmeticOptions o;
   o.n_problems = 20;
   std::vector<PromptExample> problems = generate_arithmetic(o, 2);
-  std::vector<SftExample> pairs = synthetic_sft_examples(problems, 0.0, 2, WrongStyle::Offset, /*worked=*/false);
+  std::vector<SftExample> pairs = synthetic_sft_examples(problems, {0.0, 2, WrongStyle::Offset, /*worked=*/false});
   for (size_t i = 0; i < pairs.size(); ++i) EXPECT_EQ(pairs[i].response, "#### " + problems[i].reference);
 }
 

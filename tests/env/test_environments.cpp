@@ -7,6 +7,8 @@
 #include "env/calculator_env.h"
 #include "env/env_registry.h"
 #include "env/guess_env.h"
+#include "env/reflect_retry_env.h"
+#include "env/try_again_env.h"
 #include "env/single_turn_env.h"
 #include "tests/support/test_env.h"
 
@@ -121,6 +123,76 @@ TEST(GuessEnv, RepliesRewardsAndRecordChecks) {
   EXPECT_EQ(error_of([&] { GuessEnvironment e(bad); }), "env.turn_penalty must be >= 0 (got -1)");
 }
 
+// "Try again": a wrong answer gets the message as feedback and costs the
+// penalty; a right one ends the episode. The verifier is a reward table.
+TEST(TryAgainEnv, FeedbackOnWrongAnswersUntilRight) {
+  TryAgainOptions o;
+  o.turn_penalty = 0.25;
+  TryAgainEnvironment env(o, "run.toml [env]");
+  EXPECT_TRUE(env.gives_rewards());
+  PromptExample t = task("What is 2+2?");
+  t.reference = "4";
+  std::string first;
+  auto s = env.reset(t, 0, &first);
+  EXPECT_EQ(first, "What is 2+2?");
+  EnvStep a = s->step(turn(" 2 + 2 = 5. #### 5"));
+  EXPECT_FALSE(a.done);
+  EXPECT_TRUE(a.observation_is_feedback);
+  EXPECT_EQ(a.observation, "\nThat is not right. Try again.\n");
+  EXPECT_EQ(a.reward, std::optional<double>(-0.25));
+  EXPECT_EQ(a.turn_weight, 1.0f);
+  EXPECT_EQ(a.feedback, "expected 4, got 5");
+  EnvStep b = s->step(turn(" 2 + 2 = 4. #### 4", "eos", 1));
+  EXPECT_TRUE(b.done);
+  EXPECT_FALSE(b.reward);
+  // No penalty: no rewards of its own.
+  EXPECT_FALSE(TryAgainEnvironment({}, "w").gives_rewards());
+  EnvConfig c = env_config_from_json({{"type", "try_again"}, {"turn_penalty", 0.1}, {"message", "No."},
+                                      {"verifier", {{"type", "math"}, {"answer_format", "boxed"}}}}, "w");
+  EXPECT_TRUE(c.gives_rewards);
+  EXPECT_EQ(make_environment(c, "w")->name(), "try_again");
+  EXPECT_NE(error_of([] { env_config_from_json({{"type", "try_again"}, {"verifier", {{"type", "math"}, {"answer", 1}}}}, "w"); })
+                .find("unknown option 'answer'"),
+            std::string::npos);
+  EXPECT_EQ(error_of([] { env_config_from_json({{"type", "try_again"}, {"turn_penalty", -1}}, "w"); }),
+            "w: environment type 'try_again': option 'turn_penalty' must be >= 0 (got -1)");
+}
+
+// Reflect, retry, reward: answer -> reflection -> retry; only the reflection
+// carries loss (train = "reflection"); a right first answer ends it.
+TEST(ReflectRetryEnv, AnswerReflectionRetryWithTheReflectionTrained) {
+  ReflectRetryEnvironment env({}, "w");
+  PromptExample t = task("What is 2+2?");
+  t.reference = "4";
+  std::string first;
+  auto s = env.reset(t, 0, &first);
+  EnvStep a = s->step(turn(" #### 5"));
+  EXPECT_FALSE(a.done);
+  EXPECT_EQ(a.turn_weight, 0.0f);
+  EXPECT_EQ(a.observation, "\nThat is not right. Think about what went wrong.\n");
+  EnvStep r = s->step(turn(" I added wrong.", "eos", 1));
+  EXPECT_FALSE(r.done);
+  EXPECT_EQ(r.turn_weight, 1.0f);
+  EXPECT_EQ(r.observation, "\nNow answer again.\n");
+  EnvStep b = s->step(turn(" #### 4", "eos", 2));
+  EXPECT_TRUE(b.done);
+  EXPECT_EQ(b.turn_weight, 0.0f);
+  // Right at once: done, nothing trained.
+  auto s2 = env.reset(t, 0, &first);
+  EnvStep c = s2->step(turn(" #### 4"));
+  EXPECT_TRUE(c.done);
+  EXPECT_EQ(c.turn_weight, 0.0f);
+  ReflectRetryOptions all;
+  all.train = "all";
+  ReflectRetryEnvironment env_all(all, "w");  // sessions borrow their environment: it must outlive them
+  auto s3 = env_all.reset(t, 0, &first);
+  EXPECT_EQ(s3->step(turn(" #### 5")).turn_weight, 1.0f);
+  EXPECT_EQ(error_of([] { env_config_from_json({{"type", "reflect_retry"}, {"max_turns", 2}}, "w"); }),
+            "w: environment type 'reflect_retry': option 'max_turns' must be >= 3 (answer, reflection, retry), got 2");
+  EXPECT_EQ(error_of([] { env_config_from_json({{"type", "reflect_retry"}, {"train", "answers"}}, "w"); }),
+            "w: environment type 'reflect_retry': option 'train' must be \"reflection\" or \"all\" (got \"answers\")");
+}
+
 TEST(EnvRegistry, TablesDefaultsAndErrors) {
   EnvConfig d = env_config_from_json(nullptr, "run.toml [env]");
   EXPECT_EQ(d.type, "single_turn");
@@ -131,9 +203,11 @@ TEST(EnvRegistry, TablesDefaultsAndErrors) {
   EnvConfig g = env_config_from_json({{"type", "guess"}, {"weight", 0.5}}, "w");
   EXPECT_TRUE(g.gives_rewards);
   EXPECT_EQ(g.reward_weight, 0.5);
-  EXPECT_EQ(environment_types(), (std::vector<std::string>{"calculator", "external", "guess", "single_turn"}));
+  EXPECT_EQ(environment_types(), (std::vector<std::string>{"calculator", "external", "guess", "reflect_retry",
+                                                            "single_turn", "try_again"}));
   EXPECT_EQ(error_of([] { env_config_from_json({{"type", "calc"}}, "run.toml [env]"); }),
-            "run.toml [env]: unknown environment type 'calc'; valid types: calculator, external, guess, single_turn");
+            "run.toml [env]: unknown environment type 'calc'; valid types: calculator, external, guess, reflect_retry, "
+            "single_turn, try_again");
   EXPECT_EQ(error_of([] { env_config_from_json({{"type", "calculator"}, {"max_call", 2}}, "run.toml [env]"); }),
             "run.toml [env]: environment type 'calculator': unknown option 'max_call'; valid options: max_calls, "
             "max_episode_tokens, max_observation_tokens, max_turns (and type, weight)");

@@ -7,33 +7,17 @@
 #include <gtest/gtest.h>
 
 #include "env/episode_producer.h"
+#include "env/reflect_retry_env.h"
 #include "env/single_turn_env.h"
 #include "model/loader.h"
 #include "tests/support/test_env.h"
+#include "tests/support/tiny_policy.h"
 #include "tokenizer/char_vocab.h"
 
 namespace rlf {
 namespace {
 
-Policy tiny_policy(const test::TempDir& dir) {
-  write_char_tokenizer(dir / "tok", printable_ascii());
-  ModelConfig c;
-  c.vocab_size = 3 + static_cast<int64_t>(printable_ascii().size());
-  c.hidden_size = 32;
-  c.intermediate_size = 64;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.max_position_embeddings = 256;
-  c.bos_token_id = 1;
-  c.eos_token_ids = {2};
-  c.tie_word_embeddings = true;
-  auto model = make_random_model(c, 3, torch::kFloat32, torch::kCPU);
-  SaveOptions so;
-  so.tokenizer_source = dir / "tok";
-  save_model(*model, dir / "model", so);
-  return load_policy(dir / "model", "", {});
-}
+using test::tiny_policy;
 
 // Appends `observation` after every turn; done after `turns` turns (0 = never).
 class Scripted final : public Environment {
@@ -173,6 +157,39 @@ TEST(EpisodeProducer, SingleTurnEnvironmentGivesWhatTheEngineGives) {
     EXPECT_EQ(e.end_reason, "env");
     for (size_t j = 0; j < seqs[k].logprobs.size(); ++j)
       EXPECT_EQ(e.old_logprob[e.n_prompt + j], seqs[k].logprobs[j]);
+  }
+}
+
+// Turn weights from the environment reach the episode: Reflect-Retry-Reward
+// trains the reflection only (the tiny model never answers right).
+TEST(EpisodeProducer, TurnWeightsFromTheEnvironmentSetTheLossWeights) {
+  test::TempDir dir;
+  Policy policy = tiny_policy(dir);
+  ReflectRetryEnvironment env({}, "test");
+  EpisodeOptions o;
+  o.max_turns = 3;
+  EpisodeProducer producer(policy, env, o);
+  PromptExample t = task("What is 2+2?");
+  t.reference = "4";
+  auto groups = producer.produce({&t}, 3, params(6), {11}, 0, nullptr);
+  for (const Episode& e : groups[0].episodes) {
+    e.validate();
+    ASSERT_EQ(e.n_turns, 3) << e.transcript();
+    int64_t trained = 0;
+    for (const Segment& s : e.segments) {
+      if (s.role != SegmentRole::Policy) {
+        if (s.role != SegmentRole::Prompt) {
+          EXPECT_EQ(s.role, SegmentRole::Feedback);
+        }
+        continue;
+      }
+      for (int64_t k = s.begin; k < s.end; ++k) {
+        EXPECT_EQ(e.loss_weight[static_cast<size_t>(k)], s.turn == 1 ? 1.0f : 0.0f) << "turn " << s.turn;
+        trained += s.turn == 1;
+      }
+    }
+    EXPECT_EQ(e.n_policy_tokens(), trained);
+    EXPECT_GT(trained, 0);
   }
 }
 

@@ -238,6 +238,107 @@ TEST(GrpoRun, MultiTurnRunResumesExactly) {
   EXPECT_TRUE(samples[0].contains("turns"));
 }
 
+// Critique-guided refinement in a whole run: critiques of failed episodes
+// (here: no 'e' in the answer, the accuracy reward), refinements join their
+// groups, the run resumes bit for bit, the samples log shows refinements with
+// their critiques.
+Json refine_config(const std::filesystem::path& model, const std::filesystem::path& out, int64_t steps) {
+  Json j = make(model, out, steps);
+  j["algorithm"]["accuracy_reward"] = "has_e";
+  j["refine"] = {{"enabled", true}};
+  j["critic"] = {{"type", "text"}};
+  j["run"]["samples_per_step"] = 100;
+  return j;
+}
+
+TEST(GrpoRun, RefinementRunResumesExactly) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  run_training(train_config_from_json(refine_config(model, dir / "a", 4), "straight"), quiet);
+  run_training(train_config_from_json(refine_config(model, dir / "b", 2), "first half"), quiet);
+  TrainRunOptions resume = quiet;
+  resume.resume = true;
+  run_training(train_config_from_json(refine_config(model, dir / "b", 4), "second half"), resume);
+  expect_same_parameters(dir / "a/checkpoints/step-4/model", dir / "b/checkpoints/step-4/model");
+  auto ma = read_jsonl(dir / "a/metrics.jsonl"), mb = read_jsonl(dir / "b/metrics.jsonl");
+  ASSERT_EQ(ma.size(), 4u);
+  ASSERT_EQ(mb.size(), 4u);
+  double added = 0;
+  for (size_t i = 0; i < ma.size(); ++i) {
+    EXPECT_EQ(ma[i]["reward/mean"], mb[i]["reward/mean"]) << "step " << i + 1;
+    EXPECT_EQ(ma[i]["refine/added"], mb[i]["refine/added"]) << "step " << i + 1;
+    EXPECT_EQ(ma[i]["refine/critiques"].get<double>(), ma[i]["refine/failed"].get<double>());
+    EXPECT_GE(ma[i]["accuracy/after_feedback"].get<double>(), ma[i]["accuracy/first_attempt"].get<double>());
+    // Refinement tokens are left out of the rollout-agreement check.
+    EXPECT_LT(ma[i]["policy/logprob_diff_max"].get<double>(), 1e-4) << "step " << i + 1;
+    added += ma[i]["refine/added"].get<double>();
+    if (ma[i]["refine/added"].get<double>() > 0) EXPECT_GT(ma[i]["policy/shaped_frac"].get<double>(), 0.0);
+  }
+  EXPECT_GT(added, 0) << "no refinement joined a group in 4 steps";
+  bool seen = false;
+  for (const Json& s : read_jsonl(dir / "a/samples.jsonl"))
+    if (s.value("source", "") == "refinement") {
+      seen = true;
+      EXPECT_EQ(s["critique"].get<std::string>().rfind("The answer is incorrect.", 0), 0u) << s.dump();
+    }
+  EXPECT_TRUE(seen) << "the samples log shows no refinement";
+}
+
+// Self-distillation in a whole run: the teacher (the policy with the answer
+// in front) gives log-probs, the distill term trains on them, and the run
+// resumes bit for bit.
+TEST(GrpoRun, SelfDistillationRunResumesExactly) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  auto config = [&](const std::filesystem::path& out, int64_t steps) {
+    Json j = make(model, out, steps);
+    j["distill"] = {{"enabled", true}, {"coef", 0.5}, {"context", "The answer is {reference}. {prompt}"}};
+    return train_config_from_json(j, "distill");
+  };
+  run_training(config(dir / "a", 4), quiet);
+  run_training(config(dir / "b", 2), quiet);
+  TrainRunOptions resume = quiet;
+  resume.resume = true;
+  run_training(config(dir / "b", 4), resume);
+  expect_same_parameters(dir / "a/checkpoints/step-4/model", dir / "b/checkpoints/step-4/model");
+  auto m = read_jsonl(dir / "a/metrics.jsonl");
+  ASSERT_EQ(m.size(), 4u);
+  for (const Json& r : m) {
+    EXPECT_EQ(r["distill/episodes"].get<double>(), 8.0);  // 2 prompts x 4 episodes
+    EXPECT_GT(r["distill/kl"].get<double>(), 0.0);
+    EXPECT_GT(r["loss/distill"].get<double>(), 0.0);
+  }
+}
+
+// run.rollout_token_budget ends RL once the steps generated that many tokens;
+// the count is checkpointed, so a resume neither forgets nor repeats it.
+TEST(GrpoRun, RolloutTokenBudgetEndsTheRunAndSurvivesResume) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  Json j = make(model, dir / "a", 50);
+  j["run"]["rollout_token_budget"] = 100;  // a step generates at most 2 x 4 x 8 = 64 tokens
+  auto s = run_training(train_config_from_json(j, "budget"), quiet);
+  EXPECT_GE(s.rollout_tokens, 100);
+  EXPECT_LT(s.rollout_tokens, 100 + 64);
+  EXPECT_LT(s.steps, 50);
+  auto m = read_jsonl(dir / "a/metrics.jsonl");
+  ASSERT_EQ(static_cast<int64_t>(m.size()), s.steps);
+  EXPECT_EQ(m.back()["rollout/tokens_total"].get<int64_t>(), s.rollout_tokens);
+  EXPECT_TRUE(std::filesystem::exists(dir / ("a/checkpoints/step-" + std::to_string(s.steps))));
+  TrainRunOptions resume = quiet;
+  resume.resume = true;
+  auto again = run_training(train_config_from_json(j, "budget again"), resume);
+  EXPECT_EQ(again.steps, s.steps);
+  EXPECT_EQ(again.rollout_tokens, s.rollout_tokens);
+  EXPECT_EQ(read_jsonl(dir / "a/metrics.jsonl").size(), m.size());
+}
+
 TEST(GrpoRun, ResumingAFinishedRunWritesNoCheckpoint) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);

@@ -101,6 +101,81 @@ TEST(LossTerms, WeightZeroTokensGetExactlyZeroGradient) {
   }
 }
 
+// A micro-batch mixing a rollout and a refinement (Critique-GRPO): the
+// refinement's tokens take -A * p/(p + gamma) whatever their stored
+// log-probs, the rollout's the clipped surrogate, and nothing else moves.
+TEST(LossTerms, PolicyTermShapesRefinementTokensOnly) {
+  auto model = tiny_model(1);
+  std::vector<Episode> eps = {two_turn_episode(0, 1), two_turn_episode(0, 2)};
+  eps[1].source = EpisodeSource::Refinement;
+  eps[1].on_policy = false;
+  for (size_t t = 0; t < eps[1].tokens.size(); ++t)
+    if (eps[1].loss_weight[t] > 0) eps[1].old_logprob[t] = -1e30f;  // another context's: never read
+  std::vector<const Episode*> view = {&eps[0], &eps[1]};
+  MicroBatch mb = make_micro_batch(view, torch::kCPU);
+  ASSERT_TRUE(mb.shaped.defined());
+  const double gamma = 0.25;
+  PolicyGradientTerm term(algo::PolicyLossOptions{}, algo::AggregationOptions{}, gamma);
+  auto hidden = model->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
+  auto logp = model->token_logprobs(hidden, mb.targets);
+  logp.retain_grad();
+  TermSums sums;
+  TermInput in{mb, logp, torch::Tensor()};
+  auto per = term.per_token(in, sums);
+  per.sum().backward();
+  const auto rollout_mask = mb.weight * (1 - mb.shaped);
+  auto clipped = algo::policy_loss(logp.detach(), mb.old_logp, mb.advantages, rollout_mask).per_token;
+  int64_t n_shaped = 0;
+  for (int64_t t = 0; t < mb.weight.size(1); ++t) {
+    const double w0 = mb.weight[0][t].item<double>(), w1 = mb.weight[1][t].item<double>();
+    EXPECT_EQ(mb.shaped[0][t].item<float>(), 0.0f);
+    // Row 0 (rollout): the clipped surrogate.
+    EXPECT_NEAR(per[0][t].item<double>(), clipped[0][t].item<double>(), 1e-6) << t;
+    // Row 1 (refinement): -A * p / (p + gamma) and its gradient, on policy tokens only.
+    const double p = std::exp(logp[1][t].item<double>()), a = mb.advantages[1][t].item<double>();
+    if (w1 > 0) {
+      ++n_shaped;
+      EXPECT_NEAR(per[1][t].item<double>(), -a * p / (p + gamma), 1e-6) << t;
+      EXPECT_NEAR(logp.grad()[1][t].item<double>(), -a * gamma * p / ((p + gamma) * (p + gamma)), 1e-6) << t;
+    } else {
+      EXPECT_EQ(per[1][t].item<double>(), 0.0);
+      EXPECT_EQ(logp.grad()[1][t].item<double>(), 0.0);
+    }
+    if (w0 == 0) EXPECT_EQ(logp.grad()[0][t].item<double>(), 0.0);
+  }
+  EXPECT_EQ(n_shaped, 7);
+  EXPECT_EQ(sums.at("policy/shaped_frac"), 7.0);
+  EXPECT_TRUE(std::isfinite(per.sum().item<double>()));
+}
+
+// The distill term: coef-free per-token k(logp, teacher_logp) on tokens of
+// episodes that have teacher log-probs, nothing (and no gradient) elsewhere.
+TEST(LossTerms, DistillTermIsTheKlToTheTeacherOnTeacherTokensOnly) {
+  auto model = tiny_model(1);
+  auto teacher = tiny_model(2);
+  std::vector<Episode> eps = {two_turn_episode(0, 1), two_turn_episode(0, 2)};
+  eps[0].teacher_logprob = logprobs_of(teacher, eps[0]);  // eps[1] has no teacher
+  std::vector<const Episode*> view = {&eps[0], &eps[1]};
+  MicroBatch mb = make_micro_batch(view, torch::kCPU);
+  DistillTerm term(0.5, algo::KlEstimator::K3, algo::AggregationOptions{});
+  EXPECT_EQ(term.coef(), 0.5);
+  auto w = term.weights(mb);
+  EXPECT_EQ(w[1].abs().sum().item<float>(), 0.0f);
+  EXPECT_EQ(w[0].sum().item<float>(), 7.0f);
+  auto hidden = model->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
+  auto logp = model->token_logprobs(hidden, mb.targets);
+  logp.retain_grad();
+  TermSums sums;
+  TermInput in{mb, logp, torch::Tensor()};
+  auto per = term.per_token(in, sums);
+  per.sum().backward();
+  auto want = algo::kl_estimate(logp.detach(), mb.teacher_logp, w, algo::KlEstimator::K3);
+  EXPECT_TRUE(torch::allclose(per.detach(), want));
+  EXPECT_EQ(logp.grad().masked_select(w == 0).abs().max().item<float>(), 0.0f);
+  EXPECT_GT(logp.grad().abs().sum().item<float>(), 0.0f);
+  EXPECT_NEAR(sums.at("distill/kl"), (want * w).sum().item<double>(), 1e-6);
+}
+
 // Appends " [obs] " after each turn; done after 3 turns.
 class ThreeTurns final : public Environment {
  public:

@@ -1,0 +1,83 @@
+#include "feedback/model_critic.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "feedback/feedback_prompt.h"
+#include "util/error.h"
+
+namespace rlf {
+
+namespace {
+
+uint64_t text_hash(const std::string& a, const std::string& b) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a 64
+  for (const std::string* s : {&a, &b}) {
+    for (unsigned char c : *s) h = (h ^ c) * 1099511628211ULL;
+    h = (h ^ 0xFF) * 1099511628211ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+void ModelCriticOptions::validate(const std::string& prefix) const {
+  check(max_new_tokens >= 1 && max_new_tokens <= 1 << 20, prefix, "max_new_tokens must be in [1, 1048576] (got ",
+        max_new_tokens, ")");
+  check(std::isfinite(temperature) && temperature >= 0, prefix, "temperature must be >= 0 (got ", temperature, ")");
+  check(prompt.find("{response}") != std::string::npos, prefix,
+        "prompt must contain {response} (the answer to critique)");
+  check(max_batch_rows >= 1, prefix, "max_batch_rows must be >= 1");
+}
+
+ModelCritic::ModelCritic(Policy& model, ModelCriticOptions options)
+    : model_(model),
+      options_(std::move(options)),
+      engine_(model.model(), model.tokenizer, EngineOptions{options_.max_batch_rows, 0, model.eos_token_ids, 0}) {
+  options_.validate("critic.");
+}
+
+std::vector<Critique> ModelCritic::critique(const std::vector<CritiqueRequest>& requests) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Critique> out(requests.size());
+  std::vector<GenerationRequest> gen;
+  std::vector<size_t> index;  // gen[k] belongs to requests[index[k]]
+  const int64_t context = model_.loaded.config.max_position_embeddings;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto fitted = fit_feedback_prompt(options_.prompt, requests[i], "", *model_.tokenizer,
+                                      options_.add_special_tokens, options_.max_new_tokens, context);
+    if (!fitted) {
+      out[i].error = "the critique prompt does not fit the critic's context";
+      continue;
+    }
+    GenerationRequest g;
+    g.prompt_ids = std::move(fitted->ids);
+    g.params.temperature = options_.temperature;
+    g.params.max_new_tokens = options_.max_new_tokens;
+    g.params.stop_strings = options_.stop;
+    g.params.seed = mix_seed(options_.seed ^ text_hash(requests[i].prompt, requests[i].response));
+    gen.push_back(std::move(g));
+    index.push_back(i);
+  }
+  if (!gen.empty()) {
+    torch::NoGradGuard ng;
+    std::vector<GeneratedSequence> seqs = engine_.generate(gen);
+    engine_.release_cache();
+    for (const GeneratedSequence& s : seqs) {
+      Critique& c = out[index[static_cast<size_t>(s.request_index)]];
+      c.n_generated_tokens = static_cast<int64_t>(s.completion_ids.size());
+      c.text = s.text;
+      const size_t a = c.text.find_first_not_of(" \n\t"), b = c.text.find_last_not_of(" \n\t");
+      c.text = a == std::string::npos ? "" : c.text.substr(a, b - a + 1);
+      c.ok = !c.text.empty();
+      if (!c.ok) c.error = "empty critique";
+      else c.verdict = parse_verdict(c.text);
+    }
+  }
+  const double per = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+                     std::max<size_t>(1, requests.size());
+  for (Critique& c : out) c.latency_s = per;
+  return out;
+}
+
+}  // namespace rlf

@@ -1,0 +1,245 @@
+// Critique-guided refinement (train/refinement.h) and the distillation
+// teacher (train/distillation.h) on a tiny random model with
+// a character tokenizer and a reward that is easy to hit ("the answer holds
+// an 'e'"): refinements are episodes of their group made of the original
+// prompt's ids and the sampled ids (nothing re-tokenized), off-policy,
+// EpisodeSource::Refinement, loss weight 1 on their tokens only, scored by the
+// same rewards; "correct" adds every correct one, "best" at most one per
+// group; a failing critic leaves its episode alone and is counted; the same
+// seed gives the same refinements.
+#include <gtest/gtest.h>
+
+#include "env/episode_rewards.h"
+#include "env/single_turn_env.h"
+#include "feedback/template_critic.h"
+#include "rewards/reward_set.h"
+#include "tests/support/test_env.h"
+#include "tests/support/tiny_policy.h"
+#include "train/distillation.h"
+#include "train/micro_batch.h"
+#include "train/refinement.h"
+#include "train/rl_steps.h"
+
+namespace rlf {
+namespace {
+
+class HasE final : public Reward {
+ public:
+  std::string name() const override { return "has_e"; }
+  std::vector<RewardResult> score(const RewardGroup& g) override {
+    std::vector<RewardResult> out;
+    for (const auto& s : g.samples) {
+      RewardResult r;
+      r.score = s.completion.find('e') != std::string::npos ? 1.0 : 0.0;
+      r.explanation = *r.score > 0 ? "has an e" : "no e";
+      out.push_back(r);
+    }
+    return out;
+  }
+};
+
+// Fails every other request; otherwise says "Use an e."
+class FlakyCritic final : public Critic {
+ public:
+  int64_t calls = 0;
+  std::string name() const override { return "flaky"; }
+  std::vector<Critique> critique(const std::vector<CritiqueRequest>& rs) override {
+    std::vector<Critique> out(rs.size());
+    for (size_t i = 0; i < rs.size(); ++i) {
+      EXPECT_FALSE(rs[i].correct);
+      EXPECT_EQ(rs[i].explanation, "has_e=0 (no e)");
+      if (calls++ % 2) {
+        out[i].error = "flaky";
+      } else {
+        out[i].ok = true;
+        out[i].text = "Use an e.";
+      }
+    }
+    return out;
+  }
+};
+
+struct Fixture {
+  test::TempDir dir;
+  Policy policy = test::tiny_policy(dir, 128);
+  RewardSet rewards;
+  std::vector<PromptExample> tasks;
+  SamplingParams sampling;
+  Fixture() {
+    rewards.add("has_e", 1.0, std::make_unique<HasE>());
+    for (int i = 0; i < 4; ++i) {
+      PromptExample t;
+      t.id = "t" + std::to_string(i);
+      t.prompt = "Say something " + std::to_string(i) + ":";
+      t.where = "task #" + std::to_string(i);
+      tasks.push_back(t);
+    }
+    sampling.max_new_tokens = 6;
+    sampling.temperature = 1.0;
+  }
+  // Groups of rollouts, scored.
+  std::vector<ScoredGroup> groups(int64_t n) {
+    SingleTurnEnvironment env;
+    EpisodeOptions eo;
+    EpisodeProducer producer(policy, env, eo);
+    std::vector<const PromptExample*> ts;
+    std::vector<uint64_t> seeds;
+    for (size_t i = 0; i < tasks.size(); ++i) ts.push_back(&tasks[i]), seeds.push_back(100 + i);
+    auto produced = producer.produce(ts, n, sampling, seeds, 0, nullptr);
+    std::vector<ScoredGroup> out(produced.size());
+    for (size_t g = 0; g < produced.size(); ++g) {
+      out[g].group = std::move(produced[g]);
+      out[g].scores = rewards.score(reward_group_of(out[g].group, sampling.max_new_tokens));
+      out[g].totals = out[g].scores.totals(RewardAggregation::sum_then_normalize);
+      for (auto& e : out[g].group.episodes) e.group = static_cast<int64_t>(g);
+    }
+    return out;
+  }
+  Refiner refiner(Critic& critic, const std::string& select) {
+    RefineOptions o;
+    o.enabled = true;
+    o.select = select;
+    return Refiner(policy, rewards, critic, o, sampling, RewardAggregation::sum_then_normalize, 0, true, 64, 5);
+  }
+};
+
+TEST(Refinement, RefinementsJoinTheirGroupAsShapedOffPolicyEpisodes) {
+  Fixture f;
+  TemplateCriticOptions co;
+  co.kind = "text";
+  TemplateCritic critic(co);
+  auto groups = f.groups(8);
+  std::vector<size_t> before;
+  int64_t failed = 0;
+  for (const auto& g : groups) {
+    before.push_back(g.group.episodes.size());
+    for (const auto& r : g.scores.results[0]) failed += *r.score < 0.5;
+  }
+  ASSERT_GT(failed, 0);
+  Refiner refiner = f.refiner(critic, "correct");
+  RefineStats st = refiner.refine(groups, 42, /*version=*/3);
+  EXPECT_EQ(st.n_failed, failed);
+  EXPECT_EQ(st.n_critiques, failed);
+  EXPECT_EQ(st.n_critic_failures, 0);
+  EXPECT_EQ(st.n_refinements, failed);
+  EXPECT_GT(st.n_correct, 0) << "no refinement hit the easy reward: the test needs another seed";
+  EXPECT_EQ(st.n_added, st.n_correct);
+  int64_t added = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const ScoredGroup& sg = groups[g];
+    ASSERT_EQ(sg.scores.results[0].size(), sg.group.episodes.size());
+    ASSERT_EQ(sg.totals.size(), sg.group.episodes.size());
+    const Episode& first = sg.group.episodes[0];
+    for (size_t i = before[g]; i < sg.group.episodes.size(); ++i, ++added) {
+      const Episode& e = sg.group.episodes[i];
+      e.validate();
+      EXPECT_EQ(e.source, EpisodeSource::Refinement);
+      EXPECT_FALSE(e.on_policy);
+      EXPECT_EQ(e.group, static_cast<int64_t>(g));
+      // The original prompt's ids, then the sampled ids (weight 1, version 3).
+      ASSERT_EQ(e.n_prompt, first.n_prompt);
+      EXPECT_TRUE(std::equal(e.tokens.begin(), e.tokens.begin() + e.n_prompt, first.tokens.begin()));
+      for (size_t t = 0; t < e.tokens.size(); ++t) {
+        const bool policy = static_cast<int64_t>(t) >= e.n_prompt;
+        EXPECT_EQ(e.loss_weight[t], policy ? 1.0f : 0.0f);
+        EXPECT_EQ(e.policy_version[t], policy ? 3 : -1);
+      }
+      EXPECT_EQ(*sg.scores.results[0][i].score, 1.0);
+      EXPECT_NE(e.completion_text.find('e'), std::string::npos);
+      EXPECT_EQ(e.turn_feedback.at(0), "The answer is incorrect. has_e=0 (no e)");
+      EXPECT_EQ(f.policy.tokenizer->decode(std::vector<int32_t>(e.tokens.begin() + e.n_prompt, e.tokens.end()), true),
+                e.completion_text);
+    }
+  }
+  EXPECT_EQ(added, st.n_added);
+  // Same seed, same refinements.
+  auto again = f.groups(8);
+  f.refiner(critic, "correct").refine(again, 42, 3);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    ASSERT_EQ(again[g].group.episodes.size(), groups[g].group.episodes.size());
+    for (size_t i = 0; i < groups[g].group.episodes.size(); ++i)
+      EXPECT_EQ(again[g].group.episodes[i].tokens, groups[g].group.episodes[i].tokens);
+  }
+}
+
+TEST(Refinement, BestAddsOnePerGroupAndFailedCritiquesAreCounted) {
+  Fixture f;
+  FlakyCritic critic;
+  auto groups = f.groups(8);
+  std::vector<size_t> before;
+  for (const auto& g : groups) before.push_back(g.group.episodes.size());
+  RefineStats st = f.refiner(critic, "best").refine(groups, 42, 0);
+  EXPECT_EQ(st.n_critic_failures, st.n_critiques / 2);
+  EXPECT_EQ(st.n_refinements, st.n_critiques - st.n_critic_failures);
+  EXPECT_EQ(st.notes.at(0).rfind("critic 'flaky' failed on task #", 0), 0u) << st.notes.at(0);
+  int64_t added = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    EXPECT_LE(groups[g].group.episodes.size(), before[g] + 1);
+    added += static_cast<int64_t>(groups[g].group.episodes.size() - before[g]);
+  }
+  EXPECT_EQ(added, st.n_added);
+  EXPECT_GT(added, 0);
+  LocalReducer one_process;
+  Json m = Refiner::metrics(st, one_process);
+  EXPECT_EQ(m["refine/critic_failures"].get<double>(), static_cast<double>(st.n_critic_failures));
+  EXPECT_NEAR(m["accuracy/after_feedback"].get<double>() - m["accuracy/first_attempt"].get<double>(),
+              static_cast<double>(st.n_correct) / static_cast<double>(st.n_rollouts), 1e-12);
+}
+
+}  // namespace
+}  // namespace rlf
+
+namespace rlf {
+namespace {
+
+// The distillation teacher: the policy with the context in front of the
+// episode's own tokens; its log-probs equal a forward over exactly that
+// sequence. failed_only and {sibling} skip what they must.
+TEST(Distillation, TeacherLogprobsAreThePolicysWithTheContextInFront) {
+  Fixture f;
+  auto groups = f.groups(4);
+  DistillOptions o;
+  o.enabled = true;
+  o.context = "Hint: {explanation}\n{prompt}";
+  DistillTeacher teacher(f.policy, o, 0, true, 8);
+  DistillStats st = teacher.add_teacher_logprobs(groups);
+  EXPECT_EQ(st.n_episodes, 16);
+  EXPECT_EQ(st.n_skipped, 0);
+  const ScoredGroup& g = groups[1];
+  const Episode& e = g.group.episodes[2];
+  ASSERT_EQ(e.teacher_logprob.size(), e.tokens.size());
+  Episode by_hand;
+  by_hand.tokens = f.policy.tokenizer->encode("Hint: " + g.scores.describe(2) + "\n" + g.group.prompt, true);
+  const size_t n_context = by_hand.tokens.size();
+  by_hand.tokens.insert(by_hand.tokens.end(), e.tokens.begin() + e.n_prompt, e.tokens.end());
+  by_hand.loss_weight.assign(by_hand.tokens.size(), 0.0f);
+  by_hand.old_logprob.assign(by_hand.tokens.size(), 0.0f);
+  auto lp = recompute_logprobs(*f.policy.model(), {&by_hand}, 4)[0];
+  for (int64_t t = 0; t < static_cast<int64_t>(e.tokens.size()); ++t) {
+    const float want = t < e.n_prompt ? 0.0f : lp[n_context + static_cast<size_t>(t - e.n_prompt)];
+    EXPECT_NEAR(e.teacher_logprob[static_cast<size_t>(t)], want, 1e-5) << t;
+  }
+
+  // Only failed episodes; a {sibling} context needs a correct sibling.
+  auto again = f.groups(4);
+  int64_t n_correct = 0, n_groups_without = 0;
+  for (const auto& sg : again) {
+    int64_t c = 0;
+    for (const auto& r : sg.scores.results[0]) c += *r.score > 0.5;
+    n_correct += c;
+    n_groups_without += c == 0;
+  }
+  o.failed_only = true;
+  o.context = "{sibling}\n{prompt}";
+  DistillStats st2 = DistillTeacher(f.policy, o, 0, true, 8).add_teacher_logprobs(again);
+  // Correct episodes (failed_only) and the failed ones of groups with no correct sibling.
+  EXPECT_EQ(st2.n_skipped, n_correct + 4 * n_groups_without);
+  EXPECT_EQ(st2.n_episodes + st2.n_skipped, 16);
+  o.teacher = "model";
+  o.teacher_path = "";
+  EXPECT_EQ(test::error_of([&] { o.validate(); }),
+            "distill.teacher = \"model\" needs distill.teacher_path (the teacher's model directory)");
+}
+
+}  // namespace
+}  // namespace rlf

@@ -1,0 +1,154 @@
+#include "train/compare.h"
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <set>
+
+#include "train/toml_config.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace rlf {
+
+namespace {
+
+void mean_std(const std::vector<double>& v, double* mean, double* sd) {
+  *mean = 0, *sd = 0;
+  if (v.empty()) return;
+  for (double x : v) *mean += x;
+  *mean /= static_cast<double>(v.size());
+  if (v.size() < 2) return;
+  double sq = 0;
+  for (double x : v) sq += (x - *mean) * (x - *mean);
+  *sd = std::sqrt(sq / static_cast<double>(v.size() - 1));
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+void CompareOptions::validate() const {
+  check(seeds >= 1 && seeds <= 1000, "--seeds must be in [1, 1000] (got ", seeds, ")");
+  check(!out_dir.empty(), "--out must not be empty");
+}
+
+Json CompareResult::to_json() const {
+  Json j;
+  j["seeds"] = seeds;
+  j["rollout_token_budget"] = rollout_token_budget;
+  j["configs"] = Json::array();
+  for (const CompareEntry& e : entries) {
+    Json c = {{"config", e.config},
+              {"name", e.name},
+              {"pass1_after_mean", e.pass1_after_mean},
+              {"pass1_after_std", e.pass1_after_std},
+              {"gain_mean", e.gain_mean},
+              {"gain_std", e.gain_std},
+              {"rollout_tokens_mean", e.rollout_tokens_mean},
+              {"runs", Json::array()}};
+    for (const CompareRun& r : e.runs)
+      c["runs"].push_back({{"seed", r.seed},
+                           {"pass1_before", r.pass1_before},
+                           {"pass1_after", r.pass1_after},
+                           {"steps", r.steps},
+                           {"rollout_tokens", r.rollout_tokens},
+                           {"wall_s", r.wall_s}});
+    j["configs"].push_back(std::move(c));
+  }
+  return j;
+}
+
+std::string CompareResult::table() const {
+  std::string out = "| config | pass@1 after (mean ± std) | gain (mean ± std) | steps (mean) | rollout tokens (mean) |\n";
+  out += "|---|---|---|---|---|\n";
+  for (const CompareEntry& e : entries) {
+    double steps = 0;
+    for (const CompareRun& r : e.runs) steps += static_cast<double>(r.steps);
+    steps /= std::max<size_t>(1, e.runs.size());
+    out += "| " + e.name + " | " + fmt("%.3f", e.pass1_after_mean) + " ± " + fmt("%.3f", e.pass1_after_std) + " | " +
+           fmt("%+.3f", e.gain_mean) + " ± " + fmt("%.3f", e.gain_std) + " | " + fmt("%.0f", steps) + " | " +
+           fmt("%.0f", e.rollout_tokens_mean) + " |\n";
+  }
+  return out;
+}
+
+CompareResult compare_configs(const std::vector<std::filesystem::path>& configs, const CompareOptions& o) {
+  o.validate();
+  check(!configs.empty(), "rlf compare needs at least one config");
+  std::set<std::string> names;
+  std::vector<TrainConfig> base;
+  CompareResult result;
+  result.seeds = o.seeds;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    TrainConfig c = load_train_config(configs[i], o.overrides);
+    check(c.kind == TrainerKind::Grpo, configs[i].string(), ": rlf compare compares RL methods (trainer.kind = \"grpo\")");
+    check(c.has_data && !c.rewards.empty(), configs[i].string(),
+          ": rlf compare reports held-out pass@1: the config needs [data] with an eval split and a [[reward]]");
+    const std::string name = configs[i].stem().string();
+    check(names.insert(name).second, "two configs are named '", name, "': rename one (each gets out_dir/", name, ")");
+    if (i == 0) result.rollout_token_budget = c.run.rollout_token_budget;
+    check(c.run.rollout_token_budget == result.rollout_token_budget, "configs differ in run.rollout_token_budget (",
+          configs[0].string(), ": ", result.rollout_token_budget, ", ", configs[i].string(), ": ",
+          c.run.rollout_token_budget, "); a comparison gives every method the same budget: set it in the files or with "
+          "--set run.rollout_token_budget=N");
+    base.push_back(std::move(c));
+  }
+  for (size_t i = 0; i < configs.size(); ++i) {
+    CompareEntry e;
+    e.config = configs[i].string();
+    e.name = configs[i].stem().string();
+    std::vector<double> after, gain, tokens;
+    for (int64_t s = 0; s < o.seeds; ++s) {
+      std::vector<std::string> ov = o.overrides;
+      const std::filesystem::path dir = o.out_dir / e.name / ("seed-" + std::to_string(s));
+      ov.push_back("run.seed=" + std::to_string(s));
+      ov.push_back("run.out_dir=\"" + dir.string() + "\"");
+      TrainConfig c = load_train_config(configs[i], ov);
+      CompareRun r;
+      r.seed = s;
+      const std::filesystem::path summary = dir / "summary.json";
+      const std::filesystem::path saved_config = dir / "config.json";
+      if (std::filesystem::exists(summary) && std::filesystem::exists(saved_config) &&
+          read_json_file(saved_config.string()) == c.raw) {
+        const Json j = read_json_file(summary.string());
+        r.pass1_before = j.value("pass1_before", -1.0);
+        r.pass1_after = j.value("pass1_after", -1.0);
+        r.steps = j.value("steps", int64_t{0});
+        r.rollout_tokens = j.value("rollout_tokens", int64_t{0});
+        r.wall_s = j.value("wall_s", 0.0);
+        r.reused = true;
+      } else {
+        TrainRunOptions ro;
+        ro.quiet = true;
+        ro.read_env = o.read_env;
+        TrainRunSummary sum = with_context(str(e.config, " (seed ", s, ")"), [&] { return run_training(c, ro); });
+        r.pass1_before = sum.pass1_before;
+        r.pass1_after = sum.pass1_after;
+        r.steps = sum.steps;
+        r.rollout_tokens = sum.rollout_tokens;
+        r.wall_s = sum.wall_s;
+      }
+      if (!o.quiet)
+        std::cout << "compare: " << e.name << " seed " << s << ": pass@1 " << fmt("%.3f", r.pass1_before) << " -> "
+                  << fmt("%.3f", r.pass1_after) << ", " << r.steps << " steps, " << r.rollout_tokens << " tokens, "
+                  << fmt("%.0f", r.wall_s) << " s" << (r.reused ? " (earlier run)" : "") << std::endl;
+      after.push_back(r.pass1_after);
+      gain.push_back(r.pass1_after - r.pass1_before);
+      tokens.push_back(static_cast<double>(r.rollout_tokens));
+      e.runs.push_back(r);
+    }
+    mean_std(after, &e.pass1_after_mean, &e.pass1_after_std);
+    mean_std(gain, &e.gain_mean, &e.gain_std);
+    double sd = 0;
+    mean_std(tokens, &e.rollout_tokens_mean, &sd);
+    result.entries.push_back(std::move(e));
+  }
+  return result;
+}
+
+}  // namespace rlf

@@ -1,0 +1,133 @@
+#include "train/distillation.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "feedback/feedback_prompt.h"
+#include "train/micro_batch.h"
+#include "util/error.h"
+
+namespace rlf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool is_correct(const ScoredGroup& g, size_t component, size_t i) {
+  const auto& s = g.scores.results[component][i].score;
+  return s && *s > 0.5;
+}
+
+std::string replace_all(std::string text, const std::string& key, const std::string& value) {
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
+    text.replace(at, key.size(), value);
+  return text;
+}
+
+}  // namespace
+
+void DistillOptions::validate() const {
+  check(std::isfinite(coef) && coef > 0, "distill.coef must be > 0 (got ", coef, ")");
+  check(teacher == "self" || teacher == "model", "distill.teacher must be \"self\" or \"model\" (got \"", teacher, "\")");
+  check(teacher != "model" || !teacher_path.empty(),
+        "distill.teacher = \"model\" needs distill.teacher_path (the teacher's model directory)");
+  check(teacher != "self" || context.find("{prompt}") != std::string::npos,
+        "distill.context must contain {prompt} (the teacher sees the task with its feedback)");
+}
+
+Json DistillStats::metrics(Reducer& reducer) const {
+  double v[4] = {static_cast<double>(n_episodes), static_cast<double>(n_skipped), static_cast<double>(n_truncated),
+                 teacher_s};
+  reducer.sum(v);
+  return Json{{"distill/episodes", v[0]}, {"distill/skipped", v[1]}, {"distill/truncated", v[2]},
+              {"time/teacher_s", v[3]}};
+}
+
+DistillTeacher::DistillTeacher(Policy& policy, DistillOptions options, size_t accuracy_component,
+                               bool add_special_tokens, int64_t micro_batch_size)
+    : policy_(policy),
+      options_(std::move(options)),
+      accuracy_component_(accuracy_component),
+      add_special_tokens_(add_special_tokens),
+      micro_batch_size_(micro_batch_size) {
+  options_.validate();
+  if (options_.teacher == "model") {
+    LoadOptions lo;
+    lo.device = policy.model()->device().str();
+    own_teacher_ = std::make_unique<Policy>(with_context("distill.teacher_path", [&] {
+      return load_policy(options_.teacher_path, "", lo);
+    }));
+    own_teacher_->model()->eval();
+    for (auto& p : own_teacher_->model()->parameters()) p.set_requires_grad(false);
+    const int64_t v_teacher = own_teacher_->loaded.config.vocab_size, v_policy = policy.loaded.config.vocab_size;
+    check(v_teacher == v_policy, "distill.teacher_path: the teacher's vocabulary (", v_teacher,
+          " tokens) differs from the policy's (", v_policy,
+          "); distillation compares log-probs of the same token ids, so both need the same tokenizer");
+  }
+}
+
+DistillStats DistillTeacher::add_teacher_logprobs(std::vector<ScoredGroup>& groups) {
+  const auto t0 = Clock::now();
+  DistillStats st;
+  Policy& teacher = own_teacher_ ? *own_teacher_ : policy_;
+  const int64_t window = teacher.loaded.config.max_position_embeddings;
+  std::vector<Episode> views;   // teacher context + the episode's tokens after its prompt
+  std::vector<Episode*> owners;
+  std::vector<int64_t> context_lengths;
+  for (ScoredGroup& g : groups) {
+    std::string sibling;
+    bool has_sibling = false;
+    for (size_t i = 0; i < g.group.episodes.size() && !has_sibling; ++i)
+      if (g.group.episodes[i].source == EpisodeSource::Rollout && is_correct(g, accuracy_component_, i))
+        sibling = g.group.episodes[i].transcript(), has_sibling = true;
+    for (size_t i = 0; i < g.group.episodes.size(); ++i) {
+      Episode& e = g.group.episodes[i];
+      if (e.n_policy_tokens() == 0) continue;
+      const bool needs_sibling = options_.context.find("{sibling}") != std::string::npos;
+      if ((options_.failed_only && is_correct(g, accuracy_component_, i)) || (needs_sibling && !has_sibling)) {
+        ++st.n_skipped;
+        continue;
+      }
+      CritiqueRequest r;
+      r.task = g.group.task;
+      r.prompt = g.group.prompt;
+      r.response = e.transcript();
+      r.explanation = g.scores.describe(i);
+      const std::string context = replace_all(options_.context, "{sibling}", sibling);
+      auto fitted = fit_feedback_prompt(context, r, "", *teacher.tokenizer, add_special_tokens_, e.n_completion(), window);
+      if (!fitted) {
+        ++st.n_skipped;
+        continue;
+      }
+      st.n_truncated += fitted->truncated;
+      Episode v;
+      v.tokens = fitted->ids;
+      v.tokens.insert(v.tokens.end(), e.tokens.begin() + e.n_prompt, e.tokens.end());
+      v.n_prompt = static_cast<int64_t>(fitted->ids.size());
+      v.loss_weight.assign(v.tokens.size(), 0.0f);
+      v.old_logprob.assign(v.tokens.size(), 0.0f);
+      if (v.tokens.size() < 2) {
+        ++st.n_skipped;
+        continue;
+      }
+      views.push_back(std::move(v));
+      owners.push_back(&e);
+    }
+  }
+  if (!views.empty()) {
+    std::vector<const Episode*> ptrs;
+    for (const Episode& v : views) ptrs.push_back(&v);
+    auto lps = recompute_logprobs(*teacher.model(), ptrs, micro_batch_size_);
+    for (size_t k = 0; k < owners.size(); ++k) {
+      Episode& e = *owners[k];
+      e.teacher_logprob.assign(e.tokens.size(), 0.0f);
+      for (int64_t t = e.n_prompt; t < static_cast<int64_t>(e.tokens.size()); ++t)
+        e.teacher_logprob[static_cast<size_t>(t)] = lps[k][static_cast<size_t>(views[k].n_prompt + t - e.n_prompt)];
+      ++st.n_episodes;
+    }
+  }
+  st.teacher_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return st;
+}
+
+}  // namespace rlf

@@ -1,0 +1,79 @@
+// Self-distillation from feedback, and on-policy distillation (docs/feedback.md),
+// a stage of RL steps between scoring and credit plus the loss term "distill".
+//
+// The teacher is the policy itself with feedback in its context (teacher =
+// "self": the reference answer, the rewards' words about the episode, or a
+// correct sibling of its group), or another model directory (teacher =
+// "model": ordinary on-policy distillation). The student is the policy as
+// it sampled the episode, without that context. For every episode the stage
+// computes the teacher's log-probs of the student's own tokens, with the
+// teacher context in front of them instead of the prompt:
+//
+//   teacher_logprob[t] = log p_teacher(y_t | context, y_<t)
+//
+// and the term (train/loss_terms.h DistillTerm) adds, per student token,
+// coef * k(log p_student(y_t), teacher_logprob[t]) with a KL estimator k
+// (algorithms/kl.h): an estimate of the reverse KL(student || teacher) on
+// the student's samples, whose gradient pulls the student towards what the
+// teacher would have written given the feedback (Agarwal et al. 2024; the
+// Thinking Machines on-policy distillation note, 2025; self-distillation from
+// hints: Snell et al. 2022).
+//
+// Context placeholders: {prompt} {reference} {explanation} and {sibling} (the
+// first correct episode's text in the group; episodes of groups with none get
+// no teacher). A context that does not fit the teacher's window with the
+// episode's tokens is cut by the rule of feedback/feedback_prompt.h or, when
+// even that fails, the episode gets no teacher; both are counted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/kl.h"
+#include "rollout/policy.h"
+#include "train/reducer.h"
+#include "train/scored_group.h"
+#include "util/json_util.h"
+
+namespace rlf {
+
+struct DistillOptions {
+  bool enabled = false;                     // [distill] enabled
+  double coef = 1.0;                        // weight of the distill term
+  algo::KlEstimator estimator = algo::KlEstimator::K3;
+  std::string teacher = "self";             // self | model
+  std::string teacher_path;                 // teacher = "model": its directory (same tokenizer as the policy)
+  std::string context = "The answer is {reference}.\n{prompt}";  // the teacher's prompt
+  bool failed_only = false;                 // distill on episodes the accuracy reward scored wrong only
+
+  // Throws rlf::Error naming the distill.* key.
+  void validate() const;
+};
+
+struct DistillStats {
+  int64_t n_episodes = 0;         // episodes given teacher log-probs
+  int64_t n_skipped = 0;          // without a teacher: no correct sibling, failed_only, or no room
+  int64_t n_truncated = 0;        // teacher contexts cut to fit
+  double teacher_s = 0;           // time in teacher forwards
+  Json metrics(Reducer& reducer) const;  // "distill/episodes", "distill/skipped", ...
+};
+
+class DistillTeacher {
+ public:
+  // Borrows the policy; loads the teacher model when options.teacher = "model".
+  DistillTeacher(Policy& policy, DistillOptions options, size_t accuracy_component, bool add_special_tokens,
+                 int64_t micro_batch_size);
+  // Sets Episode::teacher_logprob on the episodes that get a teacher.
+  DistillStats add_teacher_logprobs(std::vector<ScoredGroup>& groups);
+
+ private:
+  Policy& policy_;
+  std::unique_ptr<Policy> own_teacher_;  // teacher = "model"
+  DistillOptions options_;
+  size_t accuracy_component_;
+  bool add_special_tokens_;
+  int64_t micro_batch_size_;
+};
+
+}  // namespace rlf

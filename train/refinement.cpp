@@ -1,0 +1,265 @@
+#include "train/refinement.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "env/episode_rewards.h"
+#include "feedback/feedback_prompt.h"
+#include "util/error.h"
+
+namespace rlf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+constexpr size_t kMaxNotes = 5;
+constexpr uint64_t kRefineSalt = 0x5EF1E5EF1E5ULL;
+
+void note(RefineStats& s, std::string text) {
+  if (s.notes.size() < kMaxNotes) s.notes.push_back(std::move(text));
+}
+
+bool is_correct(const ScoredGroup& g, size_t component, size_t i) {
+  const auto& s = g.scores.results[component][i].score;
+  return s && *s > 0.5;
+}
+
+// One failed episode on its way to a refinement.
+struct Pending {
+  size_t group = 0, episode = 0;
+  CritiqueRequest request;
+  std::string critique;
+};
+
+}  // namespace
+
+RefineStats& RefineStats::operator+=(const RefineStats& o) {
+  n_failed += o.n_failed, n_critiques += o.n_critiques, n_critic_failures += o.n_critic_failures;
+  n_refinements += o.n_refinements, n_correct += o.n_correct, n_added += o.n_added;
+  n_skipped_context += o.n_skipped_context, n_truncated += o.n_truncated;
+  n_groups_failed += o.n_groups_failed, n_groups_rescued += o.n_groups_rescued;
+  n_rollouts += o.n_rollouts, n_rollouts_correct += o.n_rollouts_correct;
+  n_generated_tokens += o.n_generated_tokens;
+  critique_chars += o.critique_chars, critic_s += o.critic_s, refine_s += o.refine_s;
+  for (const std::string& n : o.notes) note(*this, n);
+  return *this;
+}
+
+void RefineOptions::validate() const {
+  check(select == "correct" || select == "best", "refine.select must be \"correct\" or \"best\" (got \"", select, "\")");
+  check(max_per_group >= 0, "refine.max_per_group must be >= 0 (0 = no limit), got ", max_per_group);
+  check(max_critiques >= 0, "refine.max_critiques must be >= 0 (0 = all), got ", max_critiques);
+  check(std::isfinite(gamma) && gamma > 0, "refine.gamma must be > 0 (got ", gamma, "; Critique-GRPO uses 0.1)");
+  check(prompt.find("{critique}") != std::string::npos, "refine.prompt must contain {critique}");
+}
+
+Refiner::Refiner(Policy& policy, RewardSet& rewards, Critic& critic, RefineOptions options, SamplingParams sampling,
+                 RewardAggregation aggregation, size_t accuracy_component, bool add_special_tokens,
+                 int64_t max_batch_rows, uint64_t seed)
+    : policy_(policy),
+      rewards_(rewards),
+      critic_(critic),
+      options_(std::move(options)),
+      sampling_(std::move(sampling)),
+      aggregation_(aggregation),
+      accuracy_component_(accuracy_component),
+      add_special_tokens_(add_special_tokens),
+      seed_(seed),
+      engine_(policy.model(), policy.tokenizer, EngineOptions{max_batch_rows, 0, policy.eos_token_ids, 0}) {
+  options_.validate();
+  check(accuracy_component_ < rewards_.size(), "refine: the accuracy reward is not in the reward set");
+}
+
+RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed, int32_t version) {
+  RefineStats st;
+  // 1. Critiques for the failed episodes.
+  std::vector<Pending> pending;
+  std::vector<char> group_failed(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const ScoredGroup& sg = groups[g];
+    bool any_correct = false;
+    for (size_t i = 0; i < sg.group.episodes.size(); ++i) {
+      const Episode& e = sg.group.episodes[i];
+      if (e.source != EpisodeSource::Rollout) continue;
+      ++st.n_rollouts;
+      if (!e.env_error.empty()) continue;  // no reward: nothing to learn from
+      if (is_correct(sg, accuracy_component_, i)) {
+        ++st.n_rollouts_correct, any_correct = true;
+        continue;
+      }
+      ++st.n_failed;
+      if (options_.max_critiques > 0 && static_cast<int64_t>(pending.size()) >= options_.max_critiques) continue;
+      Pending p;
+      p.group = g, p.episode = i;
+      p.request.task = sg.group.task;
+      p.request.prompt = sg.group.prompt;
+      p.request.response = e.transcript();
+      p.request.reward = sg.totals[i];
+      p.request.correct = false;
+      p.request.explanation = sg.scores.describe(i);
+      pending.push_back(std::move(p));
+    }
+    if (!any_correct) group_failed[g] = 1, ++st.n_groups_failed;
+  }
+  if (pending.empty()) return st;
+  auto t0 = Clock::now();
+  std::vector<CritiqueRequest> requests;
+  for (const Pending& p : pending) requests.push_back(p.request);
+  std::vector<Critique> critiques = critic_.critique(requests);
+  check(critiques.size() == requests.size(), "critic '", critic_.name(), "' returned ", critiques.size(),
+        " critiques for ", requests.size(), " requests");
+  st.critic_s = since(t0);
+  st.n_critiques = static_cast<int64_t>(requests.size());
+
+  // 2. Refinement prompts, fitted to the context.
+  const int64_t context = policy_.loaded.config.max_position_embeddings;
+  std::vector<GenerationRequest> gen;
+  std::vector<size_t> gen_pending;  // gen[k] refines pending[gen_pending[k]]
+  for (size_t k = 0; k < pending.size(); ++k) {
+    Critique& c = critiques[k];
+    st.n_generated_tokens += c.n_generated_tokens;
+    if (!c.ok) {
+      ++st.n_critic_failures;
+      note(st, str("critic '", critic_.name(), "' failed on ", pending[k].request.task->where, ": ", c.error));
+      continue;
+    }
+    st.critique_chars += static_cast<double>(c.text.size());
+    pending[k].critique = c.text;
+    auto fitted = fit_feedback_prompt(options_.prompt, pending[k].request, c.text, *policy_.tokenizer,
+                                      add_special_tokens_, sampling_.max_new_tokens, context);
+    if (!fitted) {
+      ++st.n_skipped_context;
+      note(st, str("refinement prompt for ", pending[k].request.task->where, " does not fit the context (", context,
+                   " tokens) even without the response: skipped"));
+      continue;
+    }
+    if (fitted->truncated) ++st.n_truncated;
+    GenerationRequest r;
+    r.prompt_ids = std::move(fitted->ids);
+    r.params = sampling_;
+    r.params.seed = mix_seed(step_seed ^ seed_ ^ kRefineSalt ^
+                             mix_seed(static_cast<uint64_t>(pending[k].group) * 1000003u + pending[k].episode));
+    gen.push_back(std::move(r));
+    gen_pending.push_back(k);
+  }
+  if (gen.empty()) return st;
+
+  // 3. Refinements, as answers to the original prompts, scored per group.
+  t0 = Clock::now();
+  std::vector<GeneratedSequence> seqs;
+  {
+    torch::NoGradGuard ng;
+    seqs = engine_.generate(gen);
+    engine_.release_cache();
+  }
+  st.refine_s = since(t0);
+  st.n_refinements = static_cast<int64_t>(seqs.size());
+  for (const GeneratedSequence& seq : seqs) st.n_generated_tokens += static_cast<int64_t>(seq.completion_ids.size());
+  std::vector<std::vector<size_t>> by_group(groups.size());  // indices into seqs
+  for (size_t s = 0; s < seqs.size(); ++s)
+    by_group[pending[gen_pending[static_cast<size_t>(seqs[s].request_index)]].group].push_back(s);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (by_group[g].empty()) continue;
+    ScoredGroup& sg = groups[g];
+    EpisodeGroup refined;
+    refined.task = sg.group.task;
+    refined.prompt = sg.group.prompt;
+    for (size_t s : by_group[g]) {
+      const GeneratedSequence& seq = seqs[s];
+      const Pending& p = pending[gen_pending[static_cast<size_t>(seq.request_index)]];
+      const Episode& failed = sg.group.episodes[p.episode];
+      const std::vector<int32_t> prompt(failed.tokens.begin(), failed.tokens.begin() + failed.n_prompt);
+      Episode e = Episode::single_turn(failed.group, prompt, seq.completion_ids, seq.logprobs, version);
+      if (e.segments.size() > 1) {
+        Segment& pol = e.segments[1];
+        pol.text = seq.text;
+        pol.finish_reason = finish_reason_name(seq.finish_reason);
+        pol.stop = seq.stop;
+      }
+      e.completion_text = seq.text;
+      e.finish_reason = finish_reason_name(seq.finish_reason);
+      e.end_reason = "env";
+      e.turn_rewards.assign(static_cast<size_t>(e.n_turns), std::nullopt);
+      e.turn_feedback.assign(static_cast<size_t>(e.n_turns), "");
+      e.on_policy = false;
+      e.source = EpisodeSource::Refinement;
+      refined.episodes.push_back(std::move(e));
+    }
+    GroupScores scores = with_context(sg.group.task->where, [&] {
+      return rewards_.score(reward_group_of(refined, sampling_.max_new_tokens));
+    });
+    std::vector<std::optional<double>> totals = scores.totals(aggregation_);
+
+    // 4. Selection.
+    std::vector<size_t> chosen;
+    for (size_t j = 0; j < refined.episodes.size(); ++j) {
+      const auto& acc = scores.results[accuracy_component_][j].score;
+      if (!(acc && *acc > 0.5) || !totals[j]) continue;
+      ++st.n_correct;
+      chosen.push_back(j);
+    }
+    if (options_.select == "best" && chosen.size() > 1) {
+      size_t best = chosen[0];
+      for (size_t j : chosen)
+        if (*totals[j] > *totals[best]) best = j;
+      chosen = {best};
+    }
+    if (options_.max_per_group > 0 && static_cast<int64_t>(chosen.size()) > options_.max_per_group)
+      chosen.resize(static_cast<size_t>(options_.max_per_group));
+    for (size_t j : chosen) {
+      Episode& e = refined.episodes[j];
+      // The critique stays with the refinement (samples log).
+      e.turn_feedback[0] = pending[gen_pending[static_cast<size_t>(seqs[by_group[g][j]].request_index)]].critique;
+      e.reward = totals[j];
+      sg.group.episodes.push_back(std::move(e));
+      for (size_t c = 0; c < sg.scores.results.size(); ++c) sg.scores.results[c].push_back(scores.results[c][j]);
+      sg.totals.push_back(totals[j]);
+      ++st.n_added;
+    }
+    if (group_failed[g] && !chosen.empty()) ++st.n_groups_rescued;
+  }
+  return st;
+}
+
+Json Refiner::metrics(const RefineStats& s, Reducer& reducer) {
+  double v[15] = {static_cast<double>(s.n_failed),          static_cast<double>(s.n_critiques),
+                  static_cast<double>(s.n_critic_failures), static_cast<double>(s.n_refinements),
+                  static_cast<double>(s.n_correct),         static_cast<double>(s.n_added),
+                  static_cast<double>(s.n_skipped_context), static_cast<double>(s.n_truncated),
+                  static_cast<double>(s.n_groups_failed),   static_cast<double>(s.n_groups_rescued),
+                  static_cast<double>(s.n_correct),         static_cast<double>(s.n_rollouts),
+                  static_cast<double>(s.n_rollouts_correct), s.critique_chars,
+                  s.critic_s};
+  reducer.sum(v);
+  double tokens[1] = {static_cast<double>(s.n_generated_tokens)};
+  reducer.sum(tokens);
+  double t[1] = {s.refine_s};
+  reducer.max(t);
+  const double ok_critiques = v[1] - v[2];
+  Json m;
+  m["refine/failed"] = v[0];
+  m["refine/critiques"] = v[1];
+  m["refine/critic_failures"] = v[2];
+  m["refine/refinements"] = v[3];
+  m["refine/success_rate"] = v[3] > 0 ? v[4] / v[3] : 0.0;
+  m["refine/added"] = v[5];
+  m["refine/skipped_context"] = v[6];
+  m["refine/truncated"] = v[7];
+  m["refine/groups_failed"] = v[8];
+  m["refine/groups_rescued"] = v[9];
+  m["refine/critique_chars_mean"] = ok_critiques > 0 ? v[13] / ok_critiques : 0.0;
+  m["refine/critic_latency_s"] = v[1] > 0 ? v[14] / v[1] : 0.0;
+  m["refine/generated_tokens"] = tokens[0];
+  m["time/critic_s"] = v[14];
+  m["time/refine_s"] = t[0];
+  if (v[11] > 0) {
+    m["accuracy/first_attempt"] = v[12] / v[11];
+    m["accuracy/after_feedback"] = (v[12] + v[10]) / v[11];
+  }
+  for (const std::string& n : s.notes) m["notes"].push_back(n);
+  return m;
+}
+
+}  // namespace rlf
