@@ -18,6 +18,7 @@ const char* episode_source_name(EpisodeSource source) {
   switch (source) {
     case EpisodeSource::Rollout: return "rollout";
     case EpisodeSource::Refinement: return "refinement";
+    case EpisodeSource::Replay: return "replay";
   }
   return "?";
 }

@@ -43,8 +43,10 @@ enum class EpisodeSource {
   Rollout,     // sampled by the policy for this episode's own prompt
   Refinement,  // written by the policy with feedback (a critique) in its context, stored as a response to
                // the original prompt: off-policy, trained with policy shaping (algorithms/policy_shaping.h)
+  Replay,      // a stored success of an earlier step (train/replay_buffer.h): off-policy, its stored
+               // behaviour log-probs give the importance ratio (the off-policy safeguards apply)
 };
-const char* episode_source_name(EpisodeSource source);  // "rollout", "refinement"
+const char* episode_source_name(EpisodeSource source);  // "rollout", "refinement", "replay"
 
 struct Segment {
   SegmentRole role = SegmentRole::Prompt;

@@ -89,6 +89,7 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
                                          options_.reward_aggregation, accuracy_component_, options_.add_special_tokens,
                                          options_.max_batch_rows, options_.seed);
   }
+  if (options_.replay.enabled) replay_ = std::make_unique<ReplayBuffer>(options_.replay);
   if (options_.distill.enabled)
     teacher_ = std::make_unique<DistillTeacher>(policy_, options_.distill, accuracy_component_,
                                                 options_.add_special_tokens, options_.reference_micro_batch_size);
@@ -101,6 +102,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
   int64_t n_dropped = 0, rounds = 0;
   EpisodeStats stats;
   RefineStats refine_stats;
+  ReplayStats replay_stats;
   while (static_cast<int64_t>(kept.size()) < n_prompts && rounds < options_.dynamic_sampling_max_rounds) {
     // 1. collect
     std::vector<size_t> idx = cursor_.next_batch();
@@ -140,6 +142,14 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
       refine_stats += refiner_->refine(
           groups, mix_seed(options_.seed ^ mix_seed(static_cast<uint64_t>(step) * 1000003u + rounds * 1009u)), version);
 
+    // 2c. replay (before the filter: a group given a stored success is no longer flat)
+    if (replay_) {
+      const ReplayStats rs = replay_->step(groups, rewards_, options_.reward_aggregation, accuracy_component_,
+                                           options_.sampling.max_new_tokens, step);
+      replay_stats.n_stored += rs.n_stored, replay_stats.n_groups_without += rs.n_groups_without;
+      replay_stats.n_hits += rs.n_hits, replay_stats.n_injected += rs.n_injected;
+    }
+
     // 3. filter (DAPO dynamic sampling)
     std::vector<int64_t> flat;
     if (options_.dynamic_sampling) flat = algo::zero_variance_groups(totals, group_ids);
@@ -163,6 +173,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
   metrics["rollout/rounds"] = rounds;
   metrics["rollout/groups_dropped"] = n_dropped;
   for (const std::string& note : stats.notes) metrics["notes"].push_back(note);
+  if (replay_) metrics.update(replay_stats.metrics(reducer_, replay_->size()));
   if (refiner_) {
     Json rm = Refiner::metrics(refine_stats, reducer_);
     for (const auto& note : rm["notes"]) metrics["notes"].push_back(note);

@@ -8,6 +8,8 @@
 //   2b. refine    — critique-guided refinement (refine.enabled,
 //                   train/refinement.h): critiques of failed episodes,
 //                   refinements by the policy, correct ones join their group
+//   2c. replay    — experience replay (replay.enabled, train/replay_buffer.h):
+//                   successes stored, given to groups with none
 //   3. filter     — dynamic sampling (DAPO): drop zero-variance groups and
 //                   refill, up to a limit of rounds
 //   4. reference  — log-probs under the frozen reference (when a loss term or
@@ -35,6 +37,7 @@
 #include "train/distillation.h"
 #include "train/reducer.h"
 #include "train/refinement.h"
+#include "train/replay_buffer.h"
 #include "train/scored_group.h"
 #include "train/train_config.h"
 #include "util/json_util.h"
@@ -60,6 +63,8 @@ class RlSteps {
   DataCursor& cursor() { return cursor_; }
   const std::vector<ScoredGroup>& last_groups() const { return last_groups_; }
   EpisodeProducer& producer() { return producer_; }
+  ReplayBuffer* replay() { return replay_.get(); }  // null unless replay.enabled
+  const ReplayBuffer* replay() const { return replay_.get(); }
 
  private:
   std::vector<ScoredGroup> collect_and_score(int64_t step, int32_t version, Json& metrics);
@@ -78,6 +83,7 @@ class RlSteps {
   size_t accuracy_component_ = 0;
   std::unique_ptr<Refiner> refiner_;  // refine.enabled
   std::unique_ptr<DistillTeacher> teacher_;  // distill.enabled
+  std::unique_ptr<ReplayBuffer> replay_;     // replay.enabled
   std::vector<ScoredGroup> last_groups_;
 };
 

@@ -137,6 +137,16 @@ const ConfigSchema& train_config_schema() {
          "the teacher's prompt; placeholders {prompt} {reference} {explanation} {sibling}"},
         {"distill.failed_only", T::Bool, r.distill.failed_only, "",
          "distill only on episodes the accuracy reward scored wrong"},
+        // [replay]
+        {"replay.enabled", T::Bool, r.replay.enabled, "",
+         "experience replay (ARPO, docs/feedback.md): correct episodes are stored per task; a group with none gets "
+         "stored ones, off-policy"},
+        SchemaEntry{"replay.capacity_per_task", T::Int, r.replay.capacity_per_task, "episodes",
+         "successes kept per task (the oldest go first)"}.in(1, 1e6),
+        SchemaEntry{"replay.max_tasks", T::Int, r.replay.max_tasks, "tasks",
+         "tasks kept at most (the one stored longest ago goes first)"}.in(1, 1e9),
+        SchemaEntry{"replay.inject", T::Int, r.replay.inject, "episodes",
+         "stored successes given to a group with no correct episode"}.in(1, 1e6),
         // [optim]
         SchemaEntry{"optim.lr", T::Float, t.lr.lr, "", "peak learning rate"}.in(1e-30, 10),
         {"optim.schedule", T::String, lr_schedule_kind_name(t.lr.kind), "", "shape after warm-up",
@@ -196,6 +206,7 @@ void RlStepOptions::validate() const {
   credit.validate();
   refine.validate();
   if (distill.enabled) distill.validate();
+  replay.validate();
   env.episode.validate();
   const algo::AdvantageEstimator e = credit.advantage.estimator;
   check(group_size >= 2 || e == algo::AdvantageEstimator::ReinforcePP, "rollout.group_size = 1 gives every episode a "
@@ -253,6 +264,10 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   c.rl.distill.teacher_path = get("distill", "teacher_path").get<std::string>();
   c.rl.distill.context = get("distill", "context").get<std::string>();
   c.rl.distill.failed_only = get("distill", "failed_only").get<bool>();
+  c.rl.replay.enabled = get("replay", "enabled").get<bool>();
+  c.rl.replay.capacity_per_task = get("replay", "capacity_per_task").get<int64_t>();
+  c.rl.replay.max_tasks = get("replay", "max_tasks").get<int64_t>();
+  c.rl.replay.inject = get("replay", "inject").get<int64_t>();
 
   // [rollout] [algorithm]
   RlStepOptions& r = c.rl;
@@ -377,6 +392,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
                 "use run.steps and [optim] (lr, schedule) instead");
     if (c.has_data && c.rewards.empty())
       fail_at("[data] in an SFT run measures held-out pass@1 and needs a [[reward]] to judge it; add one or drop [data]");
+    if (c.rl.replay.enabled) fail_at("replay.enabled is part of RL (trainer.kind = \"grpo\")");
     if (c.rl.distill.enabled) fail_at("distill.enabled is part of RL (trainer.kind = \"grpo\"): the student learns on its own samples");
     if (c.rl.refine.enabled) fail_at("refine.enabled is part of RL (trainer.kind = \"grpo\"); an SFT run has no critiques");
     if (c.rl.kl_beta > 0 && c.rl.kl_in_reward)

@@ -5,7 +5,7 @@
 // in the option structs below, and the schema reads it from them.
 //
 // Sections: [trainer] [model] [data] [[reward]] [env] [rollout] [algorithm]
-// [refine] [critic] [distill] [optim] [run] and optionally [sft] (a supervised warm
+// [refine] [critic] [distill] [replay] [optim] [run] and optionally [sft] (a supervised warm
 // start before RL, or the data of an SFT run). [data], [sft.data],
 // [[reward]], [env] and [critic] tables are validated by their own
 // libraries' parsers.
@@ -36,6 +36,7 @@
 #include "train/config_schema.h"
 #include "train/distillation.h"
 #include "train/refinement.h"
+#include "train/replay_buffer.h"
 #include "train/trainer.h"
 
 namespace rlf {
@@ -71,6 +72,7 @@ struct RlStepOptions {
   RefineOptions refine;                  // [refine]: critique-guided refinement (train/refinement.h)
   CriticConfig critic;                   // [critic]: who writes critiques (feedback/critic_config.h)
   DistillOptions distill;                // [distill]: self-distillation from feedback (train/distillation.h)
+  ReplayOptions replay;                  // [replay]: experience replay of successes (train/replay_buffer.h)
 
   // Throws rlf::Error naming the key.
   void validate() const;

@@ -121,14 +121,31 @@ class StepSource {
   virtual std::vector<Episode> next(int64_t step, int32_t version, Json& metrics) = 0;
   virtual DataCursor& cursor() = 0;
   virtual std::vector<SampleRecord> samples() const { return {}; }
+  // State beyond the data cursor that a checkpoint keeps (the replay buffer), or null.
+  virtual Json extra_state() const { return nullptr; }
+  virtual void restore_extra_state(const Json&) {}
 };
 
 class RlSource final : public StepSource {
  public:
   RlSource(Run& r, CausalLM reference)
-      : steps_(r.policy, r.train, r.rewards, *r.env, r.cfg.rl, r.reducer, std::move(reference), r.critic.get()) {}
+      : steps_(r.policy, r.train, r.rewards, *r.env, r.cfg.rl, r.reducer, std::move(reference), r.critic.get()),
+        train_(r.train) {}
   std::vector<Episode> next(int64_t step, int32_t version, Json& m) override { return steps_.next(step, version, m); }
   DataCursor& cursor() override { return steps_.cursor(); }
+  Json extra_state() const override {
+    const ReplayBuffer* rb = steps_.replay();
+    return rb ? Json{{"replay", rb->to_json()}} : Json(nullptr);
+  }
+  void restore_extra_state(const Json& state) override {
+    ReplayBuffer* rb = steps_.replay();
+    if (!rb) return;
+    check(state.is_object() && state.contains("replay"), "the checkpoint has no replay buffer, but replay.enabled is "
+          "set: a run that did not replay cannot be resumed with replay");
+    std::map<std::string, std::string> prompts;
+    for (const PromptExample& e : train_) prompts[e.id] = e.prompt;
+    rb->restore(state.at("replay"), prompts, "checkpoint replay buffer");
+  }
   std::vector<SampleRecord> samples() const override {
     std::vector<SampleRecord> out;
     for (const ScoredGroup& g : steps_.last_groups()) {
@@ -159,6 +176,7 @@ class RlSource final : public StepSource {
 
  private:
   RlSteps steps_;
+  const std::vector<PromptExample>& train_;
 };
 
 class SftSource final : public StepSource {
@@ -428,6 +446,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     TrainerState st = load_checkpoint(*resume_from, targets, co);
     start = st.step;
     st_extra_tokens = st.extra.value("rollout_tokens", int64_t{0});
+    source->restore_extra_state(st.extra.value("source", Json(nullptr)));
     source->cursor().restore(st.data_cursor);
     summary.pass1_before = st.extra.value("pass1_before", -1.0);
     r.say("resumed from " + resume_from->string() + " at step " + std::to_string(start));
@@ -474,6 +493,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     st.data_cursor = source->cursor().state();
     st.extra = {{"pass1_before", summary.pass1_before}, {"lr_horizon", trainer->lr_horizon()},
                 {"rollout_tokens", tokens_used}};
+    if (Json s = source->extra_state(); !s.is_null()) st.extra["source"] = std::move(s);
     if (writer) save_checkpoint(ckpt_dir, st, targets, co);
     last_saved = step;
   };

@@ -100,8 +100,9 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
     else logp = model_->token_logprobs(hidden, mb.targets);
     {
       torch::NoGradGuard ng;
-      // Refinement tokens were sampled in another context: their stored log-probs are not this one's.
-      const auto on = mb.shaped.defined() ? (mb.weight > 0) & (mb.shaped == 0) : mb.weight > 0;
+      // On-policy tokens only: refinements were sampled in another context, replayed
+      // episodes by older weights; their stored log-probs are not this forward's.
+      const auto on = (mb.weight > 0) & (mb.off_policy == 0);
       st.logprob_diff_max =
           std::max(st.logprob_diff_max, ((logp.detach() - mb.old_logp).abs() * on).max().item<double>());
       if (mb.ref_logp.defined() && !kl_from_terms) {

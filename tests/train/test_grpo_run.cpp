@@ -286,6 +286,49 @@ TEST(GrpoRun, RefinementRunResumesExactly) {
   EXPECT_TRUE(seen) << "the samples log shows no refinement";
 }
 
+// Experience replay in a whole run: successes are stored, groups without
+// one get them, and the buffer is checkpointed, so 3 + resume + 3 steps
+// equal 6 straight.
+TEST(GrpoRun, ReplayRunResumesExactlyWithItsBuffer) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  auto config = [&](const std::filesystem::path& out, int64_t steps) {
+    Json j = make(model, out, steps);
+    j["data"]["arithmetic"]["n_problems"] = 8;  // 4 training tasks, 2 per step: each comes back every 2 steps
+    j["algorithm"]["accuracy_reward"] = "has_e";
+    j["algorithm"]["off_policy_ratio_cap"] = 2.0;
+    j["replay"] = {{"enabled", true}};
+    return train_config_from_json(j, "replay");
+  };
+  run_training(config(dir / "a", 6), quiet);
+  run_training(config(dir / "b", 3), quiet);
+  TrainRunOptions resume = quiet;
+  resume.resume = true;
+  run_training(config(dir / "b", 6), resume);
+  expect_same_parameters(dir / "a/checkpoints/step-6/model", dir / "b/checkpoints/step-6/model");
+  auto ma = read_jsonl(dir / "a/metrics.jsonl"), mb = read_jsonl(dir / "b/metrics.jsonl");
+  ASSERT_EQ(ma.size(), 6u);
+  double injected = 0;
+  for (size_t i = 0; i < ma.size(); ++i) {
+    EXPECT_EQ(ma[i]["replay/size"], mb[i]["replay/size"]) << "step " << i + 1;
+    EXPECT_EQ(ma[i]["replay/injected"], mb[i]["replay/injected"]) << "step " << i + 1;
+    EXPECT_LT(ma[i]["policy/logprob_diff_max"].get<double>(), 1e-4) << "step " << i + 1;
+    injected += ma[i]["replay/injected"].get<double>();
+  }
+  EXPECT_GT(ma.back()["replay/size"].get<double>(), 0.0);
+  EXPECT_GT(injected, 0.0) << "no group was given a stored success in 6 steps";
+  // A run without replay cannot be resumed with it.
+  Json j = make(model, dir / "c", 2);
+  run_training(train_config_from_json(j, "plain"), quiet);
+  j["run"]["steps"] = 4;
+  j["replay"] = {{"enabled", true}};
+  EXPECT_NE(test::error_of([&] { run_training(train_config_from_json(j, "plain"), resume); })
+                .find("a run that did not replay cannot be resumed with replay"),
+            std::string::npos);
+}
+
 // Self-distillation in a whole run: the teacher (the policy with the answer
 // in front) gives log-probs, the distill term trains on them, and the run
 // resumes bit for bit.

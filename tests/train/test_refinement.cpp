@@ -18,6 +18,7 @@
 #include "train/distillation.h"
 #include "train/micro_batch.h"
 #include "train/refinement.h"
+#include "train/replay_buffer.h"
 #include "train/rl_steps.h"
 
 namespace rlf {
@@ -239,6 +240,85 @@ TEST(Distillation, TeacherLogprobsAreThePolicysWithTheContextInFront) {
   o.teacher_path = "";
   EXPECT_EQ(test::error_of([&] { o.validate(); }),
             "distill.teacher = \"model\" needs distill.teacher_path (the teacher's model directory)");
+}
+
+}  // namespace
+}  // namespace rlf
+
+namespace rlf {
+namespace {
+
+// The replay buffer: correct rollouts are stored token-exact (at most
+// capacity_per_task, newest kept); a group with none gets stored successes,
+// re-scored, off-policy, with their stored log-probs; the buffer survives a
+// round trip through JSON and refuses a buffer of another dataset or version.
+TEST(Replay, StoresSuccessesAndGivesThemToGroupsWithoutOne) {
+  Fixture f;
+  ReplayOptions o;
+  o.enabled = true;
+  o.capacity_per_task = 2;
+  o.inject = 1;
+  ReplayBuffer buffer(o);
+  auto first = f.groups(8);
+  int64_t correct = 0, kept = 0;
+  for (const auto& g : first) {
+    int64_t c = 0;
+    for (const auto& r : g.scores.results[0]) c += *r.score > 0.5;
+    correct += c;
+    kept += std::min<int64_t>(c, 2);
+  }
+  ASSERT_GT(correct, 0);
+  ReplayStats s1 = buffer.step(first, f.rewards, RewardAggregation::sum_then_normalize, 0, 6, /*step=*/0);
+  EXPECT_EQ(s1.n_stored, correct);
+  EXPECT_EQ(buffer.size(), kept);
+  // The next step: every rollout fails; tasks with a stored success get one.
+  auto second = f.groups(4);
+  for (auto& g : second)
+    for (auto& r : g.scores.results[0]) r.score = 0.0;
+  for (auto& g : second) g.totals.assign(g.totals.size(), 0.0);
+  ReplayStats s2 = buffer.step(second, f.rewards, RewardAggregation::sum_then_normalize, 0, 6, 1);
+  EXPECT_EQ(s2.n_groups_without, 4);
+  int64_t hits = 0;
+  for (size_t gi = 0; gi < second.size(); ++gi) {
+    const ScoredGroup& g = second[gi];
+    if (g.group.episodes.size() == 4) continue;
+    ++hits;
+    ASSERT_EQ(g.group.episodes.size(), 5u);
+    const Episode& e = g.group.episodes[4];
+    EXPECT_EQ(e.source, EpisodeSource::Replay);
+    EXPECT_FALSE(e.on_policy);
+    EXPECT_EQ(e.group, g.group.episodes[0].group);
+    EXPECT_EQ(*g.scores.results[0][4].score, 1.0);
+    EXPECT_EQ(*g.totals[4], *e.reward);
+    // The newest stored success of this task, token-exact with its log-probs.
+    const Episode* newest = nullptr;
+    for (const Episode& x : first[gi].group.episodes)
+      if (x.completion_text.find('e') != std::string::npos) newest = &x;
+    ASSERT_NE(newest, nullptr);
+    EXPECT_EQ(e.tokens, newest->tokens);
+    EXPECT_EQ(e.old_logprob, newest->old_logprob);
+    EXPECT_EQ(e.policy_version, newest->policy_version);
+  }
+  EXPECT_EQ(s2.n_hits, hits);
+  EXPECT_EQ(s2.n_injected, hits);
+  EXPECT_GT(hits, 0);
+
+  // Round trip; refusals.
+  std::map<std::string, std::string> prompts;
+  for (const auto& t : f.tasks) prompts[t.id] = t.prompt;
+  ReplayBuffer copy(o);
+  copy.restore(buffer.to_json(), prompts, "ckpt");
+  EXPECT_EQ(copy.to_json(), buffer.to_json());
+  auto other = prompts;
+  other.begin()->second += "!";
+  const std::string e1 = test::error_of([&] { copy.restore(buffer.to_json(), other, "ckpt"); });
+  EXPECT_NE(e1.find("had another prompt"), std::string::npos) << e1;
+  Json v2 = buffer.to_json();
+  v2["version"] = 2;
+  EXPECT_EQ(test::error_of([&] { copy.restore(v2, prompts, "ckpt"); }),
+            "ckpt: replay buffer format version 2 (this rlf reads version 1)");
+  const std::string e3 = test::error_of([&] { copy.restore(buffer.to_json(), {}, "ckpt"); });
+  EXPECT_NE(e3.find("which is not in this run's dataset"), std::string::npos) << e3;
 }
 
 }  // namespace

@@ -1,0 +1,217 @@
+#include "train/replay_buffer.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "env/episode_rewards.h"
+#include "util/error.h"
+
+namespace rlf {
+
+namespace {
+
+constexpr const char* kFormat = "rlf-replay";
+constexpr int64_t kVersion = 1;
+
+std::string prompt_hash(const std::string& prompt) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a 64
+  for (unsigned char c : prompt) h = (h ^ c) * 1099511628211ULL;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+SegmentRole role_of(const std::string& name, const std::string& where) {
+  for (SegmentRole r : {SegmentRole::Prompt, SegmentRole::Policy, SegmentRole::Observation, SegmentRole::Feedback})
+    if (name == segment_role_name(r)) return r;
+  fail(where, ": unknown segment role '", name, "'");
+}
+
+Json episode_to_json(const Episode& e) {
+  Json segs = Json::array();
+  for (const Segment& s : e.segments)
+    segs.push_back({{"role", segment_role_name(s.role)}, {"begin", s.begin}, {"end", s.end}, {"turn", s.turn},
+                    {"text", s.text}, {"finish_reason", s.finish_reason}, {"stop", s.stop},
+                    {"truncated", s.truncated}});
+  Json turn_rewards = Json::array();
+  for (const auto& r : e.turn_rewards) turn_rewards.push_back(r ? Json(*r) : Json(nullptr));
+  return {{"tokens", e.tokens},
+          {"n_prompt", e.n_prompt},
+          {"segments", segs},
+          {"loss_weight", e.loss_weight},
+          {"old_logprob", e.old_logprob},
+          {"policy_version", e.policy_version},
+          {"n_turns", e.n_turns},
+          {"turn_rewards", turn_rewards},
+          {"turn_feedback", e.turn_feedback},
+          {"finish_reason", e.finish_reason},
+          {"end_reason", e.end_reason},
+          {"completion_text", e.completion_text}};
+}
+
+Episode episode_from_json(const Json& j, const std::string& where) {
+  Episode e;
+  e.tokens = json_require<std::vector<int32_t>>(j, "tokens", where);
+  e.n_prompt = json_require<int64_t>(j, "n_prompt", where);
+  for (const Json& s : json_require<Json>(j, "segments", where)) {
+    Segment g;
+    g.role = role_of(json_require<std::string>(s, "role", where), where);
+    g.begin = json_require<int64_t>(s, "begin", where);
+    g.end = json_require<int64_t>(s, "end", where);
+    g.turn = json_require<int64_t>(s, "turn", where);
+    g.text = json_require<std::string>(s, "text", where);
+    g.finish_reason = json_require<std::string>(s, "finish_reason", where);
+    g.stop = json_require<std::string>(s, "stop", where);
+    g.truncated = json_require<bool>(s, "truncated", where);
+    e.segments.push_back(std::move(g));
+  }
+  e.loss_weight = json_require<std::vector<float>>(j, "loss_weight", where);
+  e.old_logprob = json_require<std::vector<float>>(j, "old_logprob", where);
+  e.policy_version = json_require<std::vector<int32_t>>(j, "policy_version", where);
+  e.n_turns = json_require<int64_t>(j, "n_turns", where);
+  for (const Json& r : json_require<Json>(j, "turn_rewards", where))
+    e.turn_rewards.push_back(r.is_null() ? std::nullopt : std::optional<double>(r.get<double>()));
+  e.turn_feedback = json_require<std::vector<std::string>>(j, "turn_feedback", where);
+  e.finish_reason = json_require<std::string>(j, "finish_reason", where);
+  e.end_reason = json_require<std::string>(j, "end_reason", where);
+  e.completion_text = json_require<std::string>(j, "completion_text", where);
+  with_context(where, [&] { e.validate(); });
+  return e;
+}
+
+bool is_correct(const ScoredGroup& g, size_t component, size_t i) {
+  const auto& s = g.scores.results[component][i].score;
+  return s && *s > 0.5;
+}
+
+}  // namespace
+
+void ReplayOptions::validate() const {
+  check(capacity_per_task >= 1, "replay.capacity_per_task must be >= 1 (got ", capacity_per_task, ")");
+  check(max_tasks >= 1, "replay.max_tasks must be >= 1 (got ", max_tasks, ")");
+  check(inject >= 1, "replay.inject must be >= 1 (got ", inject, ")");
+}
+
+Json ReplayStats::metrics(Reducer& reducer, int64_t buffer_size) const {
+  double v[5] = {static_cast<double>(n_stored), static_cast<double>(n_groups_without), static_cast<double>(n_hits),
+                 static_cast<double>(n_injected), static_cast<double>(buffer_size)};
+  reducer.sum(v);
+  return Json{{"replay/stored", v[0]},
+              {"replay/groups_without_success", v[1]},
+              {"replay/hits", v[2]},
+              {"replay/hit_rate", v[1] > 0 ? v[2] / v[1] : 0.0},
+              {"replay/injected", v[3]},
+              {"replay/size", v[4]}};
+}
+
+ReplayBuffer::ReplayBuffer(ReplayOptions options) : options_(options) { options_.validate(); }
+
+int64_t ReplayBuffer::size() const {
+  int64_t n = 0;
+  for (const auto& [id, t] : tasks_) n += static_cast<int64_t>(t.episodes.size());
+  return n;
+}
+
+void ReplayBuffer::evict_tasks() {
+  while (static_cast<int64_t>(tasks_.size()) > options_.max_tasks) {
+    auto oldest = tasks_.begin();
+    for (auto it = tasks_.begin(); it != tasks_.end(); ++it)
+      if (it->second.last_step < oldest->second.last_step) oldest = it;
+    tasks_.erase(oldest);
+  }
+}
+
+ReplayStats ReplayBuffer::step(std::vector<ScoredGroup>& groups, RewardSet& rewards, RewardAggregation aggregation,
+                               size_t accuracy_component, int64_t max_new_tokens, int64_t step_index) {
+  ReplayStats st;
+  for (ScoredGroup& g : groups) {
+    const std::string& id = g.group.task->id;
+    bool any_correct = false;
+    for (size_t i = 0; i < g.group.episodes.size(); ++i) {
+      const Episode& e = g.group.episodes[i];
+      if (e.source != EpisodeSource::Rollout || !is_correct(g, accuracy_component, i)) continue;
+      any_correct = true;
+      Task& t = tasks_[id];
+      t.prompt_hash = prompt_hash(g.group.task->prompt);
+      t.last_step = step_index;
+      Episode kept = e;
+      kept.advantage.clear(), kept.ref_logprob.clear(), kept.token_reward.clear(), kept.teacher_logprob.clear();
+      kept.reward.reset();
+      t.episodes.push_back({std::move(kept), step_index});
+      while (static_cast<int64_t>(t.episodes.size()) > options_.capacity_per_task) t.episodes.pop_front();
+      ++st.n_stored;
+    }
+    if (any_correct) continue;
+    ++st.n_groups_without;
+    auto it = tasks_.find(id);
+    if (it == tasks_.end() || it->second.prompt_hash != prompt_hash(g.group.task->prompt)) continue;
+    EpisodeGroup injected;
+    injected.task = g.group.task;
+    injected.prompt = g.group.prompt;
+    // The newest first.
+    for (auto s = it->second.episodes.rbegin();
+         s != it->second.episodes.rend() && static_cast<int64_t>(injected.episodes.size()) < options_.inject; ++s) {
+      Episode e = s->episode;
+      e.group = g.group.episodes.empty() ? 0 : g.group.episodes[0].group;
+      e.on_policy = false;
+      e.source = EpisodeSource::Replay;
+      injected.episodes.push_back(std::move(e));
+    }
+    if (injected.episodes.empty()) continue;
+    GroupScores scores = with_context(g.group.task->where, [&] {
+      return rewards.score(reward_group_of(injected, max_new_tokens));
+    });
+    std::vector<std::optional<double>> totals = scores.totals(aggregation);
+    for (size_t j = 0; j < injected.episodes.size(); ++j) {
+      Episode& e = injected.episodes[j];
+      e.reward = totals[j];
+      g.group.episodes.push_back(std::move(e));
+      for (size_t c = 0; c < g.scores.results.size(); ++c) g.scores.results[c].push_back(scores.results[c][j]);
+      g.totals.push_back(totals[j]);
+      ++st.n_injected;
+    }
+    ++st.n_hits;
+  }
+  evict_tasks();
+  return st;
+}
+
+Json ReplayBuffer::to_json() const {
+  Json tasks = Json::array();
+  for (const auto& [id, t] : tasks_) {
+    Json eps = Json::array();
+    for (const Stored& s : t.episodes) eps.push_back({{"step", s.step}, {"episode", episode_to_json(s.episode)}});
+    tasks.push_back({{"id", id}, {"prompt_hash", t.prompt_hash}, {"last_step", t.last_step}, {"episodes", eps}});
+  }
+  return {{"format", kFormat}, {"version", kVersion}, {"tasks", tasks}};
+}
+
+void ReplayBuffer::restore(const Json& saved, const std::map<std::string, std::string>& prompts,
+                           const std::string& where) {
+  check(saved.is_object() && saved.value("format", "") == kFormat, where,
+        ": not an rlf replay buffer (format \"", saved.is_object() ? saved.value("format", "") : "", "\")");
+  const int64_t version = json_require<int64_t>(saved, "version", where);
+  check(version == kVersion, where, ": replay buffer format version ", version, " (this rlf reads version ",
+        kVersion, ")");
+  std::map<std::string, Task> tasks;
+  for (const Json& t : json_require<Json>(saved, "tasks", where)) {
+    const std::string id = json_require<std::string>(t, "id", where);
+    auto p = prompts.find(id);
+    check(p != prompts.end(), where, ": the replay buffer holds task '", id,
+          "', which is not in this run's dataset (a buffer from another task or dataset)");
+    const std::string hash = json_require<std::string>(t, "prompt_hash", where);
+    check(hash == prompt_hash(p->second), where, ": the replay buffer's task '", id,
+          "' had another prompt (a buffer from another dataset or prompt template)");
+    Task task;
+    task.prompt_hash = hash;
+    task.last_step = json_require<int64_t>(t, "last_step", where);
+    for (const Json& s : json_require<Json>(t, "episodes", where))
+      task.episodes.push_back(
+          {episode_from_json(json_require<Json>(s, "episode", where), where + " task '" + id + "'"),
+           json_require<int64_t>(s, "step", where)});
+    tasks[id] = std::move(task);
+  }
+  tasks_ = std::move(tasks);
+}
+
+}  // namespace rlf
