@@ -1,5 +1,6 @@
 #include "train/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -107,6 +108,11 @@ CompareResult compare_configs(const std::vector<std::filesystem::path>& configs,
       std::vector<std::string> ov = o.overrides;
       const std::filesystem::path dir = o.out_dir / e.name / ("seed-" + std::to_string(s));
       ov.push_back("run.seed=" + std::to_string(s));
+      // Every method of one seed starts from the same warm start: trained once, then loaded.
+      const bool user_cache = std::any_of(o.overrides.begin(), o.overrides.end(), [](const std::string& x) {
+        return x.rfind("run.warm_start_cache=", 0) == 0;
+      });
+      if (!user_cache) ov.push_back("run.warm_start_cache=\"" + (o.out_dir / "warm_start").string() + "\"");
       ov.push_back("run.out_dir=\"" + dir.string() + "\"");
       TrainConfig c = load_train_config(configs[i], ov);
       CompareRun r;

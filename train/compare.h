@@ -8,7 +8,9 @@
 // The same budget: every config must end up with the same
 // run.rollout_token_budget (set it in the files or with --set for all);
 // configs that differ are refused, since a method given more tokens is not
-// compared, it is favoured. Runs that exist already (summary.json of a
+// compared, it is favoured. The SFT warm start of a seed is trained once and
+// loaded by every config that has the same [model], [data] and [sft]
+// (run.warm_start_cache = out_dir/warm_start). Runs that exist already (summary.json of a
 // finished run with the same config) are read, not run again, so an
 // interrupted comparison continues where it stopped.
 #pragma once

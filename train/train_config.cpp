@@ -169,6 +169,9 @@ const ConfigSchema& train_config_schema() {
         SchemaEntry{"run.samples_per_step", T::Int, d.run.samples_per_step, "samples", "samples written each time"}.in(0, 1e6),
         SchemaEntry{"run.eval_every", T::Int, d.run.eval_every, "steps", "evaluate pass@1 on the eval split (0 = only before and after)"}.in(0, 1e12),
         SchemaEntry{"run.threads", T::Int, d.run.threads, "", "LibTorch CPU threads (0 = all cores)"}.in(0, 1024),
+        {"run.warm_start_cache", T::String, d.run.warm_start_cache, "",
+         "a directory: an SFT warm start with the same [model], [data], [sft] and run.seed is trained once, saved "
+         "there and loaded by later runs (\"\" = off; ignored with run.sft_control). rlf compare sets it"},
         SchemaEntry{"run.rollout_token_budget", T::Int, d.run.rollout_token_budget, "tokens",
          "RL: end the run once its steps generated this many tokens (rollouts, refinements, critiques by the "
          "policy; checked after each step); 0 = run.steps decides. rlf compare gives every method the same budget"}.in(0, 1e15),
@@ -347,6 +350,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   run.threads = get("run", "threads").get<int64_t>();
   run.sft_control = get("run", "sft_control").get<bool>();
   run.rollout_token_budget = get("run", "rollout_token_budget").get<int64_t>();
+  run.warm_start_cache = get("run", "warm_start_cache").get<std::string>();
   for (const char* key : {"checkpoint_every", "samples_every", "eval_every", "keep_checkpoints", "samples_per_step", "threads"})
     if (get("run", key).get<int64_t>() < 0) fail_at("run.", key, " must be >= 0 (got ", get("run", key).get<int64_t>(), ")");
 

@@ -113,6 +113,8 @@ struct RunOptions {
   int64_t eval_every = 0;        // 0 = only before and after
   int64_t threads = 0;           // 0 = all cores
   bool sft_control = false;      // after RL: the post-SFT policy trained by SFT alone for the same wall time
+  std::string warm_start_cache;  // a directory: a warm start with the same [model], [data], [sft] and seed is
+                                 // trained once and loaded by later runs ("" = off; not with sft_control)
   int64_t rollout_token_budget = 0;  // RL: end the run once the steps generated this many tokens (rollouts,
                                      // refinements, critiques by the policy); 0 = run.steps decides
 };

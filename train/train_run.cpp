@@ -1,5 +1,7 @@
 #include "train/train_run.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -309,6 +311,59 @@ double sft_control(Run& r, WarmStart& w, double seconds, int64_t* steps) {
 
 }  // namespace
 
+// run.warm_start_cache: the warmed policy of a (model, data, sft, seed) key,
+// in CACHE/<hash of the key>/{model/, meta.json}; meta.json holds the key
+// itself, so a hash collision is a miss.
+Json warm_start_key(const TrainConfig& cfg) {
+  return Json{{"version", 1},
+              {"model", cfg.raw.at("model")},
+              {"data", cfg.raw.at("data")},
+              {"sft", cfg.raw.at("sft")},
+              {"seed", cfg.rl.seed}};
+}
+
+fs::path warm_start_dir(const TrainConfig& cfg) {
+  const std::string text = warm_start_key(cfg).dump();
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a 64
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  char name[17];
+  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
+  return fs::path(cfg.run.warm_start_cache) / name;
+}
+
+bool load_cached_warm_start(Run& r, int64_t* sft_steps) {
+  const fs::path dir = warm_start_dir(r.cfg);
+  if (!fs::exists(dir / "meta.json") || !fs::exists(dir / "model" / "config.json")) return false;
+  const Json meta = read_json_file((dir / "meta.json").string());
+  if (meta.value("key", Json()) != warm_start_key(r.cfg)) return false;
+  LoadOptions lo;
+  lo.dtype = r.cfg.model.dtype;
+  lo.device = r.cfg.model.device;
+  CausalLM saved = load_model(dir / "model", lo).model;
+  torch::NoGradGuard ng;
+  auto src = saved->named_parameters();
+  for (auto& p : r.policy.model()->named_parameters()) {
+    check(src.contains(p.key()), dir.string(), ": the cached warm start lacks ", p.key());
+    p.value().copy_(src[p.key()]);
+  }
+  *sft_steps = meta.value("sft_steps", int64_t{0});
+  r.say("sft: warm start loaded from " + dir.string() + " (" + std::to_string(*sft_steps) + " steps, run.warm_start_cache)");
+  return true;
+}
+
+void save_cached_warm_start(Run& r, int64_t sft_steps) {
+  const fs::path dir = warm_start_dir(r.cfg);
+  const fs::path tmp = dir.string() + ".tmp-" + std::to_string(::getpid());
+  fs::remove_all(tmp);
+  SaveOptions so;
+  so.tokenizer_source = r.policy.tokenizer_path;
+  save_model(*r.policy.model(), tmp / "model", so);
+  write_file_atomic(tmp / "meta.json", Json{{"key", warm_start_key(r.cfg)}, {"sft_steps", sft_steps}}.dump(2));
+  std::error_code ec;
+  fs::rename(tmp, dir, ec);  // another run may have saved the same warm start first: keep that one
+  if (ec) fs::remove_all(tmp);
+}
+
 Json TrainRunSummary::to_json() const {
   Json j;
   j["kind"] = kind;
@@ -390,11 +445,19 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   const std::optional<fs::path> resume_from = opts.resume ? find_latest_checkpoint(ckpt_dir) : std::nullopt;
   if (opts.resume && !resume_from) r.say("no checkpoint in " + ckpt_dir.string() + ": starting fresh");
 
-  // 2. Warm start (fresh RL runs only).
+  // 2. Warm start (fresh RL runs only), trained or loaded from run.warm_start_cache.
   WarmStart warm;
+  bool warmed = false;
   if (rl && cfg.sft.enabled && !resume_from) {
-    warm = warm_start(r);
-    summary.sft_steps = warm.steps;
+    const bool cached = !cfg.run.warm_start_cache.empty() && !cfg.run.sft_control;
+    if (cached && load_cached_warm_start(r, &summary.sft_steps)) {
+      warmed = true;
+    } else {
+      warm = warm_start(r);
+      summary.sft_steps = warm.steps;
+      warmed = true;
+      if (cached && writer) save_cached_warm_start(r, warm.steps);
+    }
   }
 
   // 3. The KL reference: the policy as the steps start, unless "initial".
@@ -404,7 +467,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   CausalLM reference{nullptr};
   if (writer && !resume_from && fs::exists(ref_dir)) fs::remove_all(ref_dir);  // a fresh run never reuses another run's
   if (needs_ref) {
-    if (warm.trainer && cfg.loss.kl_reference == "rl_start") {
+    if (warmed && cfg.loss.kl_reference == "rl_start") {
       reference = frozen_copy(*r.policy.model());
       SaveOptions so;
       so.tokenizer_source = r.policy.tokenizer_path;

@@ -159,6 +159,35 @@ TEST(GrpoRun, KlToTheRlStartIsZeroAtTheFirstStepAndInitialIsTheLoadedModel) {
   EXPECT_GT(kl[1], 1e-4) << "the reference is the model before SFT";
 }
 
+// run.warm_start_cache: the first run trains the warm start and saves it, the
+// next loads it; both end with the weights of a run without the cache (the
+// KL reference is the loaded warm start too).
+TEST(GrpoRun, ACachedWarmStartGivesTheSameRun) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  auto config = [&](const std::string& out, bool cache) {
+    Json j = make(model, dir / out, 2);
+    j["sft"] = sft_table();
+    j["algorithm"]["kl_beta"] = 0.1;
+    if (cache) j["run"]["warm_start_cache"] = (dir / "cache").string();
+    return train_config_from_json(j, out);
+  };
+  auto plain = run_training(config("plain", false), quiet);
+  auto first = run_training(config("first", true), quiet);
+  auto second = run_training(config("second", true), quiet);
+  EXPECT_EQ(plain.sft_steps, 3);
+  EXPECT_EQ(second.sft_steps, 3);
+  size_t n_entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "cache")) n_entries += e.is_directory();
+  EXPECT_EQ(n_entries, 1u);
+  expect_same_parameters(dir / "plain/checkpoints/step-2/model", dir / "first/checkpoints/step-2/model");
+  expect_same_parameters(dir / "plain/checkpoints/step-2/model", dir / "second/checkpoints/step-2/model");
+  expect_same_parameters(dir / "plain/reference", dir / "second/reference");
+  EXPECT_EQ(plain.last_metrics["reward/mean"], second.last_metrics["reward/mean"]);
+}
+
 TEST(TrainKinds, SftRunsOnItsOwn) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);
