@@ -7,6 +7,7 @@ const std::vector<CommandSpec>& command_table() {
       make_demo_command(),
       make_train_command(),
       make_compare_command(),
+      make_reflexion_command(),
       make_config_command(),
       make_generate_command(),
       make_eval_command(),

@@ -8,6 +8,7 @@ namespace rlf::cli {
 
 CommandSpec make_train_command();
 CommandSpec make_compare_command();
+CommandSpec make_reflexion_command();
 CommandSpec make_config_command();
 CommandSpec make_demo_command();
 CommandSpec make_generate_command();

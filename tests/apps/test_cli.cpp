@@ -121,6 +121,44 @@ TEST(Cli, BenchGenerateReportsTheFields) {
   EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
 }
 
+// rlf reflexion on stories260K (converted) over 6 arithmetic tasks: three
+// attempts, accuracy per attempt, a memory file written and read back; a
+// random_init config without a trained model is one clear line.
+TEST(Cli, ReflexionReportsAccuracyPerAttemptAndKeepsItsMemory) {
+  test::TempDir dir;
+  auto c = rlf("convert " + test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string()) + " " +
+               test::shell_quote((dir / "hf").string()));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  std::ofstream(dir / "run.toml") << "[model]\npath = \"" << (dir / "hf").string() << "\"\n"
+                                  << "[data]\npreset = \"arithmetic\"\neval_size = 6\n[data.arithmetic]\nn_problems = 20\n"
+                                  << "[[reward]]\ntype = \"math\"\nanswer_format = \"gsm8k\"\n"
+                                  << "[rollout]\nmax_new_tokens = 8\n[critic]\ntype = \"simple_gt\"\n";
+  const std::string memory = (dir / "memory.json").string();
+  auto r = rlf("reflexion " + test::shell_quote((dir / "run.toml").string()) + " --attempts 3 --memory " +
+               test::shell_quote(memory) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Json j = parse_json(r.output, "rlf reflexion");
+  EXPECT_EQ(j["n_tasks"], 6);
+  ASSERT_EQ(j["attempts"].size(), 3u);
+  EXPECT_EQ(j["attempts"][0]["tried"], 6);
+  EXPECT_EQ(j["critic"], "simple_gt");
+  const int64_t failed_first = 6 - j["attempts"][0]["solved"].get<int64_t>();
+  EXPECT_EQ(j["attempts"][0]["reflections"], failed_first);
+  EXPECT_TRUE(std::filesystem::exists(memory));
+  auto again = rlf("reflexion " + test::shell_quote((dir / "run.toml").string()) + " --attempts 1 --memory " +
+                   test::shell_quote(memory) + " --json");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_GE(parse_json(again.output, "again")["memory_size"].get<int64_t>(), failed_first);
+
+  std::ofstream(dir / "random.toml") << "[model]\nrandom_init = \"demo\"\n[run]\nout_dir = \""
+                                     << (dir / "nothing").string() << "\"\n"
+                                     << "[data]\npreset = \"arithmetic\"\neval_size = 6\n"
+                                     << "[[reward]]\ntype = \"math\"\n";
+  auto bad = rlf("reflexion " + test::shell_quote((dir / "random.toml").string()));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("exists only after `rlf train`"), std::string::npos) << bad.output;
+}
+
 TEST(Cli, BadInputIsOneClearLineAndExitCodeOne) {
   test::TempDir dir;
   std::ofstream(dir / "config.json") << "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10";

@@ -18,6 +18,7 @@
 #include "train/distillation.h"
 #include "train/micro_batch.h"
 #include "train/refinement.h"
+#include "train/reflexion.h"
 #include "train/replay_buffer.h"
 #include "train/rl_steps.h"
 
@@ -319,6 +320,83 @@ TEST(Replay, StoresSuccessesAndGivesThemToGroupsWithoutOne) {
             "ckpt: replay buffer format version 2 (this rlf reads version 1)");
   const std::string e3 = test::error_of([&] { copy.restore(buffer.to_json(), {}, "ckpt"); });
   EXPECT_NE(e3.find("which is not in this run's dataset"), std::string::npos) << e3;
+}
+
+}  // namespace
+}  // namespace rlf
+
+namespace rlf {
+namespace {
+
+// Records what it is asked and answers with a fixed reflection.
+class RecordingCritic final : public Critic {
+ public:
+  std::vector<CritiqueRequest> seen;
+  std::string name() const override { return "recording"; }
+  std::vector<Critique> critique(const std::vector<CritiqueRequest>& rs) override {
+    std::vector<Critique> out(rs.size());
+    for (size_t i = 0; i < rs.size(); ++i) {
+      seen.push_back(rs[i]);
+      out[i].ok = true;
+      out[i].text = "use an e";
+    }
+    return out;
+  }
+};
+
+// Reflexion: attempt k tries the tasks not solved before it, with the task's
+// reflections before its prompt; accuracy counts tasks solved so far; the
+// memory keeps the reflections and refuses another dataset's.
+TEST(Reflexion, AttemptsSeeTheirReflectionsAndAccuracyAccumulates) {
+  Fixture f;
+  for (int i = 4; i < 12; ++i) {
+    PromptExample t = f.tasks[0];
+    t.id = "t" + std::to_string(i);
+    t.prompt = "Say something " + std::to_string(i) + ":";
+    f.tasks.push_back(t);
+  }
+  RecordingCritic critic;
+  ReflectionMemory memory(2);
+  ReflexionOptions o;
+  o.attempts = 3;
+  o.sampling.max_new_tokens = 6;
+  o.sampling.temperature = 1.0;  // a random policy: sampling makes later attempts differ
+  ReflexionResult r = run_reflexion(f.policy, f.tasks, f.rewards, critic, memory, o);
+  ASSERT_EQ(r.attempts.size(), 3u);
+  EXPECT_EQ(r.n_tasks, 12);
+  EXPECT_EQ(r.attempts[0].n_tried, 12);
+  int64_t solved = 0;
+  for (size_t k = 0; k < 3; ++k) {
+    const ReflexionAttempt& a = r.attempts[k];
+    if (k > 0) EXPECT_EQ(a.n_tried, r.attempts[k - 1].n_tried - r.attempts[k - 1].n_solved);
+    solved += a.n_solved;
+    EXPECT_DOUBLE_EQ(a.accuracy, static_cast<double>(solved) / 12.0);
+    EXPECT_EQ(a.n_reflections, k < 2 ? a.n_tried - a.n_solved : 0);  // none after the last attempt
+  }
+  ASSERT_GT(r.attempts[1].n_tried, 0);
+  // The second attempt's prompts carry the first attempt's reflection.
+  bool saw = false;
+  for (const CritiqueRequest& q : critic.seen)
+    if (q.prompt.rfind("Note from an earlier attempt: use an e\n", 0) == 0) {
+      saw = true;
+      EXPECT_NE(q.prompt.find(q.task->prompt), std::string::npos);
+    }
+  EXPECT_TRUE(saw);
+  // At most 2 reflections per task; a saved memory loads back; another dataset's is refused.
+  for (const auto& t : f.tasks) EXPECT_LE(memory.reflections(t.id).size(), 2u);
+  std::map<std::string, std::string> prompts;
+  for (const auto& t : f.tasks) prompts[t.id] = t.prompt;
+  test::TempDir dir;
+  memory.save(dir / "memory.json");
+  ReflectionMemory again(2);
+  again.load(dir / "memory.json", prompts);
+  EXPECT_EQ(again.to_json(), memory.to_json());
+  auto with_memory = std::find_if(prompts.begin(), prompts.end(),
+                                  [&](const auto& p) { return !memory.reflections(p.first).empty(); });
+  ASSERT_NE(with_memory, prompts.end());
+  with_memory->second = "another prompt";
+  const std::string e = test::error_of([&] { again.load(dir / "memory.json", prompts); });
+  EXPECT_NE(e.find("had another prompt"), std::string::npos) << e;
 }
 
 }  // namespace

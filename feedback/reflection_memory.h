@@ -1,0 +1,51 @@
+// Episodic memory of reflections per task (Reflexion, Shinn et al. 2023;
+// docs/feedback.md): after a failed attempt the task gets a reflection (a
+// critique the policy or another critic wrote); later attempts see the
+// task's reflections in their prompt. At most `capacity` per task (the
+// oldest goes first).
+//
+// Saved as JSON {"format": "rlf-reflection-memory", "version": 1, "tasks":
+// [{"id", "prompt_hash", "reflections"}]}; loading refuses another format or
+// version, and a task whose prompt differs from the dataset's (a memory of
+// another task or dataset), naming it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "util/json_util.h"
+
+namespace rlf {
+
+class ReflectionMemory {
+ public:
+  explicit ReflectionMemory(int64_t capacity = 3);
+
+  void add(const std::string& task_id, const std::string& prompt, const std::string& reflection);
+  // The task's reflections, oldest first (empty when none).
+  std::vector<std::string> reflections(const std::string& task_id) const;
+  int64_t size() const;  // reflections stored
+
+  Json to_json() const;
+  // `prompts`: task id -> prompt of the dataset in use.
+  void restore(const Json& saved, const std::map<std::string, std::string>& prompts, const std::string& where);
+  void save(const std::filesystem::path& path) const;  // atomic
+  void load(const std::filesystem::path& path, const std::map<std::string, std::string>& prompts);
+
+ private:
+  struct Task {
+    std::string prompt_hash;
+    std::deque<std::string> reflections;
+  };
+  int64_t capacity_;
+  std::map<std::string, Task> tasks_;
+};
+
+// FNV-1a 64 of `text` as 16 hex digits: the prompt fingerprint of saved memories and buffers.
+std::string text_fingerprint(const std::string& text);
+
+}  // namespace rlf
