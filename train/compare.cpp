@@ -51,6 +51,7 @@ Json CompareResult::to_json() const {
               {"gain_mean", e.gain_mean},
               {"gain_std", e.gain_std},
               {"rollout_tokens_mean", e.rollout_tokens_mean},
+              {"rl_s_mean", e.rl_s_mean},
               {"runs", Json::array()}};
     for (const CompareRun& r : e.runs)
       c["runs"].push_back({{"seed", r.seed},
@@ -58,22 +59,24 @@ Json CompareResult::to_json() const {
                            {"pass1_after", r.pass1_after},
                            {"steps", r.steps},
                            {"rollout_tokens", r.rollout_tokens},
-                           {"wall_s", r.wall_s}});
+                           {"wall_s", r.wall_s},
+                           {"rl_s", r.rl_s}});
     j["configs"].push_back(std::move(c));
   }
   return j;
 }
 
 std::string CompareResult::table() const {
-  std::string out = "| config | pass@1 after (mean ± std) | gain (mean ± std) | steps (mean) | rollout tokens (mean) |\n";
-  out += "|---|---|---|---|---|\n";
+  std::string out =
+      "| config | pass@1 after (mean ± std) | gain (mean ± std) | steps (mean) | rollout tokens (mean) | RL time s (mean) |\n";
+  out += "|---|---|---|---|---|---|\n";
   for (const CompareEntry& e : entries) {
     double steps = 0;
     for (const CompareRun& r : e.runs) steps += static_cast<double>(r.steps);
     steps /= std::max<size_t>(1, e.runs.size());
     out += "| " + e.name + " | " + fmt("%.3f", e.pass1_after_mean) + " ± " + fmt("%.3f", e.pass1_after_std) + " | " +
            fmt("%+.3f", e.gain_mean) + " ± " + fmt("%.3f", e.gain_std) + " | " + fmt("%.0f", steps) + " | " +
-           fmt("%.0f", e.rollout_tokens_mean) + " |\n";
+           fmt("%.0f", e.rollout_tokens_mean) + " | " + fmt("%.0f", e.rl_s_mean) + " |\n";
   }
   return out;
 }
@@ -103,7 +106,7 @@ CompareResult compare_configs(const std::vector<std::filesystem::path>& configs,
     CompareEntry e;
     e.config = configs[i].string();
     e.name = configs[i].stem().string();
-    std::vector<double> after, gain, tokens;
+    std::vector<double> after, gain, tokens, rl_s;
     for (int64_t s = 0; s < o.seeds; ++s) {
       std::vector<std::string> ov = o.overrides;
       const std::filesystem::path dir = o.out_dir / e.name / ("seed-" + std::to_string(s));
@@ -127,6 +130,7 @@ CompareResult compare_configs(const std::vector<std::filesystem::path>& configs,
         r.steps = j.value("steps", int64_t{0});
         r.rollout_tokens = j.value("rollout_tokens", int64_t{0});
         r.wall_s = j.value("wall_s", 0.0);
+        r.rl_s = j.value("steps_wall_s", 0.0);
         r.reused = true;
       } else {
         TrainRunOptions ro;
@@ -138,6 +142,7 @@ CompareResult compare_configs(const std::vector<std::filesystem::path>& configs,
         r.steps = sum.steps;
         r.rollout_tokens = sum.rollout_tokens;
         r.wall_s = sum.wall_s;
+        r.rl_s = sum.steps_wall_s;
       }
       if (!o.quiet)
         std::cout << "compare: " << e.name << " seed " << s << ": pass@1 " << fmt("%.3f", r.pass1_before) << " -> "
@@ -146,12 +151,14 @@ CompareResult compare_configs(const std::vector<std::filesystem::path>& configs,
       after.push_back(r.pass1_after);
       gain.push_back(r.pass1_after - r.pass1_before);
       tokens.push_back(static_cast<double>(r.rollout_tokens));
+      rl_s.push_back(r.rl_s);
       e.runs.push_back(r);
     }
     mean_std(after, &e.pass1_after_mean, &e.pass1_after_std);
     mean_std(gain, &e.gain_mean, &e.gain_std);
     double sd = 0;
     mean_std(tokens, &e.rollout_tokens_mean, &sd);
+    mean_std(rl_s, &e.rl_s_mean, &sd);
     result.entries.push_back(std::move(e));
   }
   return result;

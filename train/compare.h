@@ -38,7 +38,8 @@ struct CompareRun {
   int64_t seed = 0;
   double pass1_before = -1, pass1_after = -1;
   int64_t steps = 0, rollout_tokens = 0;
-  double wall_s = 0;
+  double wall_s = 0;                        // the whole run (warm start, evaluations, RL)
+  double rl_s = 0;                          // its RL steps (rollouts, feedback, updates)
   bool reused = false;                      // read from an earlier finished run
 };
 
@@ -49,6 +50,7 @@ struct CompareEntry {
   double pass1_after_mean = 0, pass1_after_std = 0;   // over seeds (sample std; 0 for one seed)
   double gain_mean = 0, gain_std = 0;                 // pass1_after - pass1_before
   double rollout_tokens_mean = 0;
+  double rl_s_mean = 0;                     // the same token budget can cost different time: reported too
 };
 
 struct CompareResult {
