@@ -13,9 +13,9 @@
 //
 // and the term (train/loss_terms.h DistillTerm) adds, per student token,
 // coef * k(log p_student(y_t), teacher_logprob[t]) with a KL estimator k
-// (algorithms/kl.h): an estimate of the reverse KL(student || teacher) on
-// the student's samples, whose gradient pulls the student towards what the
-// teacher would have written given the feedback (Agarwal et al. 2024; the
+// (algorithms/kl.h; k2 by default, whose gradient is the exact on-policy
+// gradient of the reverse KL(student || teacher)), pulling the student
+// towards what the teacher would have written given the feedback (Agarwal et al. 2024; the
 // Thinking Machines on-policy distillation note, 2025; self-distillation from
 // hints: Snell et al. 2022).
 //
@@ -41,7 +41,11 @@ namespace rlf {
 struct DistillOptions {
   bool enabled = false;                     // [distill] enabled
   double coef = 1.0;                        // weight of the distill term
-  algo::KlEstimator estimator = algo::KlEstimator::K3;
+  // k2 (default): the loss (l - t)^2 / 2, whose gradient (l - t)·∇l is the
+  // exact on-policy gradient of KL(student || teacher). k3's gradient
+  // (1 - e^{t - l})·∇l grows exponentially where the teacher is far more
+  // confident than the student: measured, it collapsed the example (docs/feedback.md).
+  algo::KlEstimator estimator = algo::KlEstimator::K2;
   std::string teacher = "self";             // self | model
   std::string teacher_path;                 // teacher = "model": its directory (same tokenizer as the policy)
   std::string context = "The answer is {reference}.\n{prompt}";  // the teacher's prompt
