@@ -6,6 +6,8 @@
 // derive_seed() so that, e.g., the split and the epoch order never share draws.
 #pragma once
 
+#include "util/hash.h"
+
 #include <cstdint>
 #include <numeric>
 #include <string_view>
@@ -54,9 +56,7 @@ class SeededRng {
 // A seed for one purpose ("split", "epoch", ...) and index (the epoch number)
 // derived from the run's seed, so independent uses never share a stream.
 inline uint64_t derive_seed(uint64_t seed, std::string_view purpose, uint64_t index = 0) {
-  uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a over the purpose
-  for (char c : purpose) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
-  SeededRng rng(seed ^ h);
+  SeededRng rng(seed ^ fnv1a64(purpose));
   rng.next_u64();
   SeededRng mixed(rng.next_u64() + index * 0xD1B54A32D192ED03ull);
   return mixed.next_u64();

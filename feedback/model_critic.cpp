@@ -4,20 +4,14 @@
 #include <cmath>
 
 #include "feedback/feedback_prompt.h"
+#include "util/hash.h"
 #include "util/error.h"
 
 namespace rlf {
 
 namespace {
 
-uint64_t text_hash(const std::string& a, const std::string& b) {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a 64
-  for (const std::string* s : {&a, &b}) {
-    for (unsigned char c : *s) h = (h ^ c) * 1099511628211ULL;
-    h = (h ^ 0xFF) * 1099511628211ULL;
-  }
-  return h;
-}
+uint64_t text_hash(const std::string& a, const std::string& b) { return fnv1a64(a + '\xff' + b); }
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/hash.h"
 
 namespace rlf {
 
@@ -12,13 +13,6 @@ constexpr const char* kFormat = "rlf-reflection-memory";
 constexpr int64_t kVersion = 1;
 }  // namespace
 
-std::string text_fingerprint(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
 
 ReflectionMemory::ReflectionMemory(int64_t capacity) : capacity_(capacity) {
   check(capacity_ >= 1, "reflexion memory size must be >= 1 (got ", capacity_, ")");
@@ -26,7 +20,7 @@ ReflectionMemory::ReflectionMemory(int64_t capacity) : capacity_(capacity) {
 
 void ReflectionMemory::add(const std::string& task_id, const std::string& prompt, const std::string& reflection) {
   Task& t = tasks_[task_id];
-  t.prompt_hash = text_fingerprint(prompt);
+  t.prompt_hash = fnv1a64_hex(prompt);
   t.reflections.push_back(reflection);
   while (static_cast<int64_t>(t.reflections.size()) > capacity_) t.reflections.pop_front();
 }
@@ -64,7 +58,7 @@ void ReflectionMemory::restore(const Json& saved, const std::map<std::string, st
     check(p != prompts.end(), where, ": the memory holds task '", id,
           "', which is not in this dataset (a memory of another task or dataset)");
     const std::string hash = json_require<std::string>(t, "prompt_hash", where);
-    check(hash == text_fingerprint(p->second), where, ": the memory's task '", id,
+    check(hash == fnv1a64_hex(p->second), where, ": the memory's task '", id,
           "' had another prompt (a memory of another dataset or prompt template)");
     Task task;
     task.prompt_hash = hash;

@@ -45,7 +45,4 @@ class ReflectionMemory {
   std::map<std::string, Task> tasks_;
 };
 
-// FNV-1a 64 of `text` as 16 hex digits: the prompt fingerprint of saved memories and buffers.
-std::string text_fingerprint(const std::string& text);
-
 }  // namespace rlf

@@ -15,15 +15,6 @@ constexpr const char* kFormat = "rlf-chat-cache";
 constexpr std::uintmax_t kMaxCacheFileBytes = 64u << 20;
 }  // namespace
 
-uint64_t fnv1a64(std::string_view data) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV offset basis
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= 0x100000001b3ULL;  // FNV prime
-  }
-  return h;
-}
-
 ChatCache::ChatCache(std::filesystem::path dir) : dir_(std::move(dir)) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
@@ -32,9 +23,8 @@ ChatCache::ChatCache(std::filesystem::path dir) : dir_(std::move(dir)) {
 }
 
 std::filesystem::path ChatCache::path_for(const std::string& key) const {
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(key)));
-  return dir_ / std::string(hex, 2) / (std::string(hex) + ".json");
+  const std::string hex = fnv1a64_hex(key);
+  return dir_ / hex.substr(0, 2) / (hex + ".json");
 }
 
 std::optional<std::string> ChatCache::get(const std::string& key) const {

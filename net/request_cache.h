@@ -14,6 +14,8 @@
 // writers and crashes leave either a whole file or none.
 #pragma once
 
+#include "util/hash.h"  // fnv1a64: the cache files' names
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -24,8 +26,6 @@ namespace rlf {
 
 inline constexpr int kChatCacheVersion = 1;
 
-// FNV-1a 64-bit hash of `data`.
-uint64_t fnv1a64(std::string_view data);
 
 class ChatCache {
  public:

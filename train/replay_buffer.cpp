@@ -5,6 +5,7 @@
 
 #include "env/episode_rewards.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace rlf {
 
@@ -13,13 +14,7 @@ namespace {
 constexpr const char* kFormat = "rlf-replay";
 constexpr int64_t kVersion = 1;
 
-std::string prompt_hash(const std::string& prompt) {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a 64
-  for (unsigned char c : prompt) h = (h ^ c) * 1099511628211ULL;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
+std::string prompt_hash(const std::string& prompt) { return fnv1a64_hex(prompt); }
 
 SegmentRole role_of(const std::string& name, const std::string& where) {
   for (SegmentRole r : {SegmentRole::Prompt, SegmentRole::Policy, SegmentRole::Observation, SegmentRole::Feedback})

@@ -24,6 +24,7 @@
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/hash.h"
 
 namespace rlf {
 
@@ -323,12 +324,7 @@ Json warm_start_key(const TrainConfig& cfg) {
 }
 
 fs::path warm_start_dir(const TrainConfig& cfg) {
-  const std::string text = warm_start_key(cfg).dump();
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a 64
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  char name[17];
-  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
-  return fs::path(cfg.run.warm_start_cache) / name;
+  return fs::path(cfg.run.warm_start_cache) / fnv1a64_hex(warm_start_key(cfg).dump());
 }
 
 bool load_cached_warm_start(Run& r, int64_t* sft_steps) {
