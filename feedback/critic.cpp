@@ -58,6 +58,16 @@ std::string fill_feedback_template(const std::string& text, const CritiqueReques
   return out;
 }
 
+Critique critique_from_text(const std::string& text) {
+  Critique c;
+  const size_t a = text.find_first_not_of(" \n\t"), b = text.find_last_not_of(" \n\t");
+  c.text = a == std::string::npos ? "" : text.substr(a, b - a + 1);
+  c.ok = !c.text.empty();
+  if (!c.ok) c.error = "empty critique";
+  else c.verdict = parse_verdict(c.text);
+  return c;
+}
+
 std::optional<bool> parse_verdict(const std::string& critique) {
   std::optional<bool> verdict;
   std::istringstream in(critique);

@@ -61,6 +61,10 @@ std::string fill_feedback_template(const std::string& text, const CritiqueReques
 // The placeholders fill_feedback_template knows, for config checks.
 const std::vector<std::string>& feedback_placeholders();
 
+// A critique from a critic's raw text: trimmed; empty is a failure ("empty
+// critique"); the verdict read by parse_verdict. Every model-written critic uses it.
+Critique critique_from_text(const std::string& text);
+
 // Reads a verdict from a critique: the last line starting with "Verdict:"
 // (any case) followed by "correct" or "incorrect"/"wrong". Unset otherwise.
 std::optional<bool> parse_verdict(const std::string& critique);

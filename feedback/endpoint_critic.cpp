@@ -34,12 +34,8 @@ std::vector<Critique> EndpointCritic::critique(const std::vector<CritiqueRequest
       c.error = res.error;
       continue;
     }
-    c.text = res.content;
-    const size_t a = c.text.find_first_not_of(" \n\t"), b = c.text.find_last_not_of(" \n\t");
-    c.text = a == std::string::npos ? "" : c.text.substr(a, b - a + 1);
-    c.ok = !c.text.empty();
-    if (!c.ok) c.error = "empty critique";
-    else c.verdict = parse_verdict(c.text);
+    c = critique_from_text(res.content);
+    c.latency_s = res.latency_s;
   }
   return out;
 }

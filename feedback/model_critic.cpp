@@ -59,13 +59,8 @@ std::vector<Critique> ModelCritic::critique(const std::vector<CritiqueRequest>& 
     engine_.release_cache();
     for (const GeneratedSequence& s : seqs) {
       Critique& c = out[index[static_cast<size_t>(s.request_index)]];
+      c = critique_from_text(s.text);
       c.n_generated_tokens = static_cast<int64_t>(s.completion_ids.size());
-      c.text = s.text;
-      const size_t a = c.text.find_first_not_of(" \n\t"), b = c.text.find_last_not_of(" \n\t");
-      c.text = a == std::string::npos ? "" : c.text.substr(a, b - a + 1);
-      c.ok = !c.text.empty();
-      if (!c.ok) c.error = "empty critique";
-      else c.verdict = parse_verdict(c.text);
     }
   }
   const double per = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /

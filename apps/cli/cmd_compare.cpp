@@ -34,10 +34,7 @@ CommandSpec make_compare_command() {
     o.overrides = a.list("set");
     o.out_dir = a.str("out");
     o.quiet = a.flag("json");
-    o.read_env = [](const std::string& name) -> std::optional<std::string> {
-      const char* v = std::getenv(name.c_str());
-      return v ? std::optional<std::string>(v) : std::nullopt;
-    };
+    o.read_env = read_process_env;
     std::vector<std::filesystem::path> configs(a.positional().begin(), a.positional().end());
     CompareResult r = compare_configs(configs, o);
     if (a.flag("json")) std::cout << r.to_json().dump() << "\n";

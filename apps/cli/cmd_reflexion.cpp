@@ -70,10 +70,7 @@ CommandSpec make_reflexion_command() {
       tasks.resize(static_cast<size_t>(a.integer("limit")));
     RewardSet rewards = make_reward_set(cfg.rewards, cfg.source);
     for (const PromptExample& t : tasks) rewards.check_record(t.record, t.reference, t.where);
-    const EnvLookup read_env = [](const std::string& name) -> std::optional<std::string> {
-      const char* v = std::getenv(name.c_str());
-      return v ? std::optional<std::string>(v) : std::nullopt;
-    };
+    const EnvLookup read_env = read_process_env;
     const Json critic_table = cfg.raw.at("critic").empty()
                                   ? Json{{"type", "self"}, {"prompt", kSelfReflection}, {"max_new_tokens", 48},
                                          {"stop", std::vector<std::string>{"\n"}}}

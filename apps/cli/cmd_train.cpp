@@ -28,10 +28,7 @@ CommandSpec make_train_command() {
     TrainRunOptions ro;
     ro.resume = a.flag("resume");
     ro.quiet = a.flag("quiet") || a.flag("json");
-    ro.read_env = [](const std::string& name) -> std::optional<std::string> {
-      const char* v = std::getenv(name.c_str());
-      return v ? std::optional<std::string>(v) : std::nullopt;
-    };
+    ro.read_env = read_process_env;
     TrainRunSummary s = run_training(cfg, ro);
     if (a.flag("json")) std::cout << s.to_json().dump() << "\n";
     return 0;

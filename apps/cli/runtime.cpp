@@ -1,5 +1,6 @@
 #include "apps/cli/runtime.h"
 
+#include <cstdlib>
 #include <iostream>
 
 #include "model/cpu_features.h"
@@ -29,6 +30,11 @@ Json cpu_report(const CpuThreadPlan& plan) {
   const CpuFeatures f = cpu_features();
   return {{"torch_threads", plan.torch_threads}, {"blas_threads", plan.blas_threads}, {"avx512", f.avx512},
           {"avx512_bf16", f.avx512_bf16}, {"amx_bf16", f.amx_bf16}};
+}
+
+std::optional<std::string> read_process_env(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  return v ? std::optional<std::string>(v) : std::nullopt;
 }
 
 }  // namespace rlf::cli

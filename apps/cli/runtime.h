@@ -4,6 +4,7 @@
 // device (--device).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "apps/cli/cli.h"
@@ -26,5 +27,9 @@ Json cpu_report(const CpuThreadPlan& plan);
 
 // The value of a command's `--fast-cpu on|off` option (CausalLM::set_fast_cpu_path).
 bool fast_cpu_option(const Args& args);
+
+// An environment variable of this process (unset: nullopt). Only the CLI, the
+// program's edge, reads the environment; libraries get this as an EnvLookup.
+std::optional<std::string> read_process_env(const std::string& name);
 
 }  // namespace rlf::cli
