@@ -9,6 +9,7 @@
 #include "data/countdown.h"
 #include "data/seeded_rng.h"
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace rlf {
 
@@ -306,11 +307,8 @@ std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>&
       const int64_t answer = r["answer"].get<int64_t>();
       const int64_t delta = feedback_rng.uniform_int(1, 10);
       const int64_t wrong_answer = answer + (feedback_rng.below(2) ? delta : -delta);
-      std::string text = o.feedback_text;
-      for (const auto& [key, value] : {std::pair<std::string, std::string>{"{answer}", std::to_string(answer)},
-                                       std::pair<std::string, std::string>{"{prompt}", p.prompt}})
-        for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
-          text.replace(at, key.size(), value);
+      const std::string text =
+          replace_all(replace_all(o.feedback_text, "{answer}", std::to_string(answer)), "{prompt}", p.prompt);
       s.turns = {{false, arithmetic_response(r, wrong_answer, worked)}, {false, text},
                  {true, arithmetic_response(r, answer, worked)}};
       for (const SftTurn& t : s.turns) s.response += t.text;

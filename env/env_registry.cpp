@@ -56,6 +56,9 @@ const std::map<std::string, Parser>& parsers() {
          o.reflect_message = r.get_string("reflect_message", o.reflect_message);
          o.retry_message = r.get_string("retry_message", o.retry_message);
          o.train = r.get_string("train", o.train);
+         o.reflection_bonus = r.get_double("reflection_bonus", o.reflection_bonus);
+         o.reflection_target_chars = r.get_int("reflection_target_chars", o.reflection_target_chars);
+         c.gives_rewards = o.reflection_bonus > 0;
          if (r.has("verifier")) o.verifier = c.table.at("verifier");
          check(c.episode.max_turns >= 3, "option 'max_turns' must be >= 3 (answer, reflection, retry), got ",
                c.episode.max_turns);

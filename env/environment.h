@@ -50,6 +50,8 @@ struct EnvStep {
   bool tool_error = false;              // ... and the call failed (metrics)
   float turn_weight = 1.0f;             // loss weight of the turn just taken (0: not trained on; Reflect-Retry-
                                         // Reward trains the reflection only)
+  std::optional<bool> correct;          // the turn was an answer, judged right or wrong (unset: not judged);
+                                        // metrics only: accuracy per attempt, turns to solve
 };
 
 class EnvironmentSession {

@@ -25,6 +25,8 @@ struct Slot {
   std::vector<std::optional<double>> turn_rewards;   // one per stepped turn
   std::vector<std::string> turn_feedback;            // one per stepped turn
   std::vector<float> turn_weights;                   // one per stepped turn
+  int64_t n_judged = 0;                              // answers judged (EnvStep::correct)
+  int64_t solved_at_turn = -1;                       // the turn of the first right answer (-1: none)
   struct Appended {
     SegmentRole role = SegmentRole::Observation;
     std::string text;
@@ -67,6 +69,16 @@ class Conversations final : public TurnHandler {
     s.turn_rewards.push_back(step.reward);
     s.turn_feedback.push_back(step.feedback);
     s.turn_weights.push_back(step.turn_weight);
+    if (step.correct) {
+      const size_t k = static_cast<size_t>(s.n_judged++);
+      if (stats_.attempts_judged.size() <= k) {
+        stats_.attempts_judged.resize(k + 1, 0);
+        stats_.attempts_right.resize(k + 1, 0);
+      }
+      ++stats_.attempts_judged[k];
+      stats_.attempts_right[k] += *step.correct;
+      if (*step.correct && s.solved_at_turn < 0) s.solved_at_turn = te.turn;
+    }
     stats_.n_tool_calls += step.tool_call;
     stats_.n_tool_errors += step.tool_error;
     if (step.done) {
@@ -193,6 +205,17 @@ EpisodeStats& EpisodeStats::operator+=(const EpisodeStats& o) {
   n_policy_tokens += o.n_policy_tokens;
   n_observation_tokens += o.n_observation_tokens;
   n_ended_by_env += o.n_ended_by_env;
+  if (attempts_judged.size() < o.attempts_judged.size()) {
+    attempts_judged.resize(o.attempts_judged.size(), 0);
+    attempts_right.resize(o.attempts_judged.size(), 0);
+  }
+  for (size_t k = 0; k < o.attempts_judged.size(); ++k) {
+    attempts_judged[k] += o.attempts_judged[k];
+    attempts_right[k] += o.attempts_right[k];
+  }
+  n_judged_episodes += o.n_judged_episodes;
+  n_solved += o.n_solved;
+  solve_turns += o.solve_turns;
   n_ended_by_length += o.n_ended_by_length;
   n_ended_by_max_turns += o.n_ended_by_max_turns;
   n_ended_by_context += o.n_ended_by_context;
@@ -221,6 +244,15 @@ Json EpisodeStats::to_metrics() const {
   m["env/tool_calls"] = n_tool_calls;
   m["env/tool_errors"] = n_tool_errors;
   m["time/env_s"] = env_s;
+  if (n_judged_episodes > 0) {
+    for (size_t k = 0; k < attempts_judged.size(); ++k)
+      if (attempts_judged[k] > 0)
+        m["episode/accuracy_attempt" + std::to_string(k + 1)] =
+            static_cast<double>(attempts_right[k]) / static_cast<double>(attempts_judged[k]);
+    m["episode/accuracy_first"] = m["episode/accuracy_attempt1"];
+    m["episode/accuracy_final"] = static_cast<double>(n_solved) / static_cast<double>(n_judged_episodes);
+    m["episode/turns_to_solve"] = n_solved ? static_cast<double>(solve_turns) / static_cast<double>(n_solved) : 0.0;
+  }
   return m;
 }
 
@@ -344,6 +376,13 @@ std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const Promp
       for (const Segment& seg : e.segments) {
         if (seg.role == SegmentRole::Policy) stats.n_policy_tokens += seg.end - seg.begin;
         else if (seg.role != SegmentRole::Prompt) stats.n_observation_tokens += seg.end - seg.begin;
+      }
+      if (s.n_judged > 0) {
+        ++stats.n_judged_episodes;
+        if (s.solved_at_turn >= 0) {
+          ++stats.n_solved;
+          stats.solve_turns += s.solved_at_turn + 1;
+        }
       }
       if (e.end_reason == "env") ++stats.n_ended_by_env;
       else if (e.end_reason == "length") ++stats.n_ended_by_length;

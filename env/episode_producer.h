@@ -63,12 +63,24 @@ struct EpisodeStats {
   int64_t n_tool_calls = 0;
   int64_t n_tool_errors = 0;
   int64_t n_observations_truncated = 0;
+  // Answers the environment judged (EnvStep::correct), by attempt: the k-th
+  // judged answer of an episode is attempt k (0-based).
+  std::vector<int64_t> attempts_judged;  // [attempt] answers judged
+  std::vector<int64_t> attempts_right;   // [attempt] ... and right
+  int64_t n_judged_episodes = 0;       // episodes with at least one judged answer
+  int64_t n_solved = 0;                // ... of which one answer was right
+  int64_t solve_turns = 0;             // sum over solved episodes of the policy turns up to the right answer
   double rollout_s = 0;                // in the engine (environment steps included)
   double env_s = 0;                    // in environment reset/step calls
   std::vector<std::string> notes;      // the first few errors and cuts, for logs
 
   EpisodeStats& operator+=(const EpisodeStats& o);
-  // "episode/turns_mean", "episode/ended_by_env", ..., "env/tool_calls", ...
+  // "episode/turns_mean", "episode/ended_by_env", ..., "env/tool_calls", ...;
+  // with judged answers also "episode/accuracy_attempt{k}" (k = 1, 2, ...:
+  // right / judged among k-th answers), "episode/accuracy_first" (= attempt
+  // 1), "episode/accuracy_final" (episodes solved at any attempt / episodes
+  // judged) and "episode/turns_to_solve" (mean policy turns of solved
+  // episodes, the solving turn included).
   Json to_metrics() const;
 };
 

@@ -32,7 +32,8 @@ class GuessSession final : public EnvironmentSession {
   EnvStep step(const PolicyTurn& turn) override {
     EnvStep s;
     const std::optional<int64_t> guess = first_integer(turn.text);
-    if (guess && *guess == secret_) {
+    s.correct = guess && *guess == secret_;
+    if (*s.correct) {
       s.reward = options_.win_reward;
       s.done = true;
       s.feedback = "correct";

@@ -11,6 +11,7 @@ class Session final : public EnvironmentSession {
     const TurnVerdict verdict = v_.judge(task_, turn.text);
     EnvStep s;
     s.feedback = verdict.explanation;
+    s.correct = verdict.right;
     if (verdict.right) {
       s.done = true;
       return s;

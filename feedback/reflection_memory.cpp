@@ -71,11 +71,11 @@ void ReflectionMemory::restore(const Json& saved, const std::map<std::string, st
   tasks_ = std::move(tasks);
 }
 
-void ReflectionMemory::save(const std::filesystem::path& path) const {
+void FeedbackMemory::save(const std::filesystem::path& path) const {
   write_file_atomic(path, to_json().dump(1));
 }
 
-void ReflectionMemory::load(const std::filesystem::path& path, const std::map<std::string, std::string>& prompts) {
+void FeedbackMemory::load(const std::filesystem::path& path, const std::map<std::string, std::string>& prompts) {
   restore(read_json_file(path.string()), prompts, path.string());
 }
 

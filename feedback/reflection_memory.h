@@ -21,20 +21,40 @@
 
 namespace rlf {
 
-class ReflectionMemory {
+// What an attempt is shown from earlier attempts' feedback: the per-task
+// episodic memory below, or the pool of lessons shared across related tasks
+// (feedback/lesson_pool.h).
+class FeedbackMemory {
+ public:
+  virtual ~FeedbackMemory() = default;
+  // Keeps `text` (a reflection or lesson written after a failed attempt at the task).
+  virtual void add(const std::string& task_id, const std::string& prompt, const std::string& text) = 0;
+  // What an attempt at the task sees, least important first (the context rule drops from the front).
+  virtual std::vector<std::string> recall(const std::string& task_id, const std::string& prompt) const = 0;
+  virtual int64_t size() const = 0;  // texts stored
+  virtual Json to_json() const = 0;
+  // `prompts`: task id -> prompt of the dataset in use.
+  virtual void restore(const Json& saved, const std::map<std::string, std::string>& prompts,
+                       const std::string& where) = 0;
+  void save(const std::filesystem::path& path) const;  // atomic
+  void load(const std::filesystem::path& path, const std::map<std::string, std::string>& prompts);
+};
+
+class ReflectionMemory final : public FeedbackMemory {
  public:
   explicit ReflectionMemory(int64_t capacity = 3);
 
-  void add(const std::string& task_id, const std::string& prompt, const std::string& reflection);
+  void add(const std::string& task_id, const std::string& prompt, const std::string& reflection) override;
   // The task's reflections, oldest first (empty when none).
   std::vector<std::string> reflections(const std::string& task_id) const;
-  int64_t size() const;  // reflections stored
+  std::vector<std::string> recall(const std::string& task_id, const std::string&) const override {
+    return reflections(task_id);
+  }
+  int64_t size() const override;  // reflections stored
 
-  Json to_json() const;
-  // `prompts`: task id -> prompt of the dataset in use.
-  void restore(const Json& saved, const std::map<std::string, std::string>& prompts, const std::string& where);
-  void save(const std::filesystem::path& path) const;  // atomic
-  void load(const std::filesystem::path& path, const std::map<std::string, std::string>& prompts);
+  Json to_json() const override;
+  void restore(const Json& saved, const std::map<std::string, std::string>& prompts,
+               const std::string& where) override;
 
  private:
   struct Task {

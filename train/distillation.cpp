@@ -6,6 +6,7 @@
 #include "feedback/feedback_prompt.h"
 #include "train/micro_batch.h"
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace rlf {
 
@@ -13,16 +14,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool is_correct(const ScoredGroup& g, size_t component, size_t i) {
-  const auto& s = g.scores.results[component][i].score;
-  return s && *s > 0.5;
-}
-
-std::string replace_all(std::string text, const std::string& key, const std::string& value) {
-  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
-    text.replace(at, key.size(), value);
-  return text;
-}
 
 }  // namespace
 

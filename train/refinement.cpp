@@ -21,10 +21,6 @@ void note(RefineStats& s, std::string text) {
   if (s.notes.size() < kMaxNotes) s.notes.push_back(std::move(text));
 }
 
-bool is_correct(const ScoredGroup& g, size_t component, size_t i) {
-  const auto& s = g.scores.results[component][i].score;
-  return s && *s > 0.5;
-}
 
 // One failed episode on its way to a refinement.
 struct Pending {

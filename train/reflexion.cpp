@@ -4,16 +4,12 @@
 #include "env/episode_rewards.h"
 #include "env/single_turn_env.h"
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace rlf {
 
 namespace {
 
-std::string fill(std::string text, const std::string& key, const std::string& value) {
-  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
-    text.replace(at, key.size(), value);
-  return text;
-}
 
 }  // namespace
 
@@ -33,7 +29,7 @@ Json ReflexionResult::to_json() const {
 }
 
 ReflexionResult run_reflexion(Policy& policy, const std::vector<PromptExample>& tasks, RewardSet& rewards,
-                              Critic& critic, ReflectionMemory& memory, const ReflexionOptions& o) {
+                              Critic& critic, FeedbackMemory& memory, const ReflexionOptions& o) {
   o.validate();
   check(o.accuracy_component < rewards.size(), "reflexion: the accuracy reward is not in the reward set");
   SingleTurnEnvironment env;
@@ -54,12 +50,12 @@ ReflexionResult run_reflexion(Policy& policy, const std::vector<PromptExample>& 
     std::vector<size_t> index;
     for (size_t i = 0; i < tasks.size(); ++i) {
       if (solved[i]) continue;
-      std::vector<std::string> notes = memory.reflections(tasks[i].id);
+      std::vector<std::string> notes = memory.recall(tasks[i].id, tasks[i].prompt);
       PromptExample p = tasks[i];
       for (size_t skip = 0;; ++skip) {
         std::string mem;
-        for (size_t k = skip; k < notes.size(); ++k) mem += fill(o.memory_line, "{reflection}", notes[k]);
-        p.prompt = fill(fill(o.attempt_prompt, "{memory}", mem), "{prompt}", tasks[i].prompt);
+        for (size_t k = skip; k < notes.size(); ++k) mem += replace_all(o.memory_line, "{reflection}", notes[k]);
+        p.prompt = replace_all(replace_all(o.attempt_prompt, "{memory}", mem), "{prompt}", tasks[i].prompt);
         const int64_t n = static_cast<int64_t>(policy.tokenizer->encode(p.prompt, o.add_special_tokens).size());
         if (n + o.sampling.max_new_tokens <= context || skip >= notes.size()) {
           if (skip > 0) ++a.n_memory_cut;

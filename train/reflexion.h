@@ -5,7 +5,9 @@
 // prompt shows the task's reflections before the task. A task solved at an
 // attempt is not tried again. `rlf reflexion` reports accuracy per attempt:
 // the baseline that weight-updating feedback methods are measured against,
-// and useful alone for models whose weights cannot be trained.
+// and useful alone for models whose weights cannot be trained. With a lesson
+// pool (feedback/lesson_pool.h) instead of the per-task memory, an attempt
+// sees the lessons of the most similar tasks, its own included (LANPO-style).
 //
 // Context rule: when the attempt prompt with every reflection does not fit
 // the context with max_new_tokens after it, the oldest reflections are left
@@ -17,7 +19,7 @@
 #include <vector>
 
 #include "feedback/critic.h"
-#include "feedback/reflection_memory.h"
+#include "feedback/lesson_pool.h"
 #include "rewards/reward_set.h"
 #include "rollout/policy.h"
 #include "rollout/sampling.h"
@@ -59,8 +61,9 @@ struct ReflexionResult {
   Json to_json() const;           // {"n_tasks", "attempts": [{attempt, tried, solved, accuracy, ...}]}
 };
 
-// Runs the attempts; `memory` is read and extended (save it to keep it).
+// Runs the attempts; `memory` (the task's own reflections, or a lesson pool
+// shared across tasks) is read and extended (save it to keep it).
 ReflexionResult run_reflexion(Policy& policy, const std::vector<PromptExample>& tasks, RewardSet& rewards,
-                              Critic& critic, ReflectionMemory& memory, const ReflexionOptions& options);
+                              Critic& critic, FeedbackMemory& memory, const ReflexionOptions& options);
 
 }  // namespace rlf

@@ -74,10 +74,6 @@ Episode episode_from_json(const Json& j, const std::string& where) {
   return e;
 }
 
-bool is_correct(const ScoredGroup& g, size_t component, size_t i) {
-  const auto& s = g.scores.results[component][i].score;
-  return s && *s > 0.5;
-}
 
 }  // namespace
 

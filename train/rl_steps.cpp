@@ -9,6 +9,7 @@
 #include "env/episode_rewards.h"
 #include "train/micro_batch.h"
 #include "util/error.h"
+#include "util/hash.h"
 
 namespace rlf {
 
@@ -90,6 +91,15 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
                                          options_.max_batch_rows, options_.seed);
   }
   if (options_.replay.enabled) replay_ = std::make_unique<ReplayBuffer>(options_.replay);
+  if (options_.lessons.enabled) {
+    check(critic != nullptr, "lessons.enabled needs a critic ([critic])");
+    std::string fingerprint;
+    for (const PromptExample& e : examples_) fingerprint += e.id + '\x1f' + e.prompt + '\x1e';
+    const int64_t room = options_.env.episode.episode_budget(options_.sampling.max_new_tokens, env.single_turn());
+    lessons_ = std::make_unique<LessonStage>(*policy_.tokenizer, policy_.loaded.config.max_position_embeddings, room,
+                                             options_.add_special_tokens, *critic, options_.lessons,
+                                             "training prompts " + fnv1a64_hex(fingerprint));
+  }
   if (options_.distill.enabled)
     teacher_ = std::make_unique<DistillTeacher>(policy_, options_.distill, accuracy_component_,
                                                 options_.add_special_tokens, options_.reference_micro_batch_size);
@@ -103,6 +113,8 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
   EpisodeStats stats;
   RefineStats refine_stats;
   ReplayStats replay_stats;
+  LessonStats lesson_stats;
+  shown_.clear();
   while (static_cast<int64_t>(kept.size()) < n_prompts && rounds < options_.dynamic_sampling_max_rounds) {
     // 1. collect
     std::vector<size_t> idx = cursor_.next_batch();
@@ -111,6 +123,11 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
     for (size_t r = 0; r < idx.size(); ++r) {
       tasks.push_back(&examples_[idx[r]]);
       seeds.push_back(mix_seed(options_.seed ^ mix_seed(static_cast<uint64_t>(step) * 1000003u + rounds * 1009u + r)));
+    }
+    const std::vector<const PromptExample*> originals = tasks;
+    if (lessons_) {
+      for (PromptExample& p : lessons_->show(tasks, lesson_stats)) shown_.push_back(std::move(p));
+      for (size_t r = 0; r < tasks.size(); ++r) tasks[r] = &shown_[shown_.size() - tasks.size() + r];
     }
     std::vector<EpisodeGroup> produced =
         producer_.produce(tasks, options_.group_size, options_.sampling, seeds, version, &stats);
@@ -136,6 +153,9 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
       }
     }
     reward_s += since(t0);
+
+    // 2a. lessons from the groups with no correct episode
+    if (lessons_) lessons_->learn(groups, originals, accuracy_component_, lesson_stats);
 
     // 2b. refine (before the filter: a group rescued by a refinement is no longer flat)
     if (refiner_)
@@ -174,6 +194,10 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
   metrics["rollout/groups_dropped"] = n_dropped;
   for (const std::string& note : stats.notes) metrics["notes"].push_back(note);
   if (replay_) metrics.update(replay_stats.metrics(reducer_, replay_->size()));
+  if (lessons_) {
+    metrics.update(lesson_stats.metrics(reducer_, lessons_->pool().size()));
+    for (const std::string& note : lesson_stats.notes) metrics["notes"].push_back(note);
+  }
   if (refiner_) {
     Json rm = Refiner::metrics(refine_stats, reducer_);
     for (const auto& note : rm["notes"]) metrics["notes"].push_back(note);

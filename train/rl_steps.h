@@ -8,6 +8,8 @@
 //   2b. refine    — critique-guided refinement (refine.enabled,
 //                   train/refinement.h): critiques of failed episodes,
 //                   refinements by the policy, correct ones join their group
+//   (lessons.enabled, train/lessons.h: before 1 the prompts get the lessons
+//   of similar tasks; after 2 failed groups' critiques become lessons)
 //   2c. replay    — experience replay (replay.enabled, train/replay_buffer.h):
 //                   successes stored, given to groups with none
 //   3. filter     — dynamic sampling (DAPO): drop zero-variance groups and
@@ -25,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -35,6 +38,7 @@
 #include "rollout/policy.h"
 #include "feedback/critic.h"
 #include "train/distillation.h"
+#include "train/lessons.h"
 #include "train/reducer.h"
 #include "train/refinement.h"
 #include "train/replay_buffer.h"
@@ -53,7 +57,8 @@ class RlSteps {
  public:
   // Borrows everything. `reference` (may be null) is the frozen KL reference,
   // required when options.kl_beta > 0; `critic` (may be null) writes the
-  // critiques of refinement, required when options.refine.enabled.
+  // critiques of refinement and lessons, required when options.refine.enabled
+  // or options.lessons.enabled.
   RlSteps(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards, Environment& env,
           RlStepOptions options, Reducer& reducer, CausalLM reference = nullptr, Critic* critic = nullptr);
 
@@ -64,6 +69,8 @@ class RlSteps {
   const std::vector<ScoredGroup>& last_groups() const { return last_groups_; }
   EpisodeProducer& producer() { return producer_; }
   ReplayBuffer* replay() { return replay_.get(); }  // null unless replay.enabled
+  LessonStage* lessons() { return lessons_.get(); }  // null unless lessons.enabled
+  const LessonStage* lessons() const { return lessons_.get(); }
   const ReplayBuffer* replay() const { return replay_.get(); }
 
  private:
@@ -84,6 +91,8 @@ class RlSteps {
   std::unique_ptr<Refiner> refiner_;  // refine.enabled
   std::unique_ptr<DistillTeacher> teacher_;  // distill.enabled
   std::unique_ptr<ReplayBuffer> replay_;     // replay.enabled
+  std::unique_ptr<LessonStage> lessons_;     // lessons.enabled
+  std::deque<PromptExample> shown_;          // this step's prompts with lessons (groups point at them)
   std::vector<ScoredGroup> last_groups_;
 };
 

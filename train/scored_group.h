@@ -16,4 +16,12 @@ struct ScoredGroup {
   std::vector<std::optional<double>> totals;   // aggregated reward per episode
 };
 
+// Episode i of the group is correct: the accuracy component scored it > 0.5
+// (a missing score is not correct). Refinement, replay, distillation and
+// lessons all decide by this.
+inline bool is_correct(const ScoredGroup& g, size_t component, size_t i) {
+  const auto& s = g.scores.results[component][i].score;
+  return s && *s > 0.5;
+}
+
 }  // namespace rlf

@@ -147,6 +147,19 @@ const ConfigSchema& train_config_schema() {
          "tasks kept at most (the one stored longest ago goes first)"}.in(1, 1e9),
         SchemaEntry{"replay.inject", T::Int, r.replay.inject, "episodes",
          "stored successes given to a group with no correct episode"}.in(1, 1e6),
+        // [lessons]
+        {"lessons.enabled", T::Bool, r.lessons.enabled, "",
+         "lessons of similar tasks in rollout prompts (LANPO-style, docs/feedback.md): the critic's critiques of "
+         "failed groups go into a pool; each prompt shows the lessons of the most similar tasks"},
+        SchemaEntry{"lessons.k", T::Int, r.lessons.k, "lessons", "lessons shown per prompt at most"}.in(1, 100),
+        SchemaEntry{"lessons.capacity", T::Int, r.lessons.capacity, "lessons",
+         "lessons kept in the pool (the oldest go first)"}.in(1, 1e7),
+        SchemaEntry{"lessons.ngram", T::Int, r.lessons.ngram, "", "word n-gram order of the prompt similarity"}.in(1, 4),
+        SchemaEntry{"lessons.min_similarity", T::Float, r.lessons.min_similarity, "",
+         "Jaccard similarity of the prompts below which a lesson is not shown"}.in(0, 1),
+        {"lessons.line", T::String, r.lessons.line, "", "how each lesson is shown before the prompt ({lesson})"},
+        SchemaEntry{"lessons.max_per_step", T::Int, r.lessons.max_per_step, "groups",
+         "failed groups critiqued for lessons per step at most (0 = all)"}.in(0, 1e9),
         // [optim]
         SchemaEntry{"optim.lr", T::Float, t.lr.lr, "", "peak learning rate"}.in(1e-30, 10),
         {"optim.schedule", T::String, lr_schedule_kind_name(t.lr.kind), "", "shape after warm-up",
@@ -210,6 +223,7 @@ void RlStepOptions::validate() const {
   refine.validate();
   if (distill.enabled) distill.validate();
   replay.validate();
+  lessons.validate();
   env.episode.validate();
   const algo::AdvantageEstimator e = credit.advantage.estimator;
   check(group_size >= 2 || e == algo::AdvantageEstimator::ReinforcePP, "rollout.group_size = 1 gives every episode a "
@@ -271,6 +285,13 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   c.rl.replay.capacity_per_task = get("replay", "capacity_per_task").get<int64_t>();
   c.rl.replay.max_tasks = get("replay", "max_tasks").get<int64_t>();
   c.rl.replay.inject = get("replay", "inject").get<int64_t>();
+  c.rl.lessons.enabled = get("lessons", "enabled").get<bool>();
+  c.rl.lessons.k = get("lessons", "k").get<int64_t>();
+  c.rl.lessons.capacity = get("lessons", "capacity").get<int64_t>();
+  c.rl.lessons.ngram = get("lessons", "ngram").get<int64_t>();
+  c.rl.lessons.min_similarity = get("lessons", "min_similarity").get<double>();
+  c.rl.lessons.line = get("lessons", "line").get<std::string>();
+  c.rl.lessons.max_per_step = get("lessons", "max_per_step").get<int64_t>();
 
   // [rollout] [algorithm]
   RlStepOptions& r = c.rl;
@@ -386,6 +407,9 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
       fail_at("refine.enabled writes refinements as answers to the task's prompt, which needs the single-turn ",
               "environment (env.type = \"", c.rl.env.type, "\"); for multi-turn feedback use an environment that ",
               "appends feedback (docs/feedback.md)");
+    if (c.rl.lessons.enabled && c.rl.env.type == "external")
+      fail_at("lessons.enabled puts lessons in front of the task's prompt, but an external environment writes its own ",
+              "prompts (env.type = \"external\")");
     if (c.sft.enabled && (c.sft.steps <= 0 || !(c.sft.lr > 0)))
       fail_at("[sft] with data needs sft.steps > 0 and sft.lr > 0 (the warm start's length and learning rate)");
   } else {
@@ -397,6 +421,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     if (c.has_data && c.rewards.empty())
       fail_at("[data] in an SFT run measures held-out pass@1 and needs a [[reward]] to judge it; add one or drop [data]");
     if (c.rl.replay.enabled) fail_at("replay.enabled is part of RL (trainer.kind = \"grpo\")");
+    if (c.rl.lessons.enabled) fail_at("lessons.enabled is part of RL (trainer.kind = \"grpo\"): lessons come from failed rollouts");
     if (c.rl.distill.enabled) fail_at("distill.enabled is part of RL (trainer.kind = \"grpo\"): the student learns on its own samples");
     if (c.rl.refine.enabled) fail_at("refine.enabled is part of RL (trainer.kind = \"grpo\"); an SFT run has no critiques");
     if (c.rl.kl_beta > 0 && c.rl.kl_in_reward)

@@ -36,6 +36,7 @@
 #include "train/config_schema.h"
 #include "train/distillation.h"
 #include "train/refinement.h"
+#include "train/lessons.h"
 #include "train/replay_buffer.h"
 #include "train/trainer.h"
 
@@ -73,6 +74,7 @@ struct RlStepOptions {
   CriticConfig critic;                   // [critic]: who writes critiques (feedback/critic_config.h)
   DistillOptions distill;                // [distill]: self-distillation from feedback (train/distillation.h)
   ReplayOptions replay;                  // [replay]: experience replay of successes (train/replay_buffer.h)
+  LessonOptions lessons;                 // [lessons]: lessons of similar tasks in rollout prompts (train/lessons.h)
 
   // Throws rlf::Error naming the key.
   void validate() const;

@@ -137,17 +137,24 @@ class RlSource final : public StepSource {
   std::vector<Episode> next(int64_t step, int32_t version, Json& m) override { return steps_.next(step, version, m); }
   DataCursor& cursor() override { return steps_.cursor(); }
   Json extra_state() const override {
-    const ReplayBuffer* rb = steps_.replay();
-    return rb ? Json{{"replay", rb->to_json()}} : Json(nullptr);
+    Json s = Json::object();
+    if (const ReplayBuffer* rb = steps_.replay()) s["replay"] = rb->to_json();
+    if (const LessonStage* ls = steps_.lessons()) s["lessons"] = ls->pool().to_json();
+    return s.empty() ? Json(nullptr) : s;
   }
   void restore_extra_state(const Json& state) override {
-    ReplayBuffer* rb = steps_.replay();
-    if (!rb) return;
-    check(state.is_object() && state.contains("replay"), "the checkpoint has no replay buffer, but replay.enabled is "
-          "set: a run that did not replay cannot be resumed with replay");
     std::map<std::string, std::string> prompts;
     for (const PromptExample& e : train_) prompts[e.id] = e.prompt;
-    rb->restore(state.at("replay"), prompts, "checkpoint replay buffer");
+    if (ReplayBuffer* rb = steps_.replay()) {
+      check(state.is_object() && state.contains("replay"), "the checkpoint has no replay buffer, but replay.enabled is "
+            "set: a run that did not replay cannot be resumed with replay");
+      rb->restore(state.at("replay"), prompts, "checkpoint replay buffer");
+    }
+    if (LessonStage* ls = steps_.lessons()) {
+      check(state.is_object() && state.contains("lessons"), "the checkpoint has no lesson pool, but lessons.enabled is "
+            "set: a run without lessons cannot be resumed with them");
+      ls->pool().restore(state.at("lessons"), prompts, "checkpoint lesson pool");
+    }
   }
   std::vector<SampleRecord> samples() const override {
     std::vector<SampleRecord> out;
@@ -398,7 +405,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   if (!cfg.rewards.empty()) r.rewards = make_reward_set(cfg.rewards, cfg.source);
   r.env = make_environment(cfg.rl.env, cfg.source + " [env]");
   // The critic starts (and an endpoint is probed) before anything long runs.
-  if (cfg.kind == TrainerKind::Grpo && cfg.rl.refine.enabled)
+  if (cfg.kind == TrainerKind::Grpo && (cfg.rl.refine.enabled || cfg.rl.lessons.enabled))
     r.critic = make_critic(cfg.rl.critic, r.policy, opts.read_env, cfg.source + " [critic]");
   if (r.env->gives_rewards()) {
     const auto& c = r.rewards.components();
@@ -575,7 +582,8 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     m["time/update_s"] = since(t_update);
     m["time/step_s"] = since(t0);
     if (rl) {
-      tokens_used += static_cast<int64_t>(m.value("rollout/generated_tokens", 0.0) + m.value("refine/generated_tokens", 0.0));
+      tokens_used += static_cast<int64_t>(m.value("rollout/generated_tokens", 0.0) + m.value("refine/generated_tokens", 0.0) +
+                                          m.value("lessons/generated_tokens", 0.0));
       m["rollout/tokens_total"] = tokens_used;
     }
     summary.steps_wall_s += since(t0);

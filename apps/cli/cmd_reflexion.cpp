@@ -35,13 +35,23 @@ CommandSpec make_reflexion_command() {
   OptionSpec memory_size{"memory-size", OptKind::Int, "3", "reflections kept per task", "N"};
   memory_size.min = 1;
   memory_size.max = 1000;
+  OptionSpec lessons{"lessons", OptKind::Int, "0",
+                     "show the N lessons of the most similar tasks from a pool shared across tasks (LANPO-style) "
+                     "instead of the task's own reflections; 0 = the task's own",
+                     "N"};
+  lessons.min = 0;
+  lessons.max = 100;
+  OptionSpec pool_size{"pool-size", OptKind::Int, "256", "lessons kept in the pool (with --lessons)", "N"};
+  pool_size.min = 1;
+  pool_size.max = 1e6;
   OptionSpec limit{"limit", OptKind::Int, "0", "use the first N tasks of the split (0 = all)", "N"};
   limit.min = 0;
   limit.max = 1e9;
   c.options = {
-      attempts, memory_size, limit,
+      attempts, memory_size, lessons, pool_size, limit,
       {"split", OptKind::String, "eval", "the dataset split to attempt: eval (held out) or train", "SPLIT"},
-      {"memory", OptKind::String, "", "a reflection memory file: read when it exists, written at the end", "FILE"},
+      {"memory", OptKind::String, "", "a reflection memory (or, with --lessons, lesson pool) file: read when it exists, "
+       "written at the end", "FILE"},
       {"set", OptKind::List, "", "override a config key, e.g. --set model.path=runs/x/checkpoints/step-100/model",
        "KEY=VALUE"},
       {"json", OptKind::Flag, "false", "print one JSON object: accuracy per attempt", ""},
@@ -78,11 +88,21 @@ CommandSpec make_reflexion_command() {
     std::unique_ptr<Critic> critic =
         make_critic(critic_config_from_json(critic_table, cfg.source + " [critic]"), policy, read_env,
                     cfg.source + " [critic]");
-    ReflectionMemory memory(a.integer("memory-size"));
+    std::unique_ptr<FeedbackMemory> memory;
+    if (a.integer("lessons") > 0) {
+      LessonPoolOptions lo;
+      lo.k = a.integer("lessons");
+      lo.capacity = a.integer("pool-size");
+      const std::string source = cfg.data.path.empty() ? "preset " + cfg.data.preset
+                                                       : std::filesystem::path(cfg.data.path).filename().string();
+      memory = std::make_unique<LessonPool>(lo, source);
+    } else {
+      memory = std::make_unique<ReflectionMemory>(a.integer("memory-size"));
+    }
     std::map<std::string, std::string> prompts;
     for (const PromptExample& t : tasks) prompts[t.id] = t.prompt;
     const std::string memory_path = a.str("memory");
-    if (!memory_path.empty() && std::filesystem::exists(memory_path)) memory.load(memory_path, prompts);
+    if (!memory_path.empty() && std::filesystem::exists(memory_path)) memory->load(memory_path, prompts);
     ReflexionOptions o;
     o.attempts = a.integer("attempts");
     o.sampling.max_new_tokens = cfg.rl.sampling.max_new_tokens;
@@ -96,12 +116,13 @@ CommandSpec make_reflexion_command() {
       for (size_t k = 0; k < comps.size(); ++k)
         if (comps[k].name == cfg.rl.accuracy_reward) o.accuracy_component = k;
     }
-    ReflexionResult r = run_reflexion(policy, tasks, rewards, *critic, memory, o);
-    if (!memory_path.empty()) memory.save(memory_path);
+    ReflexionResult r = run_reflexion(policy, tasks, rewards, *critic, *memory, o);
+    if (!memory_path.empty()) memory->save(memory_path);
     Json j = r.to_json();
     j["critic"] = critic->name();
     j["memory"] = memory_path;
-    j["memory_size"] = memory.size();
+    j["memory_size"] = memory->size();
+    j["memory_kind"] = a.integer("lessons") > 0 ? "lessons" : "per_task";
     if (a.flag("json")) {
       std::cout << j.dump() << "\n";
     } else {

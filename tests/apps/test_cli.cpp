@@ -149,6 +149,17 @@ TEST(Cli, ReflexionReportsAccuracyPerAttemptAndKeepsItsMemory) {
                    test::shell_quote(memory) + " --json");
   ASSERT_EQ(again.exit_code, 0) << again.output;
   EXPECT_GE(parse_json(again.output, "again")["memory_size"].get<int64_t>(), failed_first);
+  // A lesson pool shared across tasks instead: written as one; the per-task file is not one.
+  const std::string pool = (dir / "pool.json").string();
+  auto lessons = rlf("reflexion " + test::shell_quote((dir / "run.toml").string()) + " --attempts 2 --lessons 2 --memory " +
+                     test::shell_quote(pool) + " --json");
+  ASSERT_EQ(lessons.exit_code, 0) << lessons.output;
+  EXPECT_EQ(parse_json(lessons.output, "lessons")["memory_kind"], "lessons");
+  EXPECT_EQ(read_json_file(pool).at("format"), "rlf-lesson-pool");
+  auto wrong = rlf("reflexion " + test::shell_quote((dir / "run.toml").string()) + " --lessons 2 --memory " +
+                   test::shell_quote(memory));
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.output.find("not an rlf lesson pool"), std::string::npos) << wrong.output;
 
   std::ofstream(dir / "random.toml") << "[model]\nrandom_init = \"demo\"\n[run]\nout_dir = \""
                                      << (dir / "nothing").string() << "\"\n"

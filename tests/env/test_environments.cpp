@@ -142,8 +142,10 @@ TEST(TryAgainEnv, FeedbackOnWrongAnswersUntilRight) {
   EXPECT_EQ(a.reward, std::optional<double>(-0.25));
   EXPECT_EQ(a.turn_weight, 1.0f);
   EXPECT_EQ(a.feedback, "expected 4, got 5");
+  EXPECT_EQ(a.correct, std::optional<bool>(false));
   EnvStep b = s->step(turn(" 2 + 2 = 4. #### 4", "eos", 1));
   EXPECT_TRUE(b.done);
+  EXPECT_EQ(b.correct, std::optional<bool>(true));
   EXPECT_FALSE(b.reward);
   // No penalty: no rewards of its own.
   EXPECT_FALSE(TryAgainEnvironment({}, "w").gives_rewards());
@@ -170,13 +172,18 @@ TEST(ReflectRetryEnv, AnswerReflectionRetryWithTheReflectionTrained) {
   EXPECT_FALSE(a.done);
   EXPECT_EQ(a.turn_weight, 0.0f);
   EXPECT_EQ(a.observation, "\nThat is not right. Think about what went wrong.\n");
+  EXPECT_EQ(a.correct, std::optional<bool>(false));
   EnvStep r = s->step(turn(" I added wrong.", "eos", 1));
   EXPECT_FALSE(r.done);
   EXPECT_EQ(r.turn_weight, 1.0f);
   EXPECT_EQ(r.observation, "\nNow answer again.\n");
+  EXPECT_FALSE(r.correct);  // a reflection is not an answer
   EnvStep b = s->step(turn(" #### 4", "eos", 2));
   EXPECT_TRUE(b.done);
   EXPECT_EQ(b.turn_weight, 0.0f);
+  EXPECT_EQ(b.correct, std::optional<bool>(true));
+  EXPECT_FALSE(b.reward);  // no reflection bonus by default
+  EXPECT_FALSE(env.gives_rewards());
   // Right at once: done, nothing trained.
   auto s2 = env.reset(t, 0, &first);
   EnvStep c = s2->step(turn(" #### 4"));
@@ -191,6 +198,43 @@ TEST(ReflectRetryEnv, AnswerReflectionRetryWithTheReflectionTrained) {
             "w: environment type 'reflect_retry': option 'max_turns' must be >= 3 (answer, reflection, retry), got 2");
   EXPECT_EQ(error_of([] { env_config_from_json({{"type", "reflect_retry"}, {"train", "answers"}}, "w"); }),
             "w: environment type 'reflect_retry': option 'train' must be \"reflection\" or \"all\" (got \"answers\")");
+}
+
+// The reflection-quality bonus (SRPO-style; docs/feedback.md), by hand:
+// bonus = w * (concise + novel) / 2, only when the retry is right.
+TEST(ReflectRetryEnv, ReflectionQualityBonusByHand) {
+  ReflectRetryOptions o;
+  o.reflection_bonus = 0.4;
+  o.reflection_target_chars = 40;
+  // 20 chars: concise = 0.5; its 3-grams {i added wrong, added wrong ., ...}: none in the answer: novel = 1.
+  const std::string reflection = "I added wrong. Oops.";
+  ASSERT_EQ(reflection.size(), 20u);
+  EXPECT_DOUBLE_EQ(reflection_quality_bonus(reflection, " 2 + 2 = 5. #### 5", o), 0.4 * (0.5 + 1.0) / 2);
+  // A reflection that repeats the answer: its 3-grams {2 + 2, + 2 =, 2 = 5} all in the answer: novel = 0;
+  // 9 chars: concise = 1 - 9/40.
+  EXPECT_DOUBLE_EQ(reflection_quality_bonus("2 + 2 = 5", " 2 + 2 = 5. #### 5", o), 0.4 * (1.0 - 9.0 / 40.0) / 2);
+  // Longer than the target: concise = 0 (one word, no 3-gram: nothing copied, novel = 1).
+  EXPECT_DOUBLE_EQ(reflection_quality_bonus(std::string(80, 'x'), "y", o), 0.4 * (0.0 + 1.0) / 2);
+
+  ReflectRetryEnvironment env(o, "w");
+  EXPECT_TRUE(env.gives_rewards());
+  PromptExample t = task("What is 2+2?");
+  t.reference = "4";
+  std::string first;
+  auto s = env.reset(t, 0, &first);
+  s->step(turn(" 2 + 2 = 5. #### 5"));
+  s->step(turn(reflection, "eos", 1));
+  EXPECT_EQ(s->step(turn(" #### 4", "eos", 2)).reward, std::optional<double>(0.4 * 1.5 / 2));
+  auto wrong = env.reset(t, 0, &first);  // a wrong retry earns nothing
+  wrong->step(turn(" #### 5"));
+  wrong->step(turn(reflection, "eos", 1));
+  EXPECT_FALSE(wrong->step(turn(" #### 6", "eos", 2)).reward);
+  EnvConfig c = env_config_from_json({{"type", "reflect_retry"}, {"reflection_bonus", 0.2}}, "w");
+  EXPECT_TRUE(c.gives_rewards);
+  EXPECT_EQ(error_of([] { env_config_from_json({{"type", "reflect_retry"}, {"reflection_bonus", -1}}, "w"); }),
+            "w: environment type 'reflect_retry': option 'reflection_bonus' must be >= 0 (got -1; 0 = off)");
+  EXPECT_EQ(error_of([] { env_config_from_json({{"type", "reflect_retry"}, {"reflection_target_chars", 0}}, "w"); }),
+            "w: environment type 'reflect_retry': option 'reflection_target_chars' must be > 0 (got 0)");
 }
 
 TEST(EnvRegistry, TablesDefaultsAndErrors) {

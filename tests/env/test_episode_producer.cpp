@@ -27,6 +27,7 @@ class Scripted final : public Environment {
   int64_t fail_session = -1, fail_turn = -1;  // this session throws at that turn
   int64_t fail_reset = -1;                    // this session's reset throws
   bool distinct_prompts = false;
+  bool judge = false;                         // every turn is an answer; session k is right at turn k (done)
   int64_t resets = 0;
 
   std::string name() const override { return "scripted"; }
@@ -50,6 +51,10 @@ class Scripted final : public Environment {
       s.observation = env_.observation;
       s.observation_is_feedback = t.turn == 1;
       s.feedback = "turn " + std::to_string(t.turn);
+      if (env_.judge) {
+        s.correct = t.turn == k_;
+        s.done = *s.correct;
+      }
       return s;
     }
 
@@ -209,6 +214,37 @@ TEST(EpisodeProducer, AnEnvironmentThatNeverEndsStopsAtMaxTurns) {
     EXPECT_EQ(e.end_reason, "max_turns");
   }
   EXPECT_EQ(stats.n_ended_by_max_turns, 2);
+}
+
+// Accuracy per attempt and turns to solve, counted by hand: session k is
+// right at turn k, max_turns = 3, so sessions 0, 1, 2 solve at attempts
+// 1, 2, 3 and session 3 never does.
+TEST(EpisodeProducer, AccuracyPerAttemptAndTurnsToSolve) {
+  test::TempDir dir;
+  Policy policy = tiny_policy(dir);
+  Scripted env;
+  env.judge = true;
+  EpisodeOptions o;
+  o.max_turns = 3;
+  EpisodeProducer producer(policy, env, o);
+  const PromptExample t = task("Go");
+  EpisodeStats stats;
+  producer.produce({&t}, 4, params(3), {5}, 0, &stats);
+  EXPECT_EQ(stats.attempts_judged, (std::vector<int64_t>{4, 3, 2}));
+  EXPECT_EQ(stats.attempts_right, (std::vector<int64_t>{1, 1, 1}));
+  const Json m = stats.to_metrics();
+  EXPECT_DOUBLE_EQ(m.at("episode/accuracy_attempt1").get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(m.at("episode/accuracy_attempt2").get<double>(), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(m.at("episode/accuracy_attempt3").get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(m.at("episode/accuracy_first").get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(m.at("episode/accuracy_final").get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(m.at("episode/turns_to_solve").get<double>(), 2.0);
+  // Summed over calls; an environment that judges nothing adds no such metric.
+  EpisodeStats twice = stats;
+  twice += stats;
+  EXPECT_EQ(twice.attempts_judged, (std::vector<int64_t>{8, 6, 4}));
+  EXPECT_DOUBLE_EQ(twice.to_metrics().at("episode/accuracy_final").get<double>(), 0.75);
+  EXPECT_FALSE(EpisodeStats{}.to_metrics().contains("episode/accuracy_first"));
 }
 
 TEST(EpisodeProducer, LongObservationsAreCutByTheDocumentedRuleAndCounted) {

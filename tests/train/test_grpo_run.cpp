@@ -358,6 +358,58 @@ TEST(GrpoRun, ReplayRunResumesExactlyWithItsBuffer) {
             std::string::npos);
 }
 
+// Lessons in rollout prompts (LANPO-style) in a whole run: failed groups'
+// critiques go into the pool, later prompts show the lessons of similar
+// tasks, and the pool is checkpointed, so 3 + resume + 3 steps equal 6
+// straight.
+TEST(GrpoRun, LessonRunShowsLessonsAndResumesExactlyWithItsPool) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  auto config = [&](const std::filesystem::path& out, int64_t steps) {
+    Json j = make(model, out, steps);
+    j["lessons"] = {{"enabled", true}, {"k", 2}, {"min_similarity", 0.0}};
+    j["critic"] = {{"type", "simple_gt"}};
+    return train_config_from_json(j, "lessons");
+  };
+  run_training(config(dir / "a", 6), quiet);
+  run_training(config(dir / "b", 3), quiet);
+  TrainRunOptions resume = quiet;
+  resume.resume = true;
+  run_training(config(dir / "b", 6), resume);
+  expect_same_parameters(dir / "a/checkpoints/step-6/model", dir / "b/checkpoints/step-6/model");
+  auto ma = read_jsonl(dir / "a/metrics.jsonl"), mb = read_jsonl(dir / "b/metrics.jsonl");
+  ASSERT_EQ(ma.size(), 6u);
+  double written = 0, shown = 0;
+  for (size_t i = 0; i < ma.size(); ++i) {
+    EXPECT_EQ(ma[i]["lessons/pool_size"], mb[i]["lessons/pool_size"]) << "step " << i + 1;
+    EXPECT_EQ(ma[i]["reward/mean"], mb[i]["reward/mean"]) << "step " << i + 1;
+    EXPECT_LT(ma[i]["policy/logprob_diff_max"].get<double>(), 1e-4) << "step " << i + 1;
+    written += ma[i]["lessons/written"].get<double>();
+    shown += ma[i]["lessons/shown_per_prompt"].get<double>();
+  }
+  EXPECT_EQ(ma[0]["lessons/shown_per_prompt"].get<double>(), 0.0);  // nothing learnt before the first step
+  EXPECT_GT(written, 0.0) << "no lesson was written in 6 steps";
+  EXPECT_GT(shown, 0.0) << "no prompt showed a lesson in 6 steps";
+  bool seen = false;
+  for (const Json& s : read_jsonl(dir / "a/samples.jsonl"))
+    seen |= s.value("prompt", "").rfind("Lesson: ", 0) == 0;
+  EXPECT_TRUE(seen) << "the samples log shows no prompt with a lesson";
+  // A run without lessons cannot be resumed with them; an SFT run refuses them.
+  Json j = make(model, dir / "c", 2);
+  run_training(train_config_from_json(j, "plain"), quiet);
+  j["run"]["steps"] = 4;
+  j["lessons"] = {{"enabled", true}};
+  EXPECT_NE(test::error_of([&] { run_training(train_config_from_json(j, "plain"), resume); })
+                .find("a run without lessons cannot be resumed with them"),
+            std::string::npos);
+  j["lessons"] = {{"enabled", true}, {"line", "no placeholder"}};
+  EXPECT_NE(test::error_of([&] { train_config_from_json(j, "run.toml"); })
+                .find("lessons.line must contain {lesson} (got \"no placeholder\")"),
+            std::string::npos);
+}
+
 // Self-distillation in a whole run: the teacher (the policy with the answer
 // in front) gives log-probs, the distill term trains on them, and the run
 // resumes bit for bit.

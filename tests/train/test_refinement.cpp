@@ -16,6 +16,7 @@
 #include "tests/support/test_env.h"
 #include "tests/support/tiny_policy.h"
 #include "train/distillation.h"
+#include "train/lessons.h"
 #include "train/micro_batch.h"
 #include "train/refinement.h"
 #include "train/reflexion.h"
@@ -397,6 +398,88 @@ TEST(Reflexion, AttemptsSeeTheirReflectionsAndAccuracyAccumulates) {
   with_memory->second = "another prompt";
   const std::string e = test::error_of([&] { again.load(dir / "memory.json", prompts); });
   EXPECT_NE(e.find("had another prompt"), std::string::npos) << e;
+}
+
+// Reflexion with a lesson pool shared across tasks (LANPO-style): every
+// failed task's lesson is one text here, stored once, and the second
+// attempt's prompts show it whatever task it came from.
+TEST(Reflexion, ALessonPoolSharesLessonsAcrossSimilarTasks) {
+  Fixture f;
+  for (int i = 4; i < 10; ++i) {
+    PromptExample t = f.tasks[0];
+    t.id = "t" + std::to_string(i);
+    t.prompt = "Say something " + std::to_string(i) + ":";
+    f.tasks.push_back(t);
+  }
+  RecordingCritic critic;
+  LessonPoolOptions lo;
+  lo.k = 2;
+  LessonPool pool(lo, "test tasks");
+  ReflexionOptions o;
+  o.attempts = 3;  // the critic sees attempt 2's prompts when it fails
+  o.sampling.max_new_tokens = 6;
+  o.sampling.temperature = 1.0;
+  ReflexionResult r = run_reflexion(f.policy, f.tasks, f.rewards, critic, pool, o);
+  ASSERT_GT(r.attempts[0].n_reflections, 1);  // several failed tasks wrote the same lesson
+  EXPECT_EQ(pool.size(), 1);
+  EXPECT_EQ(pool.recall("any", "Say something 99:"), (std::vector<std::string>{"use an e"}));
+  bool saw = false;  // a second attempt showed the shared lesson
+  for (const CritiqueRequest& q : critic.seen) saw |= q.prompt.rfind("Note from an earlier attempt: use an e\n", 0) == 0;
+  EXPECT_TRUE(saw || r.attempts[1].n_tried == r.attempts[1].n_solved);
+}
+
+// The lessons stage (LANPO-style): one critique per group with no correct
+// episode, asked with the task's prompt without lessons; the lesson is then
+// shown in front of similar prompts; a prompt whose lesson would not leave
+// the episode its room shows none (counted).
+TEST(Lessons, LearnFromFailedGroupsShowInFrontOfSimilarPromptsWithinTheContext) {
+  Fixture f;
+  RecordingCritic critic;
+  LessonOptions o;
+  o.enabled = true;
+  o.k = 2;
+  o.min_similarity = 0.0;
+  const int64_t context = f.policy.loaded.config.max_position_embeddings;
+  LessonStage stage(*f.policy.tokenizer, context, 6, true, critic, o, "test tasks");
+  std::vector<const PromptExample*> originals;
+  for (const PromptExample& t : f.tasks) originals.push_back(&t);
+  LessonStats st;
+  std::vector<PromptExample> first = stage.show(originals, st);
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i].prompt, f.tasks[i].prompt);  // an empty pool
+  EXPECT_EQ(st.n_with_lessons, 0);
+
+  std::vector<ScoredGroup> groups = f.groups(3);
+  for (auto& r : groups[0].scores.results[0]) r.score = 0.0;  // group 0 fails whatever was sampled
+  size_t failing = 0;
+  for (const ScoredGroup& g : groups) {
+    bool any = false;
+    for (size_t i = 0; i < g.group.episodes.size(); ++i) any |= is_correct(g, 0, i);
+    failing += !any;
+  }
+  stage.learn(groups, originals, 0, st);
+  ASSERT_EQ(critic.seen.size(), failing);
+  EXPECT_EQ(critic.seen[0].prompt, f.tasks[0].prompt);
+  EXPECT_EQ(critic.seen[0].task, originals[0]);
+  EXPECT_EQ(st.n_written, static_cast<int64_t>(failing));
+  EXPECT_EQ(stage.pool().size(), 1);  // one text, kept once
+
+  LessonStats st2;
+  std::vector<PromptExample> shown = stage.show(originals, st2);
+  for (size_t i = 0; i < shown.size(); ++i) {
+    EXPECT_EQ(shown[i].prompt, "Lesson: use an e\n" + f.tasks[i].prompt);
+    EXPECT_EQ(shown[i].id, f.tasks[i].id);
+  }
+  EXPECT_EQ(st2.n_with_lessons, static_cast<int64_t>(shown.size()));
+  EXPECT_EQ(st2.n_shown, static_cast<int64_t>(shown.size()));
+
+  // Room for the prompt alone: the lesson is cut.
+  const int64_t n_prompt = static_cast<int64_t>(f.policy.tokenizer->encode(f.tasks[0].prompt, true).size());
+  LessonStage tight(*f.policy.tokenizer, context, context - n_prompt, true, critic, o, "test tasks");
+  tight.pool().add("x", f.tasks[1].prompt, "use an e");
+  LessonStats st3;
+  EXPECT_EQ(tight.show({originals[0]}, st3)[0].prompt, f.tasks[0].prompt);
+  EXPECT_EQ(st3.n_cut, 1);
+  EXPECT_EQ(st3.n_with_lessons, 0);
 }
 
 }  // namespace
