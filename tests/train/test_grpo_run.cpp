@@ -7,6 +7,9 @@
 // context are bad records, and resuming a finished run writes nothing.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <utility>
+
 #include "model/loader.h"
 #include "tests/support/test_env.h"
 #include "train/config_schema.h"
@@ -118,6 +121,24 @@ void expect_same_parameters(const std::filesystem::path& a, const std::filesyste
   bool all_equal = true;
   for (const auto& p : pa) all_equal &= torch::equal(p.value(), pb[p.key()]);
   EXPECT_EQ(all_equal, same) << a << " vs " << b;
+}
+
+// One config run `steps` steps straight (dir/a) and stopped after `first`
+// steps then resumed to `steps` (dir/b): the final weights must be equal.
+// Returns the two metrics logs (a, b).
+using ConfigAt = std::function<TrainConfig(const std::filesystem::path& out, int64_t steps)>;
+std::pair<std::vector<Json>, std::vector<Json>> straight_and_resumed(const ConfigAt& config, const test::TempDir& dir,
+                                                                     int64_t steps, int64_t first) {
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  run_training(config(dir / "a", steps), quiet);
+  run_training(config(dir / "b", first), quiet);
+  TrainRunOptions resume = quiet;
+  resume.resume = true;
+  run_training(config(dir / "b", steps), resume);
+  const std::string last = "checkpoints/step-" + std::to_string(steps) + "/model";
+  expect_same_parameters(dir / ("a/" + last), dir / ("b/" + last));
+  return {read_jsonl(dir / "a/metrics.jsonl"), read_jsonl(dir / "b/metrics.jsonl")};
 }
 
 TEST(GrpoRun, Bf16WarmStartKeepsTheWarmedWeightsAndTheReferenceIsThePolicyAsRlStarts) {
@@ -283,15 +304,11 @@ Json refine_config(const std::filesystem::path& model, const std::filesystem::pa
 TEST(GrpoRun, RefinementRunResumesExactly) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);
-  TrainRunOptions quiet;
-  quiet.quiet = true;
-  run_training(train_config_from_json(refine_config(model, dir / "a", 4), "straight"), quiet);
-  run_training(train_config_from_json(refine_config(model, dir / "b", 2), "first half"), quiet);
-  TrainRunOptions resume = quiet;
-  resume.resume = true;
-  run_training(train_config_from_json(refine_config(model, dir / "b", 4), "second half"), resume);
-  expect_same_parameters(dir / "a/checkpoints/step-4/model", dir / "b/checkpoints/step-4/model");
-  auto ma = read_jsonl(dir / "a/metrics.jsonl"), mb = read_jsonl(dir / "b/metrics.jsonl");
+  auto [ma, mb] = straight_and_resumed(
+      [&](const std::filesystem::path& out, int64_t steps) {
+        return train_config_from_json(refine_config(model, out, steps), "refine");
+      },
+      dir, 4, 2);
   ASSERT_EQ(ma.size(), 4u);
   ASSERT_EQ(mb.size(), 4u);
   double added = 0;
@@ -303,7 +320,9 @@ TEST(GrpoRun, RefinementRunResumesExactly) {
     // Refinement tokens are left out of the rollout-agreement check.
     EXPECT_LT(ma[i]["policy/logprob_diff_max"].get<double>(), 1e-4) << "step " << i + 1;
     added += ma[i]["refine/added"].get<double>();
-    if (ma[i]["refine/added"].get<double>() > 0) EXPECT_GT(ma[i]["policy/shaped_frac"].get<double>(), 0.0);
+    if (ma[i]["refine/added"].get<double>() > 0) {
+      EXPECT_GT(ma[i]["policy/shaped_frac"].get<double>(), 0.0);
+    }
   }
   EXPECT_GT(added, 0) << "no refinement joined a group in 4 steps";
   bool seen = false;
@@ -331,13 +350,7 @@ TEST(GrpoRun, ReplayRunResumesExactlyWithItsBuffer) {
     j["replay"] = {{"enabled", true}};
     return train_config_from_json(j, "replay");
   };
-  run_training(config(dir / "a", 6), quiet);
-  run_training(config(dir / "b", 3), quiet);
-  TrainRunOptions resume = quiet;
-  resume.resume = true;
-  run_training(config(dir / "b", 6), resume);
-  expect_same_parameters(dir / "a/checkpoints/step-6/model", dir / "b/checkpoints/step-6/model");
-  auto ma = read_jsonl(dir / "a/metrics.jsonl"), mb = read_jsonl(dir / "b/metrics.jsonl");
+  auto [ma, mb] = straight_and_resumed(config, dir, 6, 3);
   ASSERT_EQ(ma.size(), 6u);
   double injected = 0;
   for (size_t i = 0; i < ma.size(); ++i) {
@@ -349,6 +362,8 @@ TEST(GrpoRun, ReplayRunResumesExactlyWithItsBuffer) {
   EXPECT_GT(ma.back()["replay/size"].get<double>(), 0.0);
   EXPECT_GT(injected, 0.0) << "no group was given a stored success in 6 steps";
   // A run without replay cannot be resumed with it.
+  TrainRunOptions resume = quiet;
+  resume.resume = true;
   Json j = make(model, dir / "c", 2);
   run_training(train_config_from_json(j, "plain"), quiet);
   j["run"]["steps"] = 4;
@@ -373,13 +388,7 @@ TEST(GrpoRun, LessonRunShowsLessonsAndResumesExactlyWithItsPool) {
     j["critic"] = {{"type", "simple_gt"}};
     return train_config_from_json(j, "lessons");
   };
-  run_training(config(dir / "a", 6), quiet);
-  run_training(config(dir / "b", 3), quiet);
-  TrainRunOptions resume = quiet;
-  resume.resume = true;
-  run_training(config(dir / "b", 6), resume);
-  expect_same_parameters(dir / "a/checkpoints/step-6/model", dir / "b/checkpoints/step-6/model");
-  auto ma = read_jsonl(dir / "a/metrics.jsonl"), mb = read_jsonl(dir / "b/metrics.jsonl");
+  auto [ma, mb] = straight_and_resumed(config, dir, 6, 3);
   ASSERT_EQ(ma.size(), 6u);
   double written = 0, shown = 0;
   for (size_t i = 0; i < ma.size(); ++i) {
@@ -396,7 +405,9 @@ TEST(GrpoRun, LessonRunShowsLessonsAndResumesExactlyWithItsPool) {
   for (const Json& s : read_jsonl(dir / "a/samples.jsonl"))
     seen |= s.value("prompt", "").rfind("Lesson: ", 0) == 0;
   EXPECT_TRUE(seen) << "the samples log shows no prompt with a lesson";
-  // A run without lessons cannot be resumed with them; an SFT run refuses them.
+  // A run without lessons cannot be resumed with them.
+  TrainRunOptions resume = quiet;
+  resume.resume = true;
   Json j = make(model, dir / "c", 2);
   run_training(train_config_from_json(j, "plain"), quiet);
   j["run"]["steps"] = 4;
@@ -416,20 +427,12 @@ TEST(GrpoRun, LessonRunShowsLessonsAndResumesExactlyWithItsPool) {
 TEST(GrpoRun, SelfDistillationRunResumesExactly) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);
-  TrainRunOptions quiet;
-  quiet.quiet = true;
   auto config = [&](const std::filesystem::path& out, int64_t steps) {
     Json j = make(model, out, steps);
     j["distill"] = {{"enabled", true}, {"coef", 0.5}, {"context", "The answer is {reference}. {prompt}"}};
     return train_config_from_json(j, "distill");
   };
-  run_training(config(dir / "a", 4), quiet);
-  run_training(config(dir / "b", 2), quiet);
-  TrainRunOptions resume = quiet;
-  resume.resume = true;
-  run_training(config(dir / "b", 4), resume);
-  expect_same_parameters(dir / "a/checkpoints/step-4/model", dir / "b/checkpoints/step-4/model");
-  auto m = read_jsonl(dir / "a/metrics.jsonl");
+  auto m = straight_and_resumed(config, dir, 4, 2).first;
   ASSERT_EQ(m.size(), 4u);
   for (const Json& r : m) {
     EXPECT_EQ(r["distill/episodes"].get<double>(), 8.0);  // 2 prompts x 4 episodes
