@@ -7,15 +7,18 @@ function(rlf_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# rlf_test(NAME SOURCES ... DEPS ... [LABELS ...]): a GoogleTest executable whose
+# rlf_test(NAME SOURCES ... DEPS ... [LABELS ...] [CPU_HEAVY]): a GoogleTest executable whose
 # tests are registered with CTest. Every test is in one of two tiers, both run
 # by scripts/test.sh: "e2e" (LABELS e2e: whole runs, the rlf binary) or the
 # fast tier (everything else: unit and oracle tests, label "fast", or
 # "parser" for the ones also run under ASan + UBSan). Tests find shared/, the oracle interpreter
 # and the build tree through defaults compiled into rlf_test_support
-# (tests/CMakeLists.txt), which the environment may override.
+# (tests/CMakeLists.txt), which the environment may override. CPU_HEAVY tests
+# (whole training runs that keep every core busy) share one resource lock, so
+# ctest -j never runs two of them at once: side by side on 2 cores their
+# BLAS/OpenMP threads spin against each other and each takes 2-4x as long.
 function(rlf_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "CPU_HEAVY" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
@@ -43,6 +46,12 @@ function(rlf_test name)
     set(ARG_LABELS fast)
   endif()
   list(APPEND props LABELS ${ARG_LABELS})
+  if(ARG_CPU_HEAVY)
+    list(APPEND props RESOURCE_LOCK cpu_heavy)
+  endif()
+  if(ARG_LABELS STREQUAL "parser")
+    set_property(GLOBAL APPEND PROPERTY RLF_PARSER_TESTS ${name})
+  endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 120 PROPERTIES ${props})
 endfunction()
 

@@ -369,7 +369,9 @@ TEST(Reflexion, AttemptsSeeTheirReflectionsAndAccuracyAccumulates) {
   int64_t solved = 0;
   for (size_t k = 0; k < 3; ++k) {
     const ReflexionAttempt& a = r.attempts[k];
-    if (k > 0) EXPECT_EQ(a.n_tried, r.attempts[k - 1].n_tried - r.attempts[k - 1].n_solved);
+    if (k > 0) {
+      EXPECT_EQ(a.n_tried, r.attempts[k - 1].n_tried - r.attempts[k - 1].n_solved);
+    }
     solved += a.n_solved;
     EXPECT_DOUBLE_EQ(a.accuracy, static_cast<double>(solved) / 12.0);
     EXPECT_EQ(a.n_reflections, k < 2 ? a.n_tried - a.n_solved : 0);  // none after the last attempt
