@@ -34,6 +34,9 @@ function(rlf_test name)
     endforeach()
   endif()
   add_executable(${name} ${ARG_SOURCES})
+  # Test code is not what gets measured: -O1 (after the build type's -O3)
+  # compiles it ~20% faster and still reuses the shared PCH (-O0 would not).
+  target_compile_options(${name} PRIVATE -O1)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} rlf_test_support GTest::gtest GTest::gtest_main)
   set(props TIMEOUT ${ARG_TIMEOUT})
   # One label per test: gtest_discover_tests (CMake 3.25) passes PROPERTIES on
