@@ -14,6 +14,7 @@
 #include "rewards/keyword_reward.h"
 #include "rewards/length_reward.h"
 #include "rewards/reward_options.h"
+#include "rewards/text_overlap.h"
 
 namespace rlf {
 namespace {
@@ -31,6 +32,15 @@ Factory factory(Options (*read)(OptionReader&)) {
   };
 }
 
+// bleu, chrf, rouge_l: one reward class, the metric named by the type.
+Factory text_overlap(const std::string& metric) {
+  return [metric](OptionReader& reader) -> std::unique_ptr<Reward> {
+    TextOverlapOptions options = read_text_overlap_options(reader, metric);
+    reader.finish();
+    return std::make_unique<TextOverlapReward>(std::move(options));
+  };
+}
+
 // A reward type without options of its own.
 template <typename RewardT>
 Factory no_options() {
@@ -42,6 +52,8 @@ Factory no_options() {
 
 const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> table = {
+      {"bleu", text_overlap("bleu")},
+      {"chrf", text_overlap("chrf")},
       {"code", factory<CodeRewardOptions, CodeReward>(read_code_options)},
       {"countdown", no_options<CountdownReward>()},
       {"env", no_options<EnvReward>()},
@@ -50,6 +62,7 @@ const std::map<std::string, Factory>& factories() {
       {"keywords", factory<KeywordRewardOptions, KeywordReward>(read_keyword_options)},
       {"length", factory<LengthRewardOptions, LengthReward>(read_length_options)},
       {"math", factory<ExactMatchOptions, ExactMatchReward>(read_exact_match_options)},
+      {"rouge_l", text_overlap("rouge_l")},
   };
   return table;
 }
