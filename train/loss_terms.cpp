@@ -105,4 +105,115 @@ torch::Tensor DistillTerm::per_token(const TermInput& in, TermSums& sums) const 
   return kl;
 }
 
+namespace {
+
+// Rows of a micro-batch that a preference term trains on: (chosen, rejected)
+// row pairs, the first best and first worst rewarded episode of each group
+// whose rewards differ (pairwise losses), or every rewarded row of a group of
+// two or more (SPPO).
+struct PreferenceRows {
+  std::vector<int64_t> chosen, rejected;  // pairwise
+  std::vector<int64_t> rows;              // sppo
+};
+
+PreferenceRows preference_rows(const MicroBatch& mb, bool per_sequence) {
+  check(mb.seq_group.defined() && mb.seq_reward.defined(), "loss term 'pref': the micro-batch has no groups or rewards");
+  const auto g = mb.seq_group.contiguous();
+  const auto r = mb.seq_reward.contiguous();
+  const int64_t* gv = g.data_ptr<int64_t>();
+  const double* rv = r.data_ptr<double>();
+  const int64_t B = g.numel();
+  PreferenceRows out;
+  std::vector<bool> seen(static_cast<size_t>(B), false);
+  for (int64_t i = 0; i < B; ++i) {
+    if (seen[i]) continue;
+    int64_t best = -1, worst = -1;
+    std::vector<int64_t> members;
+    for (int64_t j = i; j < B; ++j) {
+      if (gv[j] != gv[i]) continue;
+      seen[j] = true;
+      if (!std::isfinite(rv[j])) continue;
+      members.push_back(j);
+      if (best < 0 || rv[j] > rv[best]) best = j;
+      if (worst < 0 || rv[j] < rv[worst]) worst = j;
+    }
+    if (per_sequence) {
+      if (members.size() >= 2) out.rows.insert(out.rows.end(), members.begin(), members.end());
+    } else if (best >= 0 && rv[best] > rv[worst]) {
+      out.chosen.push_back(best);
+      out.rejected.push_back(worst);
+    }
+  }
+  return out;
+}
+
+torch::Tensor index_tensor(const std::vector<int64_t>& v, torch::Device device) {
+  return torch::tensor(v, torch::TensorOptions().dtype(torch::kInt64)).to(device);
+}
+
+}  // namespace
+
+PreferenceTerm::PreferenceTerm(algo::PreferenceLossOptions options) : options_(options) { options_.validate(); }
+
+torch::Tensor PreferenceTerm::weights(const MicroBatch& mb) const {
+  const PreferenceRows rows = preference_rows(mb, options_.loss == algo::PreferenceLoss::Sppo);
+  std::vector<float> keep(static_cast<size_t>(mb.n_sequences), 0.0f);
+  for (const auto* v : {&rows.chosen, &rows.rejected, &rows.rows})
+    for (int64_t i : *v) keep[static_cast<size_t>(i)] = 1.0f;
+  auto k = torch::tensor(keep, torch::TensorOptions().dtype(torch::kFloat32)).to(mb.weight.device());
+  return mb.weight * k.unsqueeze(1);
+}
+
+torch::Tensor PreferenceTerm::per_token(const TermInput& in, TermSums& sums) const {
+  const MicroBatch& mb = in.mb;
+  const bool sppo = options_.loss == algo::PreferenceLoss::Sppo;
+  const PreferenceRows rows = preference_rows(mb, sppo);
+  const auto w = weights(mb);
+  const auto on = w > 0;
+  const auto zero = torch::zeros({}, in.logp.options());
+  // Masked positions hold 0 inside the graph: inf/NaN there cannot leak into the sums' gradient.
+  const auto seq = torch::where(on, in.logp, zero).sum(1);  // [B] log pi(response)
+  const auto len = on.sum(1).to(in.logp.scalar_type());     // [B] response tokens
+  torch::Tensor ref;
+  if (needs_reference()) {
+    check(mb.ref_logp.defined(), "loss term 'pref': preference.loss = \"", algo::preference_loss_name(options_.loss),
+          "\" needs reference log-probs and the episodes carry none");
+    ref = torch::where(on, mb.ref_logp, zero).sum(1);
+  }
+  auto row_loss = torch::zeros({mb.n_sequences}, in.logp.options());
+  if (sppo) {
+    if (!rows.rows.empty()) {
+      const auto idx = index_tensor(rows.rows, in.logp.device());
+      const auto win = algo::group_win_rates(mb.seq_reward.index_select(0, index_tensor(rows.rows, torch::kCPU)),
+                                             mb.seq_group.index_select(0, index_tensor(rows.rows, torch::kCPU)))
+                           .to(in.logp.device());
+      const auto logratio = seq.index_select(0, idx) - ref.index_select(0, idx);
+      row_loss = row_loss.index_add(0, idx, algo::sppo_loss(logratio, win, options_.beta));
+      torch::NoGradGuard ng;
+      sums["pref/logratio"] += logratio.detach().sum().item<double>();
+      sums["pref/target_logratio"] += ((win - 0.5) / options_.beta).sum().item<double>();
+    }
+  } else if (!rows.chosen.empty()) {
+    const auto ic = index_tensor(rows.chosen, in.logp.device()), ir = index_tensor(rows.rejected, in.logp.device());
+    algo::PairLogps p;
+    p.chosen = seq.index_select(0, ic);
+    p.rejected = seq.index_select(0, ir);
+    p.chosen_len = len.index_select(0, ic);
+    p.rejected_len = len.index_select(0, ir);
+    if (ref.defined()) p.ref_chosen = ref.index_select(0, ic), p.ref_rejected = ref.index_select(0, ir);
+    const auto loss = algo::pairwise_preference_loss(p, options_);
+    row_loss = row_loss.index_add(0, ic, loss).index_add(0, ir, loss);
+    torch::NoGradGuard ng;
+    const auto [rc, rr] = algo::implicit_rewards(p, options_);
+    // Each pair has two rows and the sums are divided by the rows: twice the per-pair values.
+    sums["pref/accuracy"] += 2 * (rc > rr).to(torch::kFloat64).sum().item<double>();
+    sums["pref/margin"] += 2 * (rc - rr).sum().item<double>();
+    sums["pref/chosen_reward"] += 2 * rc.sum().item<double>();
+    sums["pref/rejected_reward"] += 2 * rr.sum().item<double>();
+    sums["pref/chosen_logp"] += 2 * (p.chosen.detach() / p.chosen_len).sum().item<double>();
+    sums["pref/rejected_logp"] += 2 * (p.rejected.detach() / p.rejected_len).sum().item<double>();
+  }
+  return torch::where(on, row_loss.unsqueeze(1).expand_as(in.logp), zero);
+}
+
 }  // namespace rlf

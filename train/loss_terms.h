@@ -18,6 +18,13 @@
 //   entropy  -coef * H(p) on the weighted tokens (an entropy bonus)
 //   distill  coef * k(logp, teacher_logp) on tokens of episodes with teacher
 //            log-probs: reverse KL to a teacher (train/distillation.h)
+//   pref     a preference loss on whole sequences (DPO, IPO, hinge, SimPO,
+//            SPPO; algorithms/preference_loss.h): each group's best and worst
+//            episode by Episode::reward form a pair (SPPO: every episode with
+//            its win rate in the group); the pair's loss is spread over both
+//            rows, so the mean over rows (seq_mean_token_mean) is the mean
+//            over pairs. Offline DPO's groups are (chosen, rejected) pairs;
+//            online DPO's are the rollout's groups.
 //
 // Every term's per-token loss is exactly 0, with exactly zero gradient, where
 // its weights are 0 (tested): prompt, observation and feedback tokens are
@@ -33,6 +40,7 @@
 #include "algorithms/kl.h"
 #include "algorithms/loss_aggregation.h"
 #include "algorithms/policy_loss.h"
+#include "algorithms/preference_loss.h"
 #include "train/micro_batch.h"
 
 namespace rlf {
@@ -66,6 +74,12 @@ class LossTerm {
   virtual algo::AggregationOptions aggregation() const { return {}; }
   // Per-token loss [B, T] (0 where weights == 0); diagnostics go to `sums`.
   virtual torch::Tensor per_token(const TermInput& in, TermSums& sums) const = 0;
+  // Compares the episodes of a group with each other: the trainer keeps each
+  // group in one micro-batch.
+  virtual bool needs_whole_groups() const { return false; }
+  // Its diagnostics are per sequence: the trainer divides them by the term's
+  // sequence count rather than its weight total.
+  virtual bool sums_per_sequence() const { return false; }
 };
 
 class PolicyGradientTerm final : public LossTerm {
@@ -137,6 +151,26 @@ class DistillTerm final : public LossTerm {
   double coef_;
   algo::KlEstimator estimator_;
   algo::AggregationOptions aggregation_;
+};
+
+class PreferenceTerm final : public LossTerm {
+ public:
+  explicit PreferenceTerm(algo::PreferenceLossOptions options);
+  std::string name() const override { return "pref"; }
+  bool needs_reference() const override { return !options_.reference_free(); }
+  bool needs_whole_groups() const override { return true; }
+  bool sums_per_sequence() const override { return true; }
+  // The loss weights of the rows that take part (a pair's two rows; SPPO:
+  // rows of groups with two or more rewarded episodes); 0 elsewhere.
+  torch::Tensor weights(const MicroBatch& mb) const override;
+  algo::AggregationOptions aggregation() const override { return {algo::LossAggregation::SeqMeanTokenMean, 0}; }
+  // Diagnostics (per pair): pref/accuracy (implicit reward of chosen >
+  // rejected), pref/margin, pref/chosen_reward, pref/rejected_reward,
+  // pref/chosen_logp, pref/rejected_logp (mean log-prob per token).
+  torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
+
+ private:
+  algo::PreferenceLossOptions options_;
 };
 
 }  // namespace rlf

@@ -1,6 +1,7 @@
 #include "train/micro_batch.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "util/error.h"
 
@@ -68,6 +69,12 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
   mb.off_policy = put(off);
   if (has_shaped) mb.shaped = put(shaped);
   if (has_teacher) mb.teacher_logp = put(teacher), mb.teacher_mask = put(teacher_mask);
+  mb.seq_group = torch::empty({B}, i64);
+  mb.seq_reward = torch::empty({B}, torch::kFloat64);
+  for (int64_t b = 0; b < B; ++b) {
+    mb.seq_group[b] = eps[b]->group;
+    mb.seq_reward[b] = eps[b]->reward ? *eps[b]->reward : std::nan("");
+  }
   mb.n_sequences = B;
   return mb;
 }
@@ -84,6 +91,32 @@ std::vector<std::vector<const Episode*>> split_micro_batches(const std::vector<c
     for (size_t j = i; j < std::min(order.size(), i + static_cast<size_t>(size)); ++j) mb.push_back(episodes[order[j]]);
     out.push_back(std::move(mb));
   }
+  return out;
+}
+
+std::vector<std::vector<const Episode*>> split_micro_batches_by_group(const std::vector<const Episode*>& episodes,
+                                                                      int64_t size) {
+  check(size > 0, "micro-batch size must be > 0 (got ", size, ")");
+  std::vector<int64_t> ids;
+  std::vector<std::vector<const Episode*>> groups;
+  std::vector<size_t> longest;
+  for (const Episode* e : episodes) {
+    auto it = std::find(ids.begin(), ids.end(), e->group);
+    const size_t g = static_cast<size_t>(it - ids.begin());
+    if (it == ids.end()) ids.push_back(e->group), groups.emplace_back(), longest.push_back(0);
+    groups[g].push_back(e);
+    longest[g] = std::max(longest[g], e->tokens.size());
+  }
+  std::vector<size_t> order(groups.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return longest[a] < longest[b]; });
+  std::vector<std::vector<const Episode*>> out;
+  std::vector<const Episode*> cur;
+  for (size_t g : order) {
+    if (!cur.empty() && cur.size() + groups[g].size() > static_cast<size_t>(size)) out.push_back(std::move(cur)), cur.clear();
+    cur.insert(cur.end(), groups[g].begin(), groups[g].end());
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
   return out;
 }
 

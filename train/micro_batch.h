@@ -26,6 +26,8 @@ struct MicroBatch {
   torch::Tensor teacher_mask;  // [B, T] fp32: 1 on tokens of episodes with teacher log-probs (with teacher_logp)
   torch::Tensor shaped;      // [B, T] fp32: 1 on tokens of refinement episodes (trained with policy shaping,
                              // algorithms/policy_shaping.h), or undefined when the micro-batch has none
+  torch::Tensor seq_group;   // [B] int64 on the CPU: each row's Episode::group
+  torch::Tensor seq_reward;  // [B] fp64 on the CPU: each row's Episode::reward (NaN where missing)
   int64_t n_sequences = 0;   // B
 };
 
@@ -41,6 +43,13 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& episodes, torch::
 // Splits episodes into micro-batches of at most `size` sequences, sorted by
 // length so padding stays small (stable: ties keep their order).
 std::vector<std::vector<const Episode*>> split_micro_batches(const std::vector<const Episode*>& episodes, int64_t size);
+
+// Like split_micro_batches, but the episodes of one group (Episode::group)
+// stay together (terms that compare the members of a group: preference
+// losses); groups sorted by their longest episode are packed into
+// micro-batches of at most `size` sequences (a larger group is one on its own).
+std::vector<std::vector<const Episode*>> split_micro_batches_by_group(const std::vector<const Episode*>& episodes,
+                                                                      int64_t size);
 
 // Log-probs of every episode's tokens under `model` (no gradient):
 // out[i][t] = log p(tokens[t] | tokens[< t]) for t >= 1 (out[i][0] = 0).

@@ -7,6 +7,7 @@
 #include "algorithms/credit.h"
 #include "algorithms/kl.h"
 #include "env/episode_rewards.h"
+#include "train/diagnostics.h"
 #include "train/micro_batch.h"
 #include "util/error.h"
 #include "util/hash.h"
@@ -208,7 +209,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
 }
 
 void RlSteps::add_reference_logprobs(std::vector<ScoredGroup>& groups) {
-  if (!reference_ || options_.kl_beta <= 0) return;
+  if (!reference_) return;  // given when the kl term, KL in the reward or a preference term needs it
   std::vector<Episode*> all;
   std::vector<const Episode*> view;
   for (auto& g : groups)
@@ -344,6 +345,9 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) co
   m["completion/length_max"] = l.n > 0 ? extremes[0] : 0.0;
   m["completion/length_min"] = l.n > 0 ? -extremes[1] : 0.0;
   m["completion/truncated_frac"] = counts[3] > 0 ? counts[0] / counts[3] : 0.0;
+  DiagnosticSums diag = diagnostic_sums(groups, accuracy_component_);
+  reducer_.sum(diag);
+  m.update(diagnostics_from_sums(diag));
 }
 
 std::vector<Episode> RlSteps::next(int64_t step, int32_t version, Json& metrics) {

@@ -13,7 +13,9 @@ std::vector<std::string> names_of_estimators() {
 
 }  // namespace
 
-const char* trainer_kind_name(TrainerKind kind) { return kind == TrainerKind::Sft ? "sft" : "grpo"; }
+const char* trainer_kind_name(TrainerKind kind) {
+  return kind == TrainerKind::Sft ? "sft" : kind == TrainerKind::Dpo ? "dpo" : "grpo";
+}
 
 std::filesystem::path TrainConfig::model_path() const {
   return model.random_init.empty() ? std::filesystem::path(model.path) : run.out_dir / "init";
@@ -29,8 +31,9 @@ const ConfigSchema& train_config_schema() {
     ConfigSchema s = {
         // [trainer]
         {"trainer.kind", T::String, trainer_kind_name(d.kind), "",
-         "what the run trains: grpo = RL through the environment with rewards; sft = supervised on [sft.data] alone",
-         {"grpo", "sft"}},
+         "what the run trains: grpo = RL through the environment with rewards; sft = supervised on [sft.data] alone; "
+         "dpo = offline preference optimisation on [preference.data] (the DPO family, [preference])",
+         {"grpo", "sft", "dpo"}},
         // [model]
         {"model.path", T::String, d.model.path, "",
          "policy to train: a Hugging Face directory or a llama2.c .bin (required unless model.random_init)"},
@@ -74,6 +77,9 @@ const ConfigSchema& train_config_schema() {
          "how reward components combine (TRL)", {"sum_then_normalize", "normalize_then_sum"}},
         {"algorithm.accuracy_reward", T::String, r.accuracy_reward, "",
          "reward component whose score > 0.5 counts as correct (\"\" = the first)"},
+        {"algorithm.gold_reward", T::String, r.gold_reward, "",
+         "a held-out reward component (weight 0: it never trains) logged as diag/gold_reward; a warning when the "
+         "trained reward rises while it falls over 20 steps (\"\" = off)"},
         SchemaEntry{"algorithm.eps_low", T::Float, d.loss.policy.eps_low, "", "lower clip of the importance ratio (1 - eps_low)"}.in(0, 0.999999),
         SchemaEntry{"algorithm.eps_high", T::Float, d.loss.policy.eps_high, "", "upper clip (1 + eps_high); DAPO clip-higher uses 0.28"}.in(0, 100),
         SchemaEntry{"algorithm.dual_clip", T::Float, d.loss.policy.dual_clip, "",
@@ -160,6 +166,14 @@ const ConfigSchema& train_config_schema() {
         {"lessons.line", T::String, r.lessons.line, "", "how each lesson is shown before the prompt ({lesson})"},
         SchemaEntry{"lessons.max_per_step", T::Int, r.lessons.max_per_step, "groups",
          "failed groups critiqued for lessons per step at most (0 = all)"}.in(0, 1e9),
+        // [raft]
+        {"raft.enabled", T::Bool, r.raft.enabled, "",
+         "rejection-sampling fine-tuning (RAFT / ReST / STaR, docs/algorithms.md): each step keeps the best (or every "
+         "good enough) sampled episode and trains the ce term on those alone, instead of the policy gradient"},
+        {"raft.keep", T::String, r.raft.keep, "", "each group's best qualifying episode, or every qualifying one",
+         {"best", "all"}},
+        SchemaEntry{"raft.min_reward", T::Float, r.raft.min_reward, "",
+         "an episode qualifies when its reward is at least this"}.in(-1e12, 1e12),
         // [optim]
         SchemaEntry{"optim.lr", T::Float, t.lr.lr, "", "peak learning rate"}.in(1e-30, 10),
         {"optim.schedule", T::String, lr_schedule_kind_name(t.lr.kind), "", "shape after warm-up",
@@ -189,8 +203,8 @@ const ConfigSchema& train_config_schema() {
          "RL: end the run once its steps generated this many tokens (rollouts, refinements, critiques by the "
          "policy; checked after each step); 0 = run.steps decides. rlf compare gives every method the same budget"}.in(0, 1e15),
         {"run.sft_control", T::Bool, d.run.sft_control, "",
-         "after RL, train the post-SFT policy with SFT alone for the RL phase's wall time and report its pass@1 "
-         "(pass1_control; needs [sft])"},
+         "after RL (or DPO), train the post-SFT policy with SFT alone for the steps' wall time and report its "
+         "pass@1 (pass1_control; needs [sft])"},
         // [sft]
         {"sft.data", T::Any, Json::object(), "",
          "SFT data (docs/data.md, SftDataset): the warm start before RL, or the data of trainer.kind = \"sft\"; "
@@ -205,6 +219,29 @@ const ConfigSchema& train_config_schema() {
         SchemaEntry{"sft.stop_eval_prompts", T::Int, sft.stop_eval_prompts, "prompts",
          "training prompts (the first N; never held-out ones) those checks use"}.in(1, 1e9),
     };
+    // [preference]
+    const PreferenceOptions& pref = d.preference;
+    s.push_back({"preference.data", T::Any, Json::object(), "",
+                 "preference pairs (docs/data.md, PreferenceDataset): a file of prompt/chosen/rejected records, "
+                 "HH-RLHF records, or the synthetic arithmetic preset; needed by trainer.kind = \"dpo\""});
+    s.push_back({"preference.loss", T::String, std::string(algo::preference_loss_name(pref.loss.loss)), "",
+                 "the preference loss (docs/algorithms.md): DPO, IPO, SLiC hinge, SimPO (reference-free), SPPO",
+                 {"sigmoid", "ipo", "hinge", "simpo", "sppo"}});
+    s.push_back(SchemaEntry{"preference.beta", T::Float, pref.loss.beta, "",
+                            "strength of the implicit KL to the reference (DPO 0.1; SimPO's reward scale, 2..10)"}
+                    .in(1e-9, 1e6));
+    s.push_back(SchemaEntry{"preference.label_smoothing", T::Float, pref.loss.label_smoothing, "",
+                            "sigmoid, simpo: assumed share of flipped labels (cDPO), in [0, 0.5)"}
+                    .in(0, 0.4999999));
+    s.push_back(SchemaEntry{"preference.simpo_gamma", T::Float, pref.loss.simpo_gamma, "",
+                            "simpo: target reward margin gamma"}
+                    .in(0, 1e6));
+    s.push_back({"preference.online", T::Bool, pref.online, "",
+                 "trainer.kind = \"grpo\": train with the preference loss instead of the policy gradient, on pairs "
+                 "of each rollout group's best and worst episode under the rewards, fresh every step (online DPO)"});
+    s.push_back(SchemaEntry{"preference.batch_size", T::Int, pref.batch_size, "pairs",
+                            "preference pairs per step (two sequences each)"}
+                    .in(1, 1e6));
     check_schema(s);
     return s;
   }();
@@ -224,6 +261,7 @@ void RlStepOptions::validate() const {
   if (distill.enabled) distill.validate();
   replay.validate();
   lessons.validate();
+  raft.validate();
   env.episode.validate();
   const algo::AdvantageEstimator e = credit.advantage.estimator;
   check(group_size >= 2 || e == algo::AdvantageEstimator::ReinforcePP, "rollout.group_size = 1 gives every episode a "
@@ -244,7 +282,8 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   auto get = [&](const char* section, const char* key) -> const Json& { return j.at(section).at(key); };
   auto fail_at = [&](const auto&... args) { fail(source, ": ", args...); };
 
-  c.kind = get("trainer", "kind").get<std::string>() == "sft" ? TrainerKind::Sft : TrainerKind::Grpo;
+  const std::string kind = get("trainer", "kind").get<std::string>();
+  c.kind = kind == "sft" ? TrainerKind::Sft : kind == "dpo" ? TrainerKind::Dpo : TrainerKind::Grpo;
   c.model.path = get("model", "path").get<std::string>();
   c.model.tokenizer = get("model", "tokenizer").get<std::string>();
   c.model.dtype = get("model", "dtype").get<std::string>();
@@ -292,6 +331,9 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   c.rl.lessons.min_similarity = get("lessons", "min_similarity").get<double>();
   c.rl.lessons.line = get("lessons", "line").get<std::string>();
   c.rl.lessons.max_per_step = get("lessons", "max_per_step").get<int64_t>();
+  c.rl.raft.enabled = get("raft", "enabled").get<bool>();
+  c.rl.raft.keep = get("raft", "keep").get<std::string>();
+  c.rl.raft.min_reward = get("raft", "min_reward").get<double>();
 
   // [rollout] [algorithm]
   RlStepOptions& r = c.rl;
@@ -308,6 +350,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   r.env.episode.add_special_tokens = r.add_special_tokens;
   r.reward_aggregation = parse_aggregation(get("algorithm", "reward_aggregation").get<std::string>());
   r.accuracy_reward = get("algorithm", "accuracy_reward").get<std::string>();
+  r.gold_reward = get("algorithm", "gold_reward").get<std::string>();
   r.credit.mode = algo::parse_credit_mode(get("algorithm", "credit").get<std::string>());
   r.credit.gamma = get("algorithm", "gamma").get<double>();
   r.credit.advantage.estimator = algo::parse_advantage_estimator(get("algorithm", "advantage").get<std::string>());
@@ -396,7 +439,35 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
       fail_at("sft.batch_size and sft.micro_batch_size must be > 0");
   }
 
+  // [preference]
+  const Json& pref = j.at("preference");
+  c.preference.loss.loss = algo::parse_preference_loss(pref.at("loss").get<std::string>());
+  c.preference.loss.beta = pref.at("beta").get<double>();
+  c.preference.loss.label_smoothing = pref.at("label_smoothing").get<double>();
+  c.preference.loss.simpo_gamma = pref.at("simpo_gamma").get<double>();
+  c.preference.batch_size = pref.at("batch_size").get<int64_t>();
+  c.preference.online = pref.at("online").get<bool>();
+  if (!pref.at("data").empty()) {
+    c.preference.enabled = true;
+    c.preference.data = preference_dataset_options_from_json(pref.at("data"), source + " [preference.data]");
+    c.preference.data.seed = c.rl.seed;  // as [data]: the synthetic problems and the shuffle follow run.seed
+    if (!c.has_data && !c.sft.enabled) c.rl.add_special_tokens = c.preference.data.chat_template.empty();
+  }
+  with_context(source, [&] { c.preference.loss.validate(); });
+
   // What each kind needs, and options that do not go together.
+  if (c.kind != TrainerKind::Dpo && c.preference.enabled)
+    fail_at("[preference.data] is the data of trainer.kind = \"dpo\" (got \"", trainer_kind_name(c.kind),
+            "\"); set trainer.kind = \"dpo\" or remove it");
+  if (c.preference.online && c.kind != TrainerKind::Grpo)
+    fail_at("preference.online trains on rollout groups: it needs trainer.kind = \"grpo\" (offline pairs: "
+            "trainer.kind = \"dpo\" with [preference.data])");
+  if (c.rl.raft.enabled && c.kind != TrainerKind::Grpo)
+    fail_at("raft.enabled samples and filters rollouts: it needs trainer.kind = \"grpo\"");
+  if (c.rl.raft.enabled && c.preference.online)
+    fail_at("raft.enabled and preference.online both replace the policy-gradient term; keep one");
+  if (c.preference.online && c.rl.group_size < 2)
+    fail_at("preference.online pairs each group's best and worst episode: set rollout.group_size >= 2");
   if (c.kind == TrainerKind::Grpo) {
     if (!c.has_data) fail_at("missing required key 'data' (the prompt dataset; docs/data.md)");
     const bool env_rewards = c.rl.env.gives_rewards;
@@ -412,6 +483,22 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
               "prompts (env.type = \"external\")");
     if (c.sft.enabled && (c.sft.steps <= 0 || !(c.sft.lr > 0)))
       fail_at("[sft] with data needs sft.steps > 0 and sft.lr > 0 (the warm start's length and learning rate)");
+  } else if (c.kind == TrainerKind::Dpo) {
+    if (!c.preference.enabled)
+      fail_at("trainer.kind = \"dpo\" needs [preference.data] (the (prompt, chosen, rejected) pairs to train on)");
+    if (c.sft.enabled && (c.sft.steps <= 0 || !(c.sft.lr > 0)))
+      fail_at("[sft] with data needs sft.steps > 0 and sft.lr > 0 (the warm start's length and learning rate)");
+    if (c.has_data && c.rewards.empty())
+      fail_at("[data] in a DPO run measures held-out pass@1 and needs a [[reward]] to judge it; add one or drop [data]");
+    if (c.rl.kl_beta > 0)
+      fail_at("algorithm.kl_beta adds a KL term, but the DPO family's KL to the reference is implicit: set its ",
+              "strength with preference.beta and algorithm.kl_beta = 0");
+    if (c.loss.entropy_coef != 0) fail_at("algorithm.entropy_coef applies to sampled tokens (grpo, sft); a DPO run has none");
+    for (const char* key : {"replay", "lessons", "distill", "refine"})
+      if (get(key, "enabled").get<bool>()) fail_at(key, ".enabled is part of RL (trainer.kind = \"grpo\")");
+    if (c.trainer.micro_batch_size < 2)
+      fail_at("algorithm.micro_batch_size must be >= 2 with trainer.kind = \"dpo\" (a pair's two sequences share "
+              "a micro-batch)");
   } else {
     if (!c.sft.enabled) fail_at("trainer.kind = \"sft\" needs [sft.data] (the (prompt, response) pairs to train on)");
     for (const char* key : {"steps", "lr", "stop_at_pass1", "stop_eval_every", "stop_eval_prompts"})
@@ -427,8 +514,9 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     if (c.rl.kl_beta > 0 && c.rl.kl_in_reward)
       fail_at("algorithm.kl_placement = \"reward\" puts the KL into RL rewards; an SFT run has none: use \"loss\"");
   }
-  if (c.run.sft_control && (c.kind != TrainerKind::Grpo || !c.sft.enabled))
-    fail_at("run.sft_control compares RL with more SFT: it needs trainer.kind = \"grpo\" and an [sft] warm start");
+  if (c.run.sft_control && (c.kind == TrainerKind::Sft || !c.sft.enabled))
+    fail_at("run.sft_control compares RL (or DPO) with more SFT: it needs trainer.kind = \"grpo\" or \"dpo\" and an "
+            "[sft] warm start");
   with_context(source, [&] {
     c.rl.validate();
     c.trainer.validate();

@@ -17,6 +17,12 @@
 //   "sft"   supervised fine-tuning alone: the ce term on [sft.data] pairs for
 //           run.steps steps with [optim]'s schedule; [data] + [[reward]],
 //           when given, measure held-out pass@1 before and after
+//   "dpo"   offline preference optimisation (DPO, IPO, hinge, SimPO, SPPO;
+//           [preference]): the pref term on [preference.data] (prompt,
+//           chosen, rejected) triples for run.steps steps, reference
+//           log-probs computed once per pair and cached; held-out preference
+//           accuracy before and after; optional [sft] warm start; [data] +
+//           [[reward]], when given, measure held-out pass@1 as for "sft"
 #pragma once
 
 #include <filesystem>
@@ -27,6 +33,8 @@
 #include "algorithms/kl.h"
 #include "algorithms/loss_aggregation.h"
 #include "algorithms/policy_loss.h"
+#include "algorithms/preference_loss.h"
+#include "data/preference_dataset.h"
 #include "data/prompt_dataset.h"
 #include "data/sft_dataset.h"
 #include "env/env_registry.h"
@@ -36,6 +44,7 @@
 #include "train/config_schema.h"
 #include "train/distillation.h"
 #include "train/refinement.h"
+#include "train/rejection_sampling.h"
 #include "train/lessons.h"
 #include "train/replay_buffer.h"
 #include "train/trainer.h"
@@ -45,8 +54,8 @@ namespace rlf {
 // The schema of every key outside [data], [sft.data], [[reward]] and [env].
 const ConfigSchema& train_config_schema();
 
-enum class TrainerKind { Grpo, Sft };
-const char* trainer_kind_name(TrainerKind kind);  // "grpo", "sft"
+enum class TrainerKind { Grpo, Sft, Dpo };
+const char* trainer_kind_name(TrainerKind kind);  // "grpo", "sft", "dpo"
 
 // What the RL step source needs ([rollout] and the RL part of [algorithm]).
 struct RlStepOptions {
@@ -60,6 +69,8 @@ struct RlStepOptions {
   int64_t max_batch_rows = 64;           // sequences the engine decodes together
   RewardAggregation reward_aggregation = RewardAggregation::sum_then_normalize;
   std::string accuracy_reward;           // component whose score > 0.5 counts as correct ("" = the first)
+  std::string gold_reward;               // a held-out component (weight 0) watched for over-optimisation ("" = off;
+                                         // train/diagnostics.h GoldRewardWatch)
   algo::CreditOptions credit;            // episode | turn | token, gamma, the advantage estimator
   double kl_beta = 0.0;                  // > 0: KL to the reference (in the loss or the reward)
   algo::KlEstimator kl_estimator = algo::KlEstimator::K3;
@@ -75,6 +86,7 @@ struct RlStepOptions {
   DistillOptions distill;                // [distill]: self-distillation from feedback (train/distillation.h)
   ReplayOptions replay;                  // [replay]: experience replay of successes (train/replay_buffer.h)
   LessonOptions lessons;                 // [lessons]: lessons of similar tasks in rollout prompts (train/lessons.h)
+  RaftOptions raft;                      // [raft]: rejection-sampling fine-tuning (train/rejection_sampling.h)
 
   // Throws rlf::Error naming the key.
   void validate() const;
@@ -103,6 +115,19 @@ struct SftOptions {
   double stop_at_pass1 = 0.0;
   int64_t stop_eval_every = 25;
   int64_t stop_eval_prompts = 200;
+};
+
+// [preference]: the DPO family (trainer.kind = "dpo").
+struct PreferenceOptions {
+  bool enabled = false;               // preference.data present
+  PreferenceDatasetOptions data;      // [preference.data]
+  algo::PreferenceLossOptions loss = [] {  // preference.loss, beta, label_smoothing, simpo_gamma
+    algo::PreferenceLossOptions o;
+    return o;
+  }();
+  int64_t batch_size = 16;            // pairs per step (each pair is two sequences)
+  bool online = false;                // trainer.kind = "grpo": the pref term replaces the policy term, on each
+                                      // rollout group's best and worst episode (online / iterative DPO)
 };
 
 struct RunOptions {
@@ -144,6 +169,7 @@ struct TrainConfig {
   TrainerOptions trainer;         // epochs, mini-batches, micro-batch size, optimizer, schedule
   RunOptions run;
   SftOptions sft;
+  PreferenceOptions preference;
 
   // The model directory the run loads (model.path, or out_dir/init with random_init).
   std::filesystem::path model_path() const;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <set>
 
 #include "data/prompt_format.h"
 #include "env/env_registry.h"
@@ -16,8 +17,10 @@
 #include "rollout/policy.h"
 #include "train/checkpoint.h"
 #include "train/demo.h"
+#include "train/diagnostics.h"
 #include "train/metrics.h"
 #include "train/plot.h"
+#include "train/preference_steps.h"
 #include "train/progress.h"
 #include "train/rl_steps.h"
 #include "train/sft_steps.h"
@@ -46,6 +49,8 @@ struct Run {
   std::unique_ptr<Environment> env;
   std::unique_ptr<Critic> critic;  // refine.enabled
   std::vector<SftExample> sft_examples;
+  std::unique_ptr<PreferenceDataset> prefs;  // trainer.kind = "dpo"
+  std::vector<PreferenceExample> pref_train;  // its training pairs outside the held-out eval prompts
 
   void say(const std::string& s) const {
     if (!opts.quiet) std::cout << s << std::endl;
@@ -133,8 +138,12 @@ class RlSource final : public StepSource {
  public:
   RlSource(Run& r, CausalLM reference)
       : steps_(r.policy, r.train, r.rewards, *r.env, r.cfg.rl, r.reducer, std::move(reference), r.critic.get()),
-        train_(r.train) {}
-  std::vector<Episode> next(int64_t step, int32_t version, Json& m) override { return steps_.next(step, version, m); }
+        train_(r.train),
+        raft_(r.cfg.rl.raft) {}
+  std::vector<Episode> next(int64_t step, int32_t version, Json& m) override {
+    auto eps = steps_.next(step, version, m);
+    return raft_.enabled ? rejection_sample(eps, raft_, m) : eps;
+  }
   DataCursor& cursor() override { return steps_.cursor(); }
   Json extra_state() const override {
     Json s = Json::object();
@@ -187,6 +196,7 @@ class RlSource final : public StepSource {
  private:
   RlSteps steps_;
   const std::vector<PromptExample>& train_;
+  RaftOptions raft_;
 };
 
 class SftSource final : public StepSource {
@@ -218,9 +228,34 @@ class SftSource final : public StepSource {
   int64_t micro_batch_size_;
 };
 
+class PreferenceSource final : public StepSource {
+ public:
+  PreferenceSource(Run& r, CausalLM reference)
+      : steps_(r.policy, r.pref_train, r.cfg.preference.batch_size, r.cfg.rl.seed ^ 0xD70ULL,
+               r.cfg.rl.add_special_tokens, std::move(reference), r.cfg.trainer.micro_batch_size) {
+    if (steps_.reference_s() > 0)
+      r.say("preference: reference log-probs of " + std::to_string(r.pref_train.size()) + " training pairs in " +
+            std::to_string(steps_.reference_s()) + " s");
+  }
+  std::vector<Episode> next(int64_t, int32_t, Json& m) override {
+    auto eps = steps_.next();
+    m["pref/pairs"] = static_cast<double>(eps.size() / 2);
+    return eps;
+  }
+  DataCursor& cursor() override { return steps_.cursor(); }
+
+ private:
+  PreferenceSteps steps_;
+};
+
 std::vector<std::unique_ptr<LossTerm>> rl_terms(const TrainConfig& cfg) {
   std::vector<std::unique_ptr<LossTerm>> terms;
-  terms.push_back(std::make_unique<PolicyGradientTerm>(cfg.loss.policy, cfg.loss.aggregation, cfg.rl.refine.gamma));
+  if (cfg.preference.online)  // online DPO: pairs of each rollout group's best and worst episode
+    terms.push_back(std::make_unique<PreferenceTerm>(cfg.preference.loss));
+  else if (cfg.rl.raft.enabled)  // rejection sampling: the ce term on the kept episodes (RlSource filters them)
+    terms.push_back(std::make_unique<CrossEntropyTerm>());
+  else
+    terms.push_back(std::make_unique<PolicyGradientTerm>(cfg.loss.policy, cfg.loss.aggregation, cfg.rl.refine.gamma));
   if (cfg.rl.kl_beta > 0 && !cfg.rl.kl_in_reward)
     terms.push_back(std::make_unique<KlTerm>(cfg.rl.kl_beta, cfg.rl.kl_estimator, cfg.loss.aggregation));
   if (cfg.loss.entropy_coef != 0) terms.push_back(std::make_unique<EntropyTerm>(cfg.loss.entropy_coef, cfg.loss.aggregation));
@@ -379,6 +414,8 @@ Json TrainRunSummary::to_json() const {
   j["pass1_after"] = opt(pass1_after);
   j["pass1_control"] = opt(pass1_control);
   if (pass1_control >= 0) j["control_sft_steps"] = control_sft_steps;
+  if (!preference_before.is_null()) j["preference_before"] = preference_before;
+  if (!preference_after.is_null()) j["preference_after"] = preference_after;
   j["turns_mean"] = last_metrics.contains("episode/turns_mean") ? last_metrics["episode/turns_mean"] : Json(nullptr);
   j["rollout_tokens"] = rollout_tokens;
   j["out_dir"] = out_dir.string();
@@ -392,6 +429,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   summary.kind = trainer_kind_name(cfg.kind);
   summary.out_dir = cfg.run.out_dir;
   const bool rl = cfg.kind == TrainerKind::Grpo;
+  const bool dpo = cfg.kind == TrainerKind::Dpo;
 
   // 1. Load everything and check every record before any step.
   if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
@@ -399,7 +437,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   LoadOptions lo;
   lo.dtype = cfg.model.dtype;
   lo.device = cfg.model.device;
-  Run r{cfg, opts, {}, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}, {}};
+  Run r{cfg, opts, {}, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}, {}, {}, {}};
   r.policy.model()->set_fast_cpu_path(cfg.model.fast_cpu_path);
   TokenizerChat chat = tokenizer_chat_of(*r.policy.tokenizer);
   if (!cfg.rewards.empty()) r.rewards = make_reward_set(cfg.rewards, cfg.source);
@@ -437,6 +475,18 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
           " pairs dropped because their prompt is a held-out eval prompt");
   }
 
+  if (dpo) {
+    r.prefs = std::make_unique<PreferenceDataset>(PreferenceDataset::load(cfg.preference.data, &chat));
+    // Held-out prompts stay held out: pairs whose prompt is a held-out eval prompt are dropped.
+    std::set<std::string> held_out;
+    for (const PromptExample& e : r.eval) held_out.insert(e.prompt);
+    for (const PreferenceExample& p : r.prefs->train())
+      if (!held_out.count(p.prompt)) r.pref_train.push_back(p);
+    check(!r.pref_train.empty(), cfg.source, ": [preference.data] has no training pairs outside the held-out eval prompts");
+    r.say(r.prefs->summary() + "; " + std::to_string(r.prefs->train().size() - r.pref_train.size()) +
+          " training pairs dropped because their prompt is a held-out eval prompt");
+  }
+
   // Only the writing rank (the one process here: Reducer) writes files.
   const bool writer = r.reducer.writes();
   const fs::path ckpt_dir = cfg.run.out_dir / "checkpoints";
@@ -451,7 +501,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   // 2. Warm start (fresh RL runs only), trained or loaded from run.warm_start_cache.
   WarmStart warm;
   bool warmed = false;
-  if (rl && cfg.sft.enabled && !resume_from) {
+  if ((rl || dpo) && cfg.sft.enabled && !resume_from) {
     const bool cached = !cfg.run.warm_start_cache.empty() && !cfg.run.sft_control;
     if (cached && load_cached_warm_start(r, &summary.sft_steps)) {
       warmed = true;
@@ -466,7 +516,8 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   // 3. The KL reference: the policy as the steps start, unless "initial".
   // After a warm start that is the warmed policy, saved in run.out_dir/reference
   // so a resume uses the same one; without a warm start it is the model as loaded.
-  const bool needs_ref = cfg.rl.kl_beta > 0;
+  const bool needs_ref =
+      cfg.rl.kl_beta > 0 || ((dpo || cfg.preference.online) && !cfg.preference.loss.reference_free());
   CausalLM reference{nullptr};
   if (writer && !resume_from && fs::exists(ref_dir)) fs::remove_all(ref_dir);  // a fresh run never reuses another run's
   if (needs_ref) {
@@ -488,6 +539,14 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   if (rl) {
     trainer = std::make_unique<Trainer>(r.policy.model(), rl_terms(cfg), cfg.trainer, r.reducer);
     source = std::make_unique<RlSource>(r, reference);
+  } else if (dpo) {
+    TrainerOptions to = cfg.trainer;
+    to.log_entropy = false;
+    to.log_rollout_agreement = false;  // the responses were not sampled by this policy
+    std::vector<std::unique_ptr<LossTerm>> terms;
+    terms.push_back(std::make_unique<PreferenceTerm>(cfg.preference.loss));
+    trainer = std::make_unique<Trainer>(r.policy.model(), std::move(terms), to, r.reducer);
+    source = std::make_unique<PreferenceSource>(r, reference);
   } else {
     TrainerOptions to = cfg.trainer;
     to.micro_batch_size = cfg.sft.micro_batch_size;
@@ -515,6 +574,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     source->restore_extra_state(st.extra.value("source", Json(nullptr)));
     source->cursor().restore(st.data_cursor);
     summary.pass1_before = st.extra.value("pass1_before", -1.0);
+    summary.preference_before = st.extra.value("preference_before", Json(nullptr));
     r.say("resumed from " + resume_from->string() + " at step " + std::to_string(start));
     // A changed run.steps would re-plan a decaying schedule under the steps already taken:
     // the resumed run keeps the horizon it started with (after it, the rate stays at lr_min).
@@ -534,6 +594,17 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
 
   if (!resume_from) summary.pass1_before = r.greedy_pass1(r.eval);
   if (summary.pass1_before >= 0) r.say("held-out pass@1 before: " + std::to_string(summary.pass1_before));
+  // Held-out preference pairs: the implicit-reward accuracy the loss optimises and the policy's own preference.
+  auto measure_prefs = [&] {
+    return measure_preferences(r.policy, *r.policy.model(), reference.is_empty() ? nullptr : reference.get(),
+                               r.prefs->eval(), cfg.preference.loss,
+                               cfg.rl.add_special_tokens, cfg.trainer.micro_batch_size)
+        .to_json();
+  };
+  if (dpo && !r.prefs->eval().empty() && !resume_from) {
+    summary.preference_before = measure_prefs();
+    r.say("held-out preferences before: " + summary.preference_before.dump());
+  }
 
   // 5. Steps.
   std::unique_ptr<MetricsWriter> metrics;
@@ -558,13 +629,24 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     st.scheduler_step = trainer->optimizer().step_count();
     st.data_cursor = source->cursor().state();
     st.extra = {{"pass1_before", summary.pass1_before}, {"lr_horizon", trainer->lr_horizon()},
-                {"rollout_tokens", tokens_used}};
+                {"rollout_tokens", tokens_used}, {"preference_before", summary.preference_before}};
     if (Json s = source->extra_state(); !s.is_null()) st.extra["source"] = std::move(s);
     if (writer) save_checkpoint(ckpt_dir, st, targets, co);
     last_saved = step;
   };
 
   int64_t notes_shown = 0;
+  // A held-out gold reward watched against the trained one (restarts empty after a resume).
+  std::unique_ptr<GoldRewardWatch> gold_watch;
+  if (rl && !cfg.rl.gold_reward.empty()) {
+    const auto& comps = r.rewards.components();
+    auto it = std::find_if(comps.begin(), comps.end(), [&](const RewardComponent& c) { return c.name == cfg.rl.gold_reward; });
+    check(it != comps.end(), cfg.source, ": algorithm.gold_reward = \"", cfg.rl.gold_reward,
+          "\" names no [[reward]] component; add one with that name and weight = 0");
+    check(it->weight == 0, cfg.source, ": algorithm.gold_reward = \"", cfg.rl.gold_reward, "\" has weight ", it->weight,
+          ", so it is trained on; a gold reward must be held out: set its weight = 0");
+    gold_watch = std::make_unique<GoldRewardWatch>(cfg.rl.gold_reward);
+  }
   const int64_t budget = cfg.run.rollout_token_budget;
   int64_t end = std::max(start, cfg.run.steps);
   for (int64_t step = start; step < cfg.run.steps; ++step) {
@@ -587,6 +669,14 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
       m["rollout/tokens_total"] = tokens_used;
     }
     summary.steps_wall_s += since(t0);
+    if (gold_watch && m.contains("reward/mean") && m.contains("reward/" + cfg.rl.gold_reward + "/mean")) {
+      const double gold = m["reward/" + cfg.rl.gold_reward + "/mean"].get<double>();
+      m["diag/gold_reward"] = gold;
+      if (auto warning = gold_watch->add(step + 1, m["reward/mean"].get<double>(), gold)) {
+        m["notes"].push_back(*warning);
+        m["diag/overoptimization_warning"] = 1.0;
+      }
+    }
     if (m.contains("notes")) {
       for (const auto& n : m["notes"])
         if (notes_shown++ < 20) r.say("step " + std::to_string(step + 1) + ": " + n.get<std::string>());
@@ -597,9 +687,12 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     if (r.data) m["data/skipped_records"] = static_cast<double>(r.data->n_skipped() + n_too_long);
     if (metrics) metrics->write_step(step + 1, numeric(m));
     if (samples && samples->due(step + 1)) samples->write(step + 1, source->samples());
-    if (bar) bar->update(step + 1, rl ? std::vector<std::pair<std::string, double>>{{"reward", m.value("reward/mean", 0.0)},
-                                                                                  {"acc", m.value("accuracy", 0.0)}}
-                                      : std::vector<std::pair<std::string, double>>{{"loss", m.value("loss/ce", 0.0)}});
+    if (bar)
+      bar->update(step + 1, rl    ? std::vector<std::pair<std::string, double>>{{"reward", m.value("reward/mean", 0.0)},
+                                                                             {"acc", m.value("accuracy", 0.0)}}
+                            : dpo ? std::vector<std::pair<std::string, double>>{{"loss", m.value("loss/pref", 0.0)},
+                                                                             {"acc", m.value("pref/accuracy", 0.0)}}
+                                  : std::vector<std::pair<std::string, double>>{{"loss", m.value("loss/ce", 0.0)}});
     const bool budget_spent = budget > 0 && tokens_used >= budget;
     if (budget_spent) end = step + 1;
     if (cfg.run.checkpoint_every > 0 && (step + 1) % cfg.run.checkpoint_every == 0 && step + 1 < cfg.run.steps &&
@@ -618,6 +711,10 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
 
   // 6. Finish.
   summary.pass1_after = r.greedy_pass1(r.eval);
+  if (dpo && !r.prefs->eval().empty()) {
+    summary.preference_after = measure_prefs();
+    r.say("held-out preferences after: " + summary.preference_after.dump());
+  }
   if (cfg.run.sft_control && warm.trainer && summary.pass1_after >= 0) {
     summary.pass1_control = sft_control(r, warm, summary.steps_wall_s, &summary.control_sft_steps);
     r.say("control (SFT alone for " + std::to_string(summary.steps_wall_s) + " s, " +
@@ -628,7 +725,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     std::vector<std::string> keys;
     auto records = read_jsonl(cfg.run.out_dir / "metrics.jsonl");
     for (const char* k : {"reward/mean", "accuracy", "eval/pass1", "episode/turns_mean", "completion/length_mean",
-                          "policy/entropy", "kl/ref", "loss/ce"})
+                          "policy/entropy", "kl/ref", "loss/ce", "loss/pref", "pref/accuracy", "pref/margin"})
       if (std::any_of(records.begin(), records.end(), [&](const Json& x) { return x.contains(k) && x[k].is_number(); }))
         keys.push_back(k);
     if (!keys.empty()) write_metrics_plot(cfg.run.out_dir / "metrics.jsonl", cfg.run.out_dir / "plot.html", keys);
@@ -637,13 +734,21 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   if (writer) write_file_atomic(cfg.run.out_dir / "summary.json", summary.to_json().dump(2));
   if (writer && !opts.quiet) {
     auto records = read_jsonl(cfg.run.out_dir / "metrics.jsonl");
-    std::vector<std::string> keys = rl ? std::vector<std::string>{"reward/mean", "accuracy", "episode/turns_mean",
-                                                                  "completion/length_mean", "policy/entropy", "time/step_s"}
-                                       : std::vector<std::string>{"loss/ce", "time/step_s"};
+    std::vector<std::string> keys = rl    ? std::vector<std::string>{"reward/mean", "accuracy", "episode/turns_mean",
+                                                                     "completion/length_mean", "policy/entropy", "time/step_s"}
+                                    : dpo ? std::vector<std::string>{"loss/pref", "pref/accuracy", "pref/margin",
+                                                                     "pref/chosen_logp", "pref/rejected_logp", "time/step_s"}
+                                          : std::vector<std::string>{"loss/ce", "time/step_s"};
     std::cout << format_metrics_summary(summarize_metrics(records, keys));
     if (summary.pass1_before >= 0)
       std::printf("held-out pass@1: before %.3f  after %.3f\n", summary.pass1_before, summary.pass1_after);
     if (summary.pass1_control >= 0) std::printf("held-out pass@1 of the SFT-only control: %.3f\n", summary.pass1_control);
+    if (summary.preference_before.is_object() && summary.preference_after.is_object())
+      std::printf("held-out preference accuracy (implicit reward): before %.3f  after %.3f; the policy's own "
+                  "(mean log-prob per token): before %.3f  after %.3f\n",
+                  summary.preference_before.value("accuracy", 0.0), summary.preference_after.value("accuracy", 0.0),
+                  summary.preference_before.value("logp_accuracy", 0.0),
+                  summary.preference_after.value("logp_accuracy", 0.0));
     std::cout << "run directory: " << cfg.run.out_dir.string() << " (metrics.jsonl, samples.jsonl, plot.html, checkpoints/)\n";
   }
   return summary;

@@ -47,7 +47,9 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
 
   // 1-2. Micro-batches and every term's normaliser over all of them (and all ranks).
   std::vector<MicroBatch> mbs;
-  for (const auto& part : split_micro_batches(episodes, options_.micro_batch_size))
+  const bool whole_groups = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_whole_groups(); });
+  for (const auto& part : whole_groups ? split_micro_batches_by_group(episodes, options_.micro_batch_size)
+                                       : split_micro_batches(episodes, options_.micro_batch_size))
     mbs.push_back(make_micro_batch(part, model_->device(), optimizer_->step_count()));
   const size_t K = terms_.size();
   std::vector<std::vector<torch::Tensor>> weights(mbs.size(), std::vector<torch::Tensor>(K));
@@ -69,6 +71,7 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
     term_totals[k].n_tokens = totals[2 * k];
     term_totals[k].n_sequences = static_cast<int64_t>(totals[2 * k + 1]);
     st.weight_total[terms_[k]->name()] = totals[2 * k];
+    if (terms_[k]->sums_per_sequence()) st.sequence_total[terms_[k]->name()] = totals[2 * k + 1];
   }
   st.n_tokens = totals[2 * K];
 
@@ -87,8 +90,8 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
       }
     }
   }
-  // A term that writes the kl/ref metric itself spares the trainer computing it again.
-  const bool kl_from_terms = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_reference(); });
+  // The kl term writes the kl/ref metric itself, sparing the trainer computing it again.
+  const bool kl_from_terms = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->name() == "kl"; });
 
   // 3. Forward, terms, backward, per micro-batch.
   for (size_t m = 0; m < mbs.size(); ++m) {
@@ -118,7 +121,7 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
       TermSums sums;
       auto per_token = terms_[k]->per_token(in, sums);
       for (const auto& [name, v] : sums) st.sums[name] += v, st.sum_owner[name] = terms_[k]->name();
-      if (terms_[k]->needs_reference() && sums.count("kl/term")) st.kl_ref_sum += sums.at("kl/term");
+      if (sums.count("kl/term")) st.kl_ref_sum += sums.at("kl/term");
       if (terms_[k]->coef() != 1.0) per_token = per_token * terms_[k]->coef();
       {
         torch::NoGradGuard ng;  // each term's own share, for the metrics
@@ -202,7 +205,8 @@ Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
       for (const auto& [name, v] : st.term_loss) means[name] += v;
       // Term diagnostics: sums over the step divided by the term's weight total.
       for (const auto& [name, v] : st.sums) {
-        const double total = st.weight_total.at(st.sum_owner.at(name));
+        const std::string& owner = st.sum_owner.at(name);
+        const double total = st.sequence_total.count(owner) ? st.sequence_total.at(owner) : st.weight_total.at(owner);
         means[name] += total > 0 ? v / total : 0.0;
       }
       means["kl/ref"] += st.n_tokens > 0 ? st.kl_ref_sum / st.n_tokens : 0.0;

@@ -63,6 +63,8 @@ struct StepLoss {
   std::map<std::string, double> sums;         // TermSums over the step (metric -> weighted sum)
   std::map<std::string, std::string> sum_owner;  // metric -> the term that wrote it (whose weight total normalises it)
   std::map<std::string, double> weight_total; // term name -> its weight total (the normaliser of its sums)
+  std::map<std::string, double> sequence_total;  // term name -> its sequence count, for terms whose sums are
+                                                 // per sequence (LossTerm::sums_per_sequence)
   double logprob_diff_max = 0;       // max |trainer log-prob - stored old log-prob| on weighted tokens
   double kl_ref_sum = 0;             // sum of k(logp, ref) over weighted tokens (0 without ref_logp)
   double entropy_sum = 0;            // sum of the entropy over weighted tokens (when computed)

@@ -12,7 +12,7 @@ namespace rlf::cli {
 CommandSpec make_train_command() {
   CommandSpec c;
   c.name = "train";
-  c.summary = "train a policy from a TOML config: RL through an environment (trainer.kind = grpo) or SFT";
+  c.summary = "train a policy from a TOML config: RL through an environment (trainer.kind = grpo), SFT, or DPO on preference pairs";
   c.usage = "CONFIG.toml";
   c.n_positional_min = c.n_positional_max = 1;
   c.options = {

@@ -12,6 +12,7 @@
 
 #include "model/loader.h"
 #include "tests/support/test_env.h"
+#include "tests/train/run_fixtures.h"
 #include "train/config_schema.h"
 #include "train/metrics.h"
 #include "train/train_run.h"
@@ -20,15 +21,10 @@
 namespace rlf {
 namespace {
 
-std::filesystem::path make_tiny_model(const test::TempDir& dir) {
-  ModelConfig c = ModelConfig::preset("stories260K");
-  c.num_hidden_layers = 2;
-  auto model = make_random_model(c, 1, torch::kFloat32, torch::kCPU);
-  SaveOptions so;
-  so.tokenizer_source = test::shared_path("models/stories260K/tok512.bin");
-  save_model(*model, dir / "tiny", so);
-  return dir / "tiny";
-}
+using test::ConfigAt;
+using test::expect_same_parameters;
+using test::make_tiny_model;
+using test::straight_and_resumed;
 
 Json make(const std::filesystem::path& model, const std::filesystem::path& out, int64_t steps) {
   Json j = Json::parse(R"({
@@ -113,32 +109,6 @@ TEST(GrpoRun, ConfigErrorsNameTheKey) {
 Json sft_table() {
   return Json::parse(R"({"data": {"preset": "arithmetic", "arithmetic": {"n_problems": 40}}, "steps": 3,
                          "batch_size": 4, "micro_batch_size": 4, "lr": 0.01})");
-}
-
-void expect_same_parameters(const std::filesystem::path& a, const std::filesystem::path& b, bool same = true) {
-  LoadedModel ma = load_model(a), mb = load_model(b);
-  auto pa = ma.model->named_parameters(), pb = mb.model->named_parameters();
-  bool all_equal = true;
-  for (const auto& p : pa) all_equal &= torch::equal(p.value(), pb[p.key()]);
-  EXPECT_EQ(all_equal, same) << a << " vs " << b;
-}
-
-// One config run `steps` steps straight (dir/a) and stopped after `first`
-// steps then resumed to `steps` (dir/b): the final weights must be equal.
-// Returns the two metrics logs (a, b).
-using ConfigAt = std::function<TrainConfig(const std::filesystem::path& out, int64_t steps)>;
-std::pair<std::vector<Json>, std::vector<Json>> straight_and_resumed(const ConfigAt& config, const test::TempDir& dir,
-                                                                     int64_t steps, int64_t first) {
-  TrainRunOptions quiet;
-  quiet.quiet = true;
-  run_training(config(dir / "a", steps), quiet);
-  run_training(config(dir / "b", first), quiet);
-  TrainRunOptions resume = quiet;
-  resume.resume = true;
-  run_training(config(dir / "b", steps), resume);
-  const std::string last = "checkpoints/step-" + std::to_string(steps) + "/model";
-  expect_same_parameters(dir / ("a/" + last), dir / ("b/" + last));
-  return {read_jsonl(dir / "a/metrics.jsonl"), read_jsonl(dir / "b/metrics.jsonl")};
 }
 
 TEST(GrpoRun, Bf16WarmStartKeepsTheWarmedWeightsAndTheReferenceIsThePolicyAsRlStarts) {
@@ -566,7 +536,7 @@ TEST(GrpoRun, IncompatibleOptionsAreRefusedAtLoad) {
   expect_error(bad, "sft.steps configures the warm start before RL");
   bad = ok;
   bad["run"]["sft_control"] = true;
-  expect_error(bad, "run.sft_control compares RL with more SFT");
+  expect_error(bad, "run.sft_control compares RL (or DPO) with more SFT");
   bad = ok;
   bad["model"]["random_init"] = "demo";
   expect_error(bad, "model.path and model.random_init are both set");

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "env/episode_producer.h"
@@ -141,7 +143,9 @@ TEST(LossTerms, PolicyTermShapesRefinementTokensOnly) {
       EXPECT_EQ(per[1][t].item<double>(), 0.0);
       EXPECT_EQ(logp.grad()[1][t].item<double>(), 0.0);
     }
-    if (w0 == 0) EXPECT_EQ(logp.grad()[0][t].item<double>(), 0.0);
+    if (w0 == 0) {
+      EXPECT_EQ(logp.grad()[0][t].item<double>(), 0.0);
+    }
   }
   EXPECT_EQ(n_shaped, 7);
   EXPECT_EQ(sums.at("policy/shaped_frac"), 7.0);
@@ -399,6 +403,112 @@ TEST(MicroBatch, OffPolicyTokensAreReplayedOnesAndOnesSampledByOlderWeights) {
   EXPECT_EQ(flags(e, -1), 0.0f);
   e.on_policy = false;
   EXPECT_EQ(flags(e, 3), n_policy) << "replayed episodes are off-policy whatever their version";
+}
+
+}  // namespace
+}  // namespace rlf
+
+namespace rlf {
+namespace {
+
+// The pref term through the trainer: each group's best and worst rewarded
+// episode form a pair (ties and missing rewards form none), the step's loss
+// is the mean pair loss whatever the micro-batch size (groups stay whole),
+// the metrics are per pair, and SPPO is the mean over rows of its squared
+// distance to the win-rate target. By hand from the model's log-probs.
+TEST(Trainer, PreferenceTermIsTheMeanLossOverEachGroupsBestAndWorst) {
+  auto model = tiny_model(21), ref = tiny_model(22);
+  std::vector<Episode> eps;
+  const std::vector<std::pair<int64_t, std::optional<double>>> layout = {
+      {0, 1.0}, {0, 0.0},                 // a pair, chosen first
+      {1, 0.0}, {1, 1.0},                 // a pair, rejected first
+      {2, 0.2}, {2, 0.9}, {2, 0.5},       // best 0.9 vs worst 0.2; the 0.5 one takes no part
+      {3, 0.5}, {3, 0.5},                 // a tie: no pair
+      {4, std::nullopt}, {4, 1.0}};       // a missing reward: no pair
+  for (size_t i = 0; i < layout.size(); ++i) {
+    Episode e = two_turn_episode(layout[i].first, static_cast<uint32_t>(40 + i));
+    e.reward = layout[i].second;
+    e.ref_logprob = logprobs_of(ref, e);
+    e.advantage.clear();
+    eps.push_back(e);
+  }
+  auto sums = [&](size_t i) {  // (policy, reference) log-prob sums over the policy tokens
+    const auto lp = logprobs_of(model, eps[i]);
+    double pi = 0, r = 0;
+    for (size_t t = 0; t < eps[i].tokens.size(); ++t)
+      if (eps[i].loss_weight[t] > 0) pi += lp[t], r += eps[i].ref_logprob[t];
+    return std::make_pair(pi, r);
+  };
+  const double beta = 0.7;
+  const std::vector<std::pair<size_t, size_t>> pairs = {{0, 1}, {3, 2}, {5, 4}};
+  double want = 0, acc = 0, margin = 0;
+  for (auto [c, r] : pairs) {
+    const auto [pc, rc] = sums(c);
+    const auto [pr, rr] = sums(r);
+    const double h = beta * ((pc - rc) - (pr - rr));
+    want += std::log1p(std::exp(-h)) / pairs.size();
+    acc += (h > 0 ? 1.0 : 0.0) / pairs.size();
+    margin += h / pairs.size();
+  }
+  // One step's accumulate() with the pref term alone.
+  auto accumulate = [&](const algo::PreferenceLossOptions& po, int64_t micro_batch_size) {
+    LocalReducer reducer;
+    TrainerOptions to;
+    to.micro_batch_size = micro_batch_size;
+    to.log_entropy = false;
+    std::vector<std::unique_ptr<LossTerm>> terms;
+    terms.push_back(std::make_unique<PreferenceTerm>(po));
+    Trainer trainer(model, std::move(terms), to, reducer);
+    std::vector<const Episode*> view;
+    for (const auto& e : eps) view.push_back(&e);
+    StepLoss st = trainer.accumulate(view);
+    model->zero_grad();
+    return st;
+  };
+  algo::PreferenceLossOptions po;
+  po.beta = beta;
+  for (int64_t mbs : {2, 3, 64}) {
+    SCOPED_TRACE("micro_batch_size " + std::to_string(mbs));
+    StepLoss st = accumulate(po, mbs);
+    EXPECT_NEAR(st.loss, want, 1e-5);
+    EXPECT_EQ(st.sequence_total.at("pref"), 6.0) << "three pairs, two rows each";
+    EXPECT_NEAR(st.sums.at("pref/accuracy") / 6.0, acc, 1e-9);
+    EXPECT_NEAR(st.sums.at("pref/margin") / 6.0, margin, 1e-4);
+  }
+  // SPPO: every rewarded episode of a group of two or more, target (win rate - 1/2) / beta.
+  // Group 2's win rates: 0.2 -> 0, 0.9 -> 1, 0.5 -> 0.5; group 3 ties: 0.5 each; group 4 has one rewarded episode.
+  const std::vector<std::pair<size_t, double>> rows = {{0, 1}, {1, 0}, {2, 0}, {3, 1}, {4, 0},
+                                                       {5, 1}, {6, 0.5}, {7, 0.5}, {8, 0.5}};
+  double sppo = 0;
+  for (auto [i, w] : rows) {
+    const auto [pi, r] = sums(i);
+    sppo += std::pow(pi - r - (w - 0.5) / beta, 2) / rows.size();
+  }
+  po.loss = algo::PreferenceLoss::Sppo;
+  EXPECT_NEAR(accumulate(po, 3).loss / sppo, 1.0, 1e-5);
+}
+
+TEST(MicroBatch, SplitByGroupKeepsEachGroupWhole) {
+  std::vector<Episode> eps;
+  for (int64_t g : {0, 1, 1, 2, 2, 2, 3}) eps.push_back(two_turn_episode(g, static_cast<uint32_t>(eps.size())));
+  std::vector<const Episode*> view;
+  for (const auto& e : eps) view.push_back(&e);
+  for (int64_t size : {1, 2, 3, 4, 7}) {
+    auto parts = split_micro_batches_by_group(view, size);
+    std::map<int64_t, int> part_of;
+    size_t n = 0;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      if (parts[p].size() > static_cast<size_t>(size)) {  // only a group bigger than the size overflows, on its own
+        for (const Episode* e : parts[p]) EXPECT_EQ(e->group, parts[p][0]->group) << "size " << size;
+      }
+      for (const Episode* e : parts[p]) {
+        auto [it, fresh] = part_of.emplace(e->group, static_cast<int>(p));
+        EXPECT_EQ(it->second, static_cast<int>(p)) << "group " << e->group << " split at size " << size;
+        ++n;
+      }
+    }
+    EXPECT_EQ(n, eps.size());
+  }
 }
 
 }  // namespace

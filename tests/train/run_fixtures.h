@@ -1,0 +1,57 @@
+// Helpers of the whole-run tests (test_grpo_run.cpp, test_preference_run.cpp):
+// a tiny random model on disk, and the straight-versus-resumed comparison.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "model/loader.h"
+#include "tests/support/test_env.h"
+#include "train/metrics.h"
+#include "train/train_run.h"
+
+namespace rlf::test {
+
+// A 2-layer random stories260K-shaped model with the real tok512 tokenizer, saved in dir/tiny.
+inline std::filesystem::path make_tiny_model(const TempDir& dir) {
+  ModelConfig c = ModelConfig::preset("stories260K");
+  c.num_hidden_layers = 2;
+  auto model = make_random_model(c, 1, torch::kFloat32, torch::kCPU);
+  SaveOptions so;
+  so.tokenizer_source = shared_path("models/stories260K/tok512.bin");
+  save_model(*model, dir / "tiny", so);
+  return dir / "tiny";
+}
+
+// Whether two saved models have bit-identical parameters (expected: `same`).
+inline void expect_same_parameters(const std::filesystem::path& a, const std::filesystem::path& b, bool same = true) {
+  LoadedModel ma = load_model(a), mb = load_model(b);
+  auto pa = ma.model->named_parameters(), pb = mb.model->named_parameters();
+  bool all_equal = true;
+  for (const auto& p : pa) all_equal &= torch::equal(p.value(), pb[p.key()]);
+  EXPECT_EQ(all_equal, same) << a << " vs " << b;
+}
+
+// One config run `steps` steps straight (dir/a) and stopped after `first`
+// steps then resumed to `steps` (dir/b): the final weights must be equal.
+// Returns the two metrics logs (a, b).
+using ConfigAt = std::function<TrainConfig(const std::filesystem::path& out, int64_t steps)>;
+inline std::pair<std::vector<Json>, std::vector<Json>> straight_and_resumed(const ConfigAt& config, const TempDir& dir,
+                                                                     int64_t steps, int64_t first) {
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  run_training(config(dir / "a", steps), quiet);
+  run_training(config(dir / "b", first), quiet);
+  TrainRunOptions resume = quiet;
+  resume.resume = true;
+  run_training(config(dir / "b", steps), resume);
+  const std::string last = "checkpoints/step-" + std::to_string(steps) + "/model";
+  expect_same_parameters(dir / ("a/" + last), dir / ("b/" + last));
+  return {read_jsonl(dir / "a/metrics.jsonl"), read_jsonl(dir / "b/metrics.jsonl")};
+}
+
+}  // namespace rlf::test

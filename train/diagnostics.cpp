@@ -1,0 +1,117 @@
+#include "train/diagnostics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <tuple>
+#include <string>
+
+namespace rlf {
+
+namespace {
+
+// Indices into DiagnosticSums.
+enum : size_t {
+  kN,          // episodes with a reward
+  kX,          // sum of rewards
+  kY,          // sum of lengths
+  kXY,
+  kXX,
+  kYY,
+  kGroups,     // groups with at least two rewarded episodes
+  kStdSum,     // sum of their reward standard deviations (population)
+  kZeroVar,    // of those, groups whose rewards are all equal
+  kJudged,     // groups with at least one judged episode
+  kAnyCorrect, // of those, groups with a correct episode
+  kDistinct,   // sum over groups of (distinct completions / rollout episodes)
+  kWithEpisodes,  // groups with at least one rollout episode
+};
+static_assert(kWithEpisodes + 1 == std::tuple_size<DiagnosticSums>::value);
+
+}  // namespace
+
+DiagnosticSums diagnostic_sums(const std::vector<ScoredGroup>& groups, size_t accuracy_component) {
+  DiagnosticSums s{};
+  for (const ScoredGroup& g : groups) {
+    std::vector<double> rewards;
+    std::set<std::string> texts;
+    size_t n_rollout = 0;
+    bool judged = false, correct = false;
+    for (size_t i = 0; i < g.group.episodes.size(); ++i) {
+      const Episode& e = g.group.episodes[i];
+      if (e.source != EpisodeSource::Rollout) continue;
+      ++n_rollout;
+      texts.insert(e.transcript());
+      if (accuracy_component < g.scores.results.size()) {
+        judged |= g.scores.results[accuracy_component][i].score.has_value();
+        correct |= is_correct(g, accuracy_component, i);
+      }
+      if (!g.totals[i]) continue;
+      const double x = *g.totals[i], y = static_cast<double>(e.n_completion());
+      rewards.push_back(x);
+      s[kN] += 1, s[kX] += x, s[kY] += y, s[kXY] += x * y, s[kXX] += x * x, s[kYY] += y * y;
+    }
+    if (rewards.size() >= 2) {
+      double mean = 0, var = 0;
+      for (double r : rewards) mean += r;
+      mean /= static_cast<double>(rewards.size());
+      for (double r : rewards) var += (r - mean) * (r - mean);
+      var /= static_cast<double>(rewards.size());
+      s[kGroups] += 1;
+      s[kStdSum] += std::sqrt(var);
+      bool equal = true;
+      for (double r : rewards) equal &= r == rewards.front();
+      s[kZeroVar] += equal;
+    }
+    if (judged) s[kJudged] += 1, s[kAnyCorrect] += correct;
+    if (n_rollout > 0) {
+      s[kDistinct] += static_cast<double>(texts.size()) / static_cast<double>(n_rollout);
+      s[kWithEpisodes] += 1;
+    }
+  }
+  return s;
+}
+
+GoldRewardWatch::GoldRewardWatch(std::string gold_name, int64_t window, double tolerance)
+    : gold_name_(std::move(gold_name)), window_(static_cast<size_t>(std::max<int64_t>(1, window))), tolerance_(tolerance) {}
+
+std::optional<std::string> GoldRewardWatch::add(int64_t step, double proxy, double gold) {
+  history_.emplace_back(proxy, gold);
+  if (history_.size() > 2 * window_) history_.pop_front();
+  if (history_.size() < 2 * window_) return std::nullopt;
+  if (last_warning_ >= 0 && step - last_warning_ < static_cast<int64_t>(window_)) return std::nullopt;
+  double p0 = 0, p1 = 0, g0 = 0, g1 = 0;
+  for (size_t i = 0; i < window_; ++i) p0 += history_[i].first, g0 += history_[i].second;
+  for (size_t i = window_; i < 2 * window_; ++i) p1 += history_[i].first, g1 += history_[i].second;
+  const double n = static_cast<double>(window_);
+  p0 /= n, p1 /= n, g0 /= n, g1 /= n;
+  if (!(p1 - p0 > tolerance_ && g0 - g1 > tolerance_)) return std::nullopt;
+  last_warning_ = step;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "possible reward over-optimisation: over the last %zu steps the trained reward's mean rose %.3f -> %.3f "
+                "while the gold reward '%s' fell %.3f -> %.3f",
+                2 * window_, p0, p1, gold_name_.c_str(), g0, g1);
+  return std::string(buf);
+}
+
+Json diagnostics_from_sums(const DiagnosticSums& s) {
+  Json m = Json::object();
+  const double n = s[kN];
+  if (n >= 2) {
+    const double cov = s[kXY] / n - (s[kX] / n) * (s[kY] / n);
+    const double vx = s[kXX] / n - (s[kX] / n) * (s[kX] / n), vy = s[kYY] / n - (s[kY] / n) * (s[kY] / n);
+    // Constant rewards or constant lengths: no correlation to speak of (0, not NaN).
+    m["diag/reward_length_corr"] = vx > 1e-12 && vy > 1e-12 ? cov / std::sqrt(vx * vy) : 0.0;
+  }
+  if (s[kGroups] > 0) {
+    m["diag/group_reward_std"] = s[kStdSum] / s[kGroups];
+    m["diag/zero_variance_frac"] = s[kZeroVar] / s[kGroups];
+  }
+  if (s[kJudged] > 0) m["diag/pass_at_group"] = s[kAnyCorrect] / s[kJudged];
+  if (s[kWithEpisodes] > 0) m["diag/distinct_frac"] = s[kDistinct] / s[kWithEpisodes];
+  return m;
+}
+
+}  // namespace rlf
