@@ -130,7 +130,7 @@ TEST(EvalConfig, ErrorTexts) {
             "max_records, on_bad_record, arithmetic, countdown, guess)");
   EXPECT_EQ(error_of([] { from_toml("[model]\npath = \"m\"\n[data]\npath = \"x.jsonl\"\n"); }),
             "run.toml: no reward configured and preset 'generic' has no default reward; add a [[reward]] table or "
-            "--reward TYPE (code, countdown, env, external, format, keywords, length, math)");
+            "--reward TYPE (bleu, chrf, code, countdown, env, external, format, keywords, length, math, rouge_l)");
   EXPECT_EQ(error_of([] { from_toml("[model]\npath = \"\"\n[data]\npreset = \"countdown\"\n"); }),
             "run.toml: key 'model.path' is empty (a Hugging Face directory or a llama2.c .bin)");
 }
@@ -179,7 +179,7 @@ TEST(EvalFlagsTest, BuildTheSameConfig) {
   f.data = "gsm8k.jsonl";
   EXPECT_EQ(error_of([&] { eval_config_from_json(eval_config_json_from_flags(f), "rlf eval"); }),
             "rlf eval: no reward configured and preset 'generic' has no default reward; add a [[reward]] table or "
-            "--reward TYPE (code, countdown, env, external, format, keywords, length, math)");
+            "--reward TYPE (bleu, chrf, code, countdown, env, external, format, keywords, length, math, rouge_l)");
   f.rewards = {"keywords"};
   c = eval_config_from_json(eval_config_json_from_flags(f), "command line");
   EXPECT_EQ(c.data.preset, "generic");
@@ -203,8 +203,8 @@ TEST(EvalFlagsTest, ErrorTexts) {
   EXPECT_EQ(err([](EvalFlags& f) { f.data = "x.jsonl"; }),
             "rlf eval: --preset arithmetic generates its own problems; remove --data");
   EXPECT_EQ(err([](EvalFlags& f) { f.rewards = {"maths"}; }),
-            "rlf eval: unknown --reward 'maths' (expected one of code, countdown, env, external, format, keywords, "
-            "length, math)");
+            "rlf eval: unknown --reward 'maths' (expected one of bleu, chrf, code, countdown, env, external, format, keywords, "
+            "length, math, rouge_l)");
 }
 
 TEST(EvalRewards, DefaultsPerPreset) {
@@ -224,11 +224,11 @@ TEST(EvalRewards, SetWithCountdownAndErrors) {
             "run.toml [[reward]] #1: reward type 'countdown': unknown option 'target'; valid options: (none) (and name, "
             "type, weight)");
   EXPECT_EQ(error_of([] { make_reward_set(Json::parse(R"([{"type": "math"}, {"type": "cd"}])"), "run.toml"); }),
-            "run.toml [[reward]] #2: unknown reward type 'cd'; valid types: code, countdown, env, external, format, "
-            "keywords, length, math");
+            "run.toml [[reward]] #2: unknown reward type 'cd'; valid types: bleu, chrf, code, countdown, env, external, format, "
+            "keywords, length, math, rouge_l");
   EXPECT_EQ(error_of([] { make_reward_set(Json::array(), "run.toml"); }),
-            "run.toml: no rewards configured; add at least one [[reward]] table (types: code, countdown, env, "
-            "external, format, keywords, length, math)");
+            "run.toml: no rewards configured; add at least one [[reward]] table (types: bleu, chrf, code, countdown, env, "
+            "external, format, keywords, length, math, rouge_l)");
   EXPECT_EQ(error_of([] { make_reward_set(Json::parse(R"([{"type": "math", "answer_fromat": "x"}])"), "run.toml"); }),
             
             "run.toml [[reward]] #1: reward type 'math': unknown option 'answer_fromat'; valid options: answer_format, "
