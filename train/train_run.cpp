@@ -450,6 +450,18 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     if (std::none_of(c.begin(), c.end(), [](const RewardComponent& x) { return x.reward->name() == "env"; }))
       r.rewards.add("env", cfg.rl.env.reward_weight, std::make_unique<EnvReward>());
   }
+  // A held-out gold reward watched against the trained one (checked before anything long runs;
+  // the watch restarts empty after a resume).
+  std::unique_ptr<GoldRewardWatch> gold_watch;
+  if (rl && !cfg.rl.gold_reward.empty()) {
+    const auto& comps = r.rewards.components();
+    auto it = std::find_if(comps.begin(), comps.end(), [&](const RewardComponent& c) { return c.name == cfg.rl.gold_reward; });
+    check(it != comps.end(), cfg.source, ": algorithm.gold_reward = \"", cfg.rl.gold_reward,
+          "\" names no [[reward]] component; add one with that name and weight = 0");
+    check(it->weight == 0, cfg.source, ": algorithm.gold_reward = \"", cfg.rl.gold_reward, "\" has weight ", it->weight,
+          ", so it is trained on; a gold reward must be held out: set its weight = 0");
+    gold_watch = std::make_unique<GoldRewardWatch>(cfg.rl.gold_reward);
+  }
   int64_t n_too_long = 0;
   if (cfg.has_data) {
     r.data = std::make_unique<PromptDataset>(PromptDataset::load(cfg.data, &chat));
@@ -636,17 +648,6 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   };
 
   int64_t notes_shown = 0;
-  // A held-out gold reward watched against the trained one (restarts empty after a resume).
-  std::unique_ptr<GoldRewardWatch> gold_watch;
-  if (rl && !cfg.rl.gold_reward.empty()) {
-    const auto& comps = r.rewards.components();
-    auto it = std::find_if(comps.begin(), comps.end(), [&](const RewardComponent& c) { return c.name == cfg.rl.gold_reward; });
-    check(it != comps.end(), cfg.source, ": algorithm.gold_reward = \"", cfg.rl.gold_reward,
-          "\" names no [[reward]] component; add one with that name and weight = 0");
-    check(it->weight == 0, cfg.source, ": algorithm.gold_reward = \"", cfg.rl.gold_reward, "\" has weight ", it->weight,
-          ", so it is trained on; a gold reward must be held out: set its weight = 0");
-    gold_watch = std::make_unique<GoldRewardWatch>(cfg.rl.gold_reward);
-  }
   const int64_t budget = cfg.run.rollout_token_budget;
   int64_t end = std::max(start, cfg.run.steps);
   for (int64_t step = start; step < cfg.run.steps; ++step) {
