@@ -8,6 +8,7 @@
 #include "rewards/env_reward.h"
 #include "rewards/registry.h"
 #include "rewards/reward_options.h"
+#include "rm/model_reward.h"
 #include "rollout/policy.h"
 #include "train/toml_config.h"
 #include "util/error.h"
@@ -105,7 +106,7 @@ Json default_reward_tables(const std::string& preset) {
   if (preset == "gsm8k" || preset == "math500" || preset == "arithmetic") return Json::array({{{"type", "math"}}});
   if (preset == "countdown") return Json::array({{{"type", "countdown"}}});
   fail("no reward configured and preset '", preset, "' has no default reward; add a [[reward]] table or --reward TYPE (",
-       join_names(reward_types()), ")");
+       join_names(reward_types(model_reward_factories())), ")");
 }
 
 const std::vector<PromptExample>& eval_split(const PromptDataset& dataset) {
@@ -128,7 +129,7 @@ Json eval_config_json_from_flags(const EvalFlags& f) {
     check(f.preset.empty() || !is_synthetic_preset(f.preset), "rlf eval: --preset ", f.preset,
           " generates its own problems; remove --data");
   }
-  const std::vector<std::string> types = reward_types();
+  const std::vector<std::string> types = reward_types(model_reward_factories());
   for (const std::string& t : f.rewards)
     check(std::find(types.begin(), types.end(), t) != types.end(), "rlf eval: unknown --reward '", t,
           "' (expected one of ", join_names(types), ")");
@@ -147,7 +148,7 @@ Json eval_config_json_from_flags(const EvalFlags& f) {
 EvalRun run_eval(const EvalConfig& config, const EvalProgress& progress) {
   // Rewards first: a bad reward table fails before the model loads.
   RewardSet rewards;
-  if (!config.rewards.empty()) rewards = make_reward_set(config.rewards, config.source);
+  if (!config.rewards.empty()) rewards = make_reward_set(config.rewards, config.source, model_reward_factories());
   std::unique_ptr<Environment> env = make_environment(config.env, config.source + " [env]");
   if (env->gives_rewards() && std::none_of(rewards.components().begin(), rewards.components().end(),
                                            [](const RewardComponent& x) { return x.reward->name() == "env"; }))

@@ -59,6 +59,9 @@ const ConfigSchema& eval_options_schema() {
          "reward component that decides correctness; \"\" = the first [[reward]]"},
         {"eval.correct_threshold", OptionType::Float, d.correct_threshold, "score",
          "a sample is correct when the accuracy component scores above this"},
+        {"eval.best_of", OptionType::String, d.best_of, "",
+         "reward component that picks each prompt's best sample (its highest score; the first on ties): best_of_n is "
+         "the share of picks that are correct; \"\" = off"},
         {"eval.answer_format", OptionType::String, d.answer_format, "",
          "answer extraction for maj@k votes",
          {"auto", "gsm8k", "boxed", "answer_is", "last_number"}},
@@ -94,6 +97,7 @@ EvalOptions eval_options_from_json(const Json& t, const std::string& source) {
   o.seed = static_cast<uint64_t>(seed);
   o.accuracy_reward = json_require<std::string>(t, "accuracy_reward", src);
   o.correct_threshold = json_require<double>(t, "correct_threshold", src);
+  o.best_of = json_require<std::string>(t, "best_of", src);
   o.answer_format = json_require<std::string>(t, "answer_format", src);
   o.add_special_tokens = json_require<bool>(t, "add_special_tokens", src);
   o.max_batch_rows = json_require<int64_t>(t, "max_batch_rows", src);

@@ -31,6 +31,9 @@ struct EvalOptions {
   uint64_t seed = 0;                      // seeds every sample: same seed, same completions
   std::string accuracy_reward;            // component deciding correctness; "" = the first one
   double correct_threshold = 0.5;         // score > threshold counts as correct
+  std::string best_of;                    // a reward component that picks one sample per prompt (best-of-n with a
+                                          // reward model, a judge...): best_of_n = share of picks that are correct;
+                                          // "" = off
   std::string answer_format = "auto";     // answer extraction for maj@k: auto | gsm8k | boxed | answer_is | last_number
   bool add_special_tokens = true;         // encode prompts with the tokenizer's BOS (false when the chat template writes it)
   int64_t max_batch_rows = 64;            // sequences the rollout engine decodes together

@@ -7,7 +7,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "eval/majority_vote.h"
+#include "rewards/math/majority_vote.h"
 #include "eval/pass_at_k.h"
 #include "rewards/exact_match.h"
 #include "env/episode_rewards.h"
@@ -23,8 +23,8 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The index of the component deciding correctness.
-size_t accuracy_index(const RewardSet& rewards, const std::string& name) {
+// The index of the component named by eval option `key` (accuracy_reward, best_of).
+size_t component_index(const RewardSet& rewards, const std::string& name, const char* key) {
   check(!rewards.empty(), "evaluate: no reward components; configure at least one reward");
   if (name.empty()) return 0;
   std::vector<std::string> names;
@@ -34,7 +34,7 @@ size_t accuracy_index(const RewardSet& rewards, const std::string& name) {
   }
   std::string list;
   for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-  fail("eval option accuracy_reward = '", name, "': no reward component has that name (components: ", list, ")");
+  fail("eval option ", key, " = '", name, "': no reward component has that name (components: ", list, ")");
 }
 
 // Scores groups one at a time and accumulates what the metrics need.
@@ -43,7 +43,8 @@ class Tally {
   Tally(RewardSet& rewards, const EvalOptions& options)
       : rewards_(rewards),
         options_(options),
-        accuracy_(accuracy_index(rewards, options.accuracy_reward)),
+        accuracy_(component_index(rewards, options.accuracy_reward, "accuracy_reward")),
+        best_of_(options.best_of.empty() ? -1 : static_cast<int64_t>(component_index(rewards, options.best_of, "best_of"))),
         format_(parse_reward_answer_format(options.answer_format)) {}
 
   void add(const PromptExample& example, std::vector<RewardSample> samples) {
@@ -95,6 +96,7 @@ class Tally {
     r.score_s = score_s_;
 
     const std::vector<int64_t> ks = reported_k_values(options_.n_samples);
+    if (best_of_ >= 0) r.best_of_n = 0;
     double reward_sum = 0;
     int64_t n_rewarded = 0, n_truncated = 0, n_completions = 0;
     for (const PromptResult& p : prompts_) {
@@ -113,6 +115,16 @@ class Tally {
         n_truncated += s.finish_reason == "length";
         ++n_completions;
       }
+      if (best_of_ >= 0) {
+        // The sample the component scores highest (the first on ties; unscored samples are never picked).
+        int64_t pick = -1;
+        for (size_t i = 0; i < p.samples.size(); ++i) {
+          const auto& sc = p.samples[i].scores[static_cast<size_t>(best_of_)];
+          if (sc && (pick < 0 || *sc > *p.samples[static_cast<size_t>(pick)].scores[static_cast<size_t>(best_of_)]))
+            pick = static_cast<int64_t>(i);
+        }
+        if (pick >= 0 && p.samples[static_cast<size_t>(pick)].correct) r.best_of_n += 1;
+      }
       const std::vector<int> clusters = cluster_answers(answers);
       for (int64_t k : ks) {
         r.pass_at_k[k] += pass_at_k(options_.n_samples, p.n_correct, k);
@@ -122,6 +134,7 @@ class Tally {
     const double n_prompts = std::max<double>(1.0, double(r.n_prompts));
     for (auto& [k, v] : r.pass_at_k) v /= n_prompts;
     for (auto& [k, v] : r.maj_at_k) v /= n_prompts;
+    if (best_of_ >= 0) r.best_of = r.component_names[static_cast<size_t>(best_of_)], r.best_of_n /= n_prompts;
     r.mean_reward = n_rewarded ? reward_sum / double(n_rewarded) : 0.0;
     r.mean_completion_tokens = n_completions ? double(r.n_completion_tokens) / double(n_completions) : 0.0;
     r.truncated_fraction = n_completions ? double(n_truncated) / double(n_completions) : 0.0;
@@ -133,6 +146,7 @@ class Tally {
   RewardSet& rewards_;
   const EvalOptions& options_;
   size_t accuracy_;
+  int64_t best_of_;  // component index, -1 = off
   math::AnswerFormat format_;
   double score_s_ = 0;
   std::vector<PromptResult> prompts_;
@@ -210,6 +224,7 @@ Json eval_summary_json(const EvalResult& r) {
   Json j = Json::object();
   for (const auto& [k, v] : r.pass_at_k) j["pass@" + std::to_string(k)] = v;
   for (const auto& [k, v] : r.maj_at_k) j["maj@" + std::to_string(k)] = v;
+  if (!r.best_of.empty()) j["best_of_n"] = r.best_of_n, j["best_of"] = r.best_of;
   j["mean_reward"] = r.mean_reward;
   for (const ComponentStats& c : r.components) j["reward/" + c.name] = c.mean;
   j["accuracy_reward"] = r.accuracy_reward;
@@ -266,6 +281,7 @@ std::string format_eval_report(const EvalResult& r) {
       << ", seed " << r.seed << "\n";
   for (const auto& [k, v] : r.pass_at_k) out << "  pass@" << k << "  " << v << "\n";
   for (const auto& [k, v] : r.maj_at_k) out << "  maj@" << k << "   " << v << "\n";
+  if (!r.best_of.empty()) out << "  best-of-" << r.n_samples << " by " << r.best_of << "  " << r.best_of_n << "\n";
   out << "  mean reward " << r.mean_reward;
   if (r.n_reward_missing) out << " (" << r.n_reward_missing << " samples unscored)";
   out << "\n";

@@ -67,6 +67,8 @@ struct EvalResult {
   std::string accuracy_reward;               // the component deciding correctness
   std::map<int64_t, double> pass_at_k;       // k -> mean over prompts
   std::map<int64_t, double> maj_at_k;        // k -> mean over prompts (k >= 2 only)
+  std::string best_of;                       // the component picking each prompt's sample ("" = none)
+  double best_of_n = -1;                     // share of prompts whose pick is correct (-1 without best_of)
   double mean_reward = 0;                    // over samples with a total
   int64_t n_reward_missing = 0;              // samples no component scored
   std::vector<ComponentStats> components;    // per component: mean, std, scored, missing

@@ -32,7 +32,8 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
     if (config.mlp_bias) out.push_back({p + "mlp.down_proj.bias", {d}});
   }
   out.push_back({"model.norm.weight", {d}});
-  if (!config.tie_word_embeddings) out.push_back({"lm_head.weight", {config.vocab_size, d}});
+  if (config.is_classifier()) out.push_back({"score.weight", {config.num_labels, d}});
+  else if (!config.tie_word_embeddings) out.push_back({"lm_head.weight", {config.vocab_size, d}});
   return out;
 }
 
@@ -59,7 +60,7 @@ void check_tensors(const ModelConfig& config, const TensorMap& tensors, const st
   }
   for (const auto& [name, v] : tensors) {
     if (expected_names.count(name) || ends_with(name, ".rotary_emb.inv_freq")) continue;
-    if (name == "lm_head.weight" && config.tie_word_embeddings &&
+    if (name == "lm_head.weight" && config.tie_word_embeddings && !config.is_classifier() &&
         v.shape == std::vector<int64_t>{config.vocab_size, config.hidden_size})
       continue;
     fail(source, ": unexpected tensor '", name, "' with shape ", shape_string(v.shape),

@@ -22,7 +22,7 @@ struct ExpectedTensor {
 // embedding, then per layer (input_layernorm, q/k/v/o projections with their
 // biases when attention_bias / o_bias, post_attention_layernorm, gate/up/down
 // with biases when mlp_bias), then model.norm.weight, then lm_head.weight
-// unless tie_word_embeddings.
+// unless tie_word_embeddings (a classifier: score.weight instead).
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config);
 
 // Checks that `tensors` holds every expected tensor with the expected shape and

@@ -6,12 +6,21 @@ namespace rlf {
 
 namespace {
 
-const char* kSupportedArchitectures[] = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"};
+const char* kFamilies[] = {"Llama", "Mistral", "Qwen2"};
+constexpr const char* kCausal = "ForCausalLM";
+constexpr const char* kClassifier = "ForSequenceClassification";
 
-bool is_supported(const std::string& arch) {
-  for (const char* a : kSupportedArchitectures)
-    if (arch == a) return true;
-  return false;
+// "Qwen2" for "Qwen2ForCausalLM" or "Qwen2ForSequenceClassification"; "" when unsupported.
+std::string family_of(const std::string& arch) {
+  for (const char* f : kFamilies)
+    for (const char* kind : {kCausal, kClassifier})
+      if (arch == std::string(f) + kind) return f;
+  return "";
+}
+
+bool is_classifier_arch(const std::string& arch) {
+  const std::string k = kClassifier;
+  return arch.size() > k.size() && arch.compare(arch.size() - k.size(), k.size(), k) == 0;
 }
 
 }  // namespace
@@ -36,6 +45,9 @@ void ModelConfig::validate(const std::string& source) const {
   check(resolved_head_dim() % 2 == 0, source, ": head dimension must be even for RoPE (got ", resolved_head_dim(), ")");
   check(rms_norm_eps > 0, source, ": 'rms_norm_eps' must be > 0");
   check(rope_theta > 0, source, ": 'rope_theta' must be > 0");
+  check(num_labels >= 0, source, ": 'num_labels' must be >= 0 (got ", num_labels, ")");
+  check((num_labels > 0) == is_classifier_arch(architecture), source, ": architecture '", architecture, "' with num_labels = ",
+        num_labels, " (a *ForSequenceClassification model needs num_labels > 0, a causal LM 0)");
   check(hidden_act == "silu", source, ": 'hidden_act' = '", hidden_act, "' is not supported (only \"silu\")");
   check(rope_scaling.type.empty() || rope_scaling.type == "llama3", source, ": rope_scaling type '",
         rope_scaling.type, "' is not supported (supported: none, \"llama3\")");
@@ -54,8 +66,16 @@ ModelConfig ModelConfig::from_hf_json(const Json& j, const std::string& source) 
   auto archs = json_require<std::vector<std::string>>(j, "architectures", source);
   check(!archs.empty(), source, ": 'architectures' is empty");
   c.architecture = archs[0];
-  check(is_supported(c.architecture), source, ": unsupported architecture '", c.architecture,
-        "' in 'architectures' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)");
+  check(!family_of(c.architecture).empty(), source, ": unsupported architecture '", c.architecture,
+        "' in 'architectures' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and their "
+        "*ForSequenceClassification reward models)");
+  if (is_classifier_arch(c.architecture)) {
+    // transformers: num_labels, else the size of id2label, else 2.
+    if (j.contains("num_labels")) c.num_labels = json_require<int64_t>(j, "num_labels", source);
+    else if (j.contains("id2label") && j["id2label"].is_object()) c.num_labels = static_cast<int64_t>(j["id2label"].size());
+    else c.num_labels = 2;
+    check(c.num_labels > 0, source, ": 'num_labels' must be > 0 (got ", c.num_labels, ")");
+  }
   c.model_type = json_get_or<std::string>(j, "model_type", "llama", source);
   c.vocab_size = json_require<int64_t>(j, "vocab_size", source);
   c.hidden_size = json_require<int64_t>(j, "hidden_size", source);
@@ -71,7 +91,7 @@ ModelConfig ModelConfig::from_hf_json(const Json& j, const std::string& source) 
   c.hidden_act = json_get_or<std::string>(j, "hidden_act", "silu", source);
   c.torch_dtype = json_get_or<std::string>(j, "torch_dtype", "float32", source);
   c.mlp_bias = json_get_or<bool>(j, "mlp_bias", false, source);
-  if (c.architecture == "Qwen2ForCausalLM") {
+  if (family_of(c.architecture) == "Qwen2") {
     // Qwen2 always has q/k/v biases and never an o_proj bias.
     c.attention_bias = true;
     c.o_bias = false;
@@ -120,7 +140,7 @@ Json ModelConfig::to_hf_json() const {
   j["tie_word_embeddings"] = tie_word_embeddings;
   j["hidden_act"] = hidden_act;
   j["torch_dtype"] = torch_dtype;
-  if (architecture != "Qwen2ForCausalLM") {
+  if (family_of(architecture) != "Qwen2") {
     j["attention_bias"] = attention_bias;
     j["mlp_bias"] = mlp_bias;
   }
@@ -137,7 +157,27 @@ Json ModelConfig::to_hf_json() const {
     j["rope_scaling"] = nullptr;
   }
   j["use_cache"] = true;
+  if (num_labels > 0) {
+    j["num_labels"] = num_labels;
+    Json id2label = Json::object(), label2id = Json::object();
+    for (int64_t i = 0; i < num_labels; ++i) {
+      id2label[std::to_string(i)] = "LABEL_" + std::to_string(i);
+      label2id["LABEL_" + std::to_string(i)] = i;
+    }
+    j["id2label"] = id2label;
+    j["label2id"] = label2id;
+  }
   return j;
+}
+
+ModelConfig ModelConfig::with_labels(int64_t labels) const {
+  check(labels >= 0, "num_labels must be >= 0 (got ", labels, ")");
+  const std::string family = family_of(architecture);
+  check(!family.empty(), "unsupported architecture '", architecture, "'");
+  ModelConfig c = *this;
+  c.num_labels = labels;
+  c.architecture = family + (labels > 0 ? kClassifier : kCausal);
+  return c;
 }
 
 ModelConfig ModelConfig::preset(const std::string& name) {
@@ -182,7 +222,8 @@ int64_t ModelConfig::n_params() const {
   if (mlp_bias) mlp += 2 * intermediate_size + d;
   int64_t per_layer = attn + mlp + 2 * d;
   int64_t total = vocab_size * d + num_hidden_layers * per_layer + d;
-  if (!tie_word_embeddings) total += vocab_size * d;
+  if (num_labels > 0) total += num_labels * d;  // the score head; a classifier has no LM head
+  else if (!tie_word_embeddings) total += vocab_size * d;
   return total;
 }
 

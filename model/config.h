@@ -23,7 +23,8 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string architecture = "LlamaForCausalLM";  // architectures[0]
+  std::string architecture = "LlamaForCausalLM";  // architectures[0]: *ForCausalLM, or *ForSequenceClassification
+                                                  // (a reward model: a score head instead of the LM head)
   std::string model_type = "llama";               // "llama", "mistral", "qwen2"
   int64_t vocab_size = 32000;
   int64_t hidden_size = 4096;          // d_model
@@ -44,6 +45,14 @@ struct ModelConfig {
   std::string torch_dtype = "float32";  // dtype the checkpoint was saved in
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;   // eos_token_id: one id or a list (Llama 3)
+  int64_t num_labels = 0;               // *ForSequenceClassification: outputs of the score head (> 0); else 0
+
+  // A sequence classifier (reward model): "score.weight" [num_labels, hidden]
+  // instead of an LM head; scores are read at a sequence's last token.
+  bool is_classifier() const { return num_labels > 0; }
+  // The same backbone as a classifier with `labels` outputs (`labels` > 0) or
+  // back as a causal LM (0): the architecture name follows (Llama, Mistral, Qwen2).
+  ModelConfig with_labels(int64_t labels) const;
 
   int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : hidden_size / num_attention_heads; }
 

@@ -102,7 +102,9 @@ DecoderStackImpl::DecoderStackImpl(const ModelConfig& c) {
 CausalLMImpl::CausalLMImpl(const ModelConfig& config) : config_(config) {
   config_.validate();
   model = register_module("model", DecoderStack(config_));
-  if (!config_.tie_word_embeddings)
+  if (config_.is_classifier())
+    score = register_module("score", torch::nn::Linear(torch::nn::LinearOptions(config_.hidden_size, config_.num_labels).bias(false)));
+  else if (!config_.tie_word_embeddings)
     lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(config_.hidden_size, config_.vocab_size).bias(false)));
   refresh_rope();
 }
@@ -149,8 +151,15 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
 }
 
 torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
+  check(!config_.is_classifier(), "this model is a ", config_.architecture,
+        " (a reward model with a score head): it scores sequences and cannot generate or give token log-probs");
   if (lm_head) return lm_head(hidden);
   return torch::nn::functional::linear(hidden, model->embed_tokens->weight);
+}
+
+torch::Tensor CausalLMImpl::scores(const torch::Tensor& hidden) {
+  check(config_.is_classifier(), "this model is a ", config_.architecture, ", not a reward model: it has no score head");
+  return score(hidden).to(torch::kFloat32);
 }
 
 torch::Tensor CausalLMImpl::token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets) {

@@ -100,8 +100,13 @@ class CausalLMImpl : public torch::nn::Module {
   torch::Tensor forward_hidden(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache = nullptr,
                                const torch::Tensor& key_mask = {});
 
-  // Logits [B, T, V] in the model's dtype.
+  // Logits [B, T, V] in the model's dtype. A classifier (reward model) has
+  // no LM head: an error naming what to use instead.
   torch::Tensor logits(const torch::Tensor& hidden);
+
+  // A classifier's score head at every position: [B, T, num_labels] fp32
+  // (Hugging Face's *ForSequenceClassification reads the last token's row).
+  torch::Tensor scores(const torch::Tensor& hidden);
 
   // log p(targets) [B, T] in fp32, computed chunk by chunk over T so that at
   // most one [B, T, V] fp32 tensor exists (the one autograd keeps).
@@ -140,7 +145,8 @@ class CausalLMImpl : public torch::nn::Module {
   bool fast_cpu_path_applies(KVCache* cache = nullptr) const;
 
   DecoderStack model{nullptr};
-  torch::nn::Linear lm_head{nullptr};  // null when tie_word_embeddings
+  torch::nn::Linear lm_head{nullptr};  // null when tie_word_embeddings or a classifier
+  torch::nn::Linear score{nullptr};    // classifiers only: [num_labels, D], no bias ("score.weight")
 
  private:
   torch::Tensor token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets, torch::Tensor* entropy,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "rewards/code_reward.h"
 #include "rewards/countdown_reward.h"
@@ -13,13 +14,14 @@
 #include "rewards/format_reward.h"
 #include "rewards/keyword_reward.h"
 #include "rewards/length_reward.h"
+#include "rewards/majority_reward.h"
 #include "rewards/reward_options.h"
 #include "rewards/text_overlap.h"
 
 namespace rlf {
 namespace {
 
-using Factory = std::function<std::unique_ptr<Reward>(OptionReader&)>;
+using Factory = RewardFactory;
 
 // Reads the options (all keys), rejects unknown keys, then constructs: so a
 // typo is reported before any expensive start-up (sandbox probe, scorer).
@@ -61,6 +63,7 @@ const std::map<std::string, Factory>& factories() {
       {"format", factory<FormatRewardOptions, FormatReward>(read_format_options)},
       {"keywords", factory<KeywordRewardOptions, KeywordReward>(read_keyword_options)},
       {"length", factory<LengthRewardOptions, LengthReward>(read_length_options)},
+      {"majority", factory<MajorityRewardOptions, MajorityReward>(read_majority_options)},
       {"math", factory<ExactMatchOptions, ExactMatchReward>(read_exact_match_options)},
       {"rouge_l", text_overlap("rouge_l")},
   };
@@ -69,21 +72,22 @@ const std::map<std::string, Factory>& factories() {
 
 }  // namespace
 
-const std::vector<std::string>& reward_types() {
-  static const std::vector<std::string> types = [] {
-    std::vector<std::string> out;
-    for (const auto& [name, f] : factories()) out.push_back(name);
-    return out;
-  }();
-  return types;
+std::vector<std::string> reward_types(const RewardFactories& extra) {
+  std::set<std::string> names;
+  for (const auto& [name, f] : factories()) names.insert(name);
+  for (const auto& [name, f] : extra) names.insert(name);
+  return {names.begin(), names.end()};
 }
 
-std::unique_ptr<Reward> make_reward(const std::string& type, const Json& options, const std::string& where) {
+std::unique_ptr<Reward> make_reward(const std::string& type, const Json& options, const std::string& where,
+                                    const RewardFactories& extra) {
   auto it = factories().find(type);
-  check(it != factories().end(), where, ": unknown reward type '", type, "'; valid types: ", join_names(reward_types()));
+  auto ext = extra.find(type);
+  check(it != factories().end() || ext != extra.end(), where, ": unknown reward type '", type,
+        "'; valid types: ", join_names(reward_types(extra)));
   OptionReader reader(options, type, where);
   try {
-    return it->second(reader);
+    return it != factories().end() ? it->second(reader) : ext->second(reader);
   } catch (const std::exception& e) {
     std::string message = e.what();
     if (message.rfind(reader.context(), 0) == 0) throw;  // already says where
@@ -91,11 +95,11 @@ std::unique_ptr<Reward> make_reward(const std::string& type, const Json& options
   }
 }
 
-RewardSet make_reward_set(const Json& reward_tables, const std::string& where) {
+RewardSet make_reward_set(const Json& reward_tables, const std::string& where, const RewardFactories& extra) {
   check(reward_tables.is_array(), where, ": rewards must be an array of tables ([[reward]] in TOML), got ",
         reward_tables.type_name());
   check(!reward_tables.empty(), where, ": no rewards configured; add at least one [[reward]] table (types: ",
-        join_names(reward_types()), ")");
+        join_names(reward_types(extra)), ")");
   RewardSet set;
   for (size_t k = 0; k < reward_tables.size(); ++k) {
     const Json& table = reward_tables[k];
@@ -103,7 +107,7 @@ RewardSet make_reward_set(const Json& reward_tables, const std::string& where) {
     check(table.is_object(), at, ": expected a table, got ", table.type_name());
     auto type = table.find("type");
     check(type != table.end() && type->is_string(), at, ": missing 'type' (a string; one of: ",
-          join_names(reward_types()), ")");
+          join_names(reward_types(extra)), ")");
     std::string name = type->get<std::string>();
     if (auto n = table.find("name"); n != table.end()) {
       check(n->is_string() && !n->get<std::string>().empty(), at, ": 'name' must be a non-empty string");
@@ -115,7 +119,7 @@ RewardSet make_reward_set(const Json& reward_tables, const std::string& where) {
             w->dump());
       weight = w->get<double>();
     }
-    std::unique_ptr<Reward> reward = make_reward(type->get<std::string>(), table, at);
+    std::unique_ptr<Reward> reward = make_reward(type->get<std::string>(), table, at, extra);
     with_context(at, [&] { set.add(name, weight, std::move(reward)); });
   }
   return set;

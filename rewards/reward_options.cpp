@@ -85,6 +85,18 @@ std::vector<std::string> OptionReader::get_strings(const std::string& key, const
   return out;
 }
 
+std::vector<double> OptionReader::get_doubles(const std::string& key, const std::vector<double>& fallback) {
+  const Json* v = find(key);
+  if (!v) return fallback;
+  if (!v->is_array()) wrong_type(key, "a list of numbers", *v);
+  std::vector<double> out;
+  for (const Json& item : *v) {
+    if (!item.is_number()) wrong_type(key, "a list of numbers", *v);
+    out.push_back(item.get<double>());
+  }
+  return out;
+}
+
 void OptionReader::finish() const {
   for (auto it = table_.begin(); it != table_.end(); ++it) {
     if (known_.count(it.key())) continue;

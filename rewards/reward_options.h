@@ -33,6 +33,7 @@ class OptionReader {
   double get_double(const std::string& key, double fallback);
   std::string get_string(const std::string& key, const std::string& fallback);
   std::vector<std::string> get_strings(const std::string& key, const std::vector<std::string>& fallback);
+  std::vector<double> get_doubles(const std::string& key, const std::vector<double>& fallback);
 
   // True when the table sets `key` (and marks it known).
   bool has(const std::string& key);

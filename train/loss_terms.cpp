@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "algorithms/policy_shaping.h"
+#include "algorithms/reward_model_loss.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -117,7 +118,7 @@ struct PreferenceRows {
 };
 
 PreferenceRows preference_rows(const MicroBatch& mb, bool per_sequence) {
-  check(mb.seq_group.defined() && mb.seq_reward.defined(), "loss term 'pref': the micro-batch has no groups or rewards");
+  check(mb.seq_group.defined() && mb.seq_reward.defined(), "preference loss term: the micro-batch has no groups or rewards");
   const auto g = mb.seq_group.contiguous();
   const auto r = mb.seq_reward.contiguous();
   const int64_t* gv = g.data_ptr<int64_t>();
@@ -151,12 +152,8 @@ torch::Tensor index_tensor(const std::vector<int64_t>& v, torch::Device device) 
   return torch::tensor(v, torch::TensorOptions().dtype(torch::kInt64)).to(device);
 }
 
-}  // namespace
-
-PreferenceTerm::PreferenceTerm(algo::PreferenceLossOptions options) : options_(options) { options_.validate(); }
-
-torch::Tensor PreferenceTerm::weights(const MicroBatch& mb) const {
-  const PreferenceRows rows = preference_rows(mb, options_.loss == algo::PreferenceLoss::Sppo);
+// The loss weights of `rows`' rows; 0 elsewhere.
+torch::Tensor rows_weights(const MicroBatch& mb, const PreferenceRows& rows) {
   std::vector<float> keep(static_cast<size_t>(mb.n_sequences), 0.0f);
   for (const auto* v : {&rows.chosen, &rows.rejected, &rows.rows})
     for (int64_t i : *v) keep[static_cast<size_t>(i)] = 1.0f;
@@ -164,11 +161,19 @@ torch::Tensor PreferenceTerm::weights(const MicroBatch& mb) const {
   return mb.weight * k.unsqueeze(1);
 }
 
+}  // namespace
+
+PreferenceTerm::PreferenceTerm(algo::PreferenceLossOptions options) : options_(options) { options_.validate(); }
+
+torch::Tensor PreferenceTerm::weights(const MicroBatch& mb) const {
+  return rows_weights(mb, preference_rows(mb, options_.loss == algo::PreferenceLoss::Sppo));
+}
+
 torch::Tensor PreferenceTerm::per_token(const TermInput& in, TermSums& sums) const {
   const MicroBatch& mb = in.mb;
   const bool sppo = options_.loss == algo::PreferenceLoss::Sppo;
   const PreferenceRows rows = preference_rows(mb, sppo);
-  const auto w = weights(mb);
+  const auto w = rows_weights(mb, rows);
   const auto on = w > 0;
   const auto zero = torch::zeros({}, in.logp.options());
   // Masked positions hold 0 inside the graph: inf/NaN there cannot leak into the sums' gradient.
@@ -214,6 +219,44 @@ torch::Tensor PreferenceTerm::per_token(const TermInput& in, TermSums& sums) con
     sums["pref/rejected_logp"] += 2 * (p.rejected.detach() / p.rejected_len).sum().item<double>();
   }
   return torch::where(on, row_loss.unsqueeze(1).expand_as(in.logp), zero);
+}
+
+RewardModelTerm::RewardModelTerm(double margin, int64_t label) : margin_(margin), label_(label) {
+  check(std::isfinite(margin) && margin >= 0, "reward_model.margin must be a finite number >= 0 (got ", margin, ")");
+  check(label >= 0, "reward model label must be >= 0 (got ", label, ")");
+}
+
+torch::Tensor RewardModelTerm::weights(const MicroBatch& mb) const { return rows_weights(mb, preference_rows(mb, false)); }
+
+torch::Tensor RewardModelTerm::per_token(const TermInput& in, TermSums& sums) const {
+  const MicroBatch& mb = in.mb;
+  check(in.scores.defined(), "loss term 'rm': the model has no score head (train a reward model: trainer.kind = \"rm\")");
+  check(label_ < in.scores.size(2), "loss term 'rm': label ", label_, " but the score head has ", in.scores.size(2),
+        " outputs");
+  const PreferenceRows rows = preference_rows(mb, false);
+  const auto w = rows_weights(mb, rows);
+  const auto on = w > 0;
+  const int64_t B = in.scores.size(0);
+  // Each row's score at its last input position (the response's last token; the EOS is only a target).
+  const auto last = (mb.key_mask.to(torch::kInt64).sum(1) - 1).to(in.scores.device());
+  const auto score = in.scores.select(2, label_).gather(1, last.view({B, 1})).squeeze(1);  // [B]
+  auto row_loss = torch::zeros({B}, in.scores.options());
+  if (!rows.chosen.empty()) {
+    const auto ic = index_tensor(rows.chosen, score.device()), ir = index_tensor(rows.rejected, score.device());
+    const auto rc = score.index_select(0, ic), rr = score.index_select(0, ir);
+    torch::Tensor margin;
+    if (margin_ > 0) margin = torch::full_like(rc, margin_);
+    const auto loss = algo::bradley_terry_loss(rc, rr, margin);
+    row_loss = row_loss.index_add(0, ic, loss).index_add(0, ir, loss);
+    torch::NoGradGuard ng;
+    // Each pair has two rows and the sums are divided by the rows: twice the per-pair values.
+    sums["rm/accuracy"] += 2 * (rc > rr).to(torch::kFloat64).sum().item<double>();
+    sums["rm/margin"] += 2 * (rc - rr).sum().item<double>();
+    sums["rm/chosen_score"] += 2 * rc.sum().item<double>();
+    sums["rm/rejected_score"] += 2 * rr.sum().item<double>();
+  }
+  const auto zero = torch::zeros({}, in.scores.options());
+  return torch::where(on, row_loss.unsqueeze(1).expand_as(w), zero);
 }
 
 }  // namespace rlf

@@ -25,6 +25,10 @@
 //            rows, so the mean over rows (seq_mean_token_mean) is the mean
 //            over pairs. Offline DPO's groups are (chosen, rejected) pairs;
 //            online DPO's are the rollout's groups.
+//   rm       the Bradley-Terry loss of a reward model (a classifier, no
+//            log-probs): each group's best and worst episode form a pair as
+//            for pref, scored by the model's score head at each row's last
+//            input position (rm/reward_model.h): -log sigma(r_c - r_r - m).
 //
 // Every term's per-token loss is exactly 0, with exactly zero gradient, where
 // its weights are 0 (tested): prompt, observation and feedback tokens are
@@ -48,9 +52,11 @@ namespace rlf {
 // One micro-batch as every term sees it.
 struct TermInput {
   const MicroBatch& mb;
-  const torch::Tensor& logp;     // [B, T] fp32 log p(target), with gradient
+  const torch::Tensor& logp;     // [B, T] fp32 log p(target), with gradient (undefined when no term needs_logprobs())
   const torch::Tensor& entropy;  // [B, T] fp32 entropy of each position's distribution (with gradient when a term
                                  // needs_entropy()), or undefined
+  const torch::Tensor& scores;   // [B, T, num_labels] fp32 score head of a classifier at every position, with
+                                 // gradient, when a term needs_scores(); else undefined
 };
 
 // Diagnostics of one micro-batch: metric name -> sum over the term's
@@ -68,6 +74,10 @@ class LossTerm {
   virtual bool needs_reference() const { return false; }
   // Needs the entropy with gradient.
   virtual bool needs_entropy() const { return false; }
+  // Reads the policy's token log-probs (false: a term on a classifier's scores).
+  virtual bool needs_logprobs() const { return true; }
+  // Reads the score head of a classifier (a reward model).
+  virtual bool needs_scores() const { return false; }
   // Per-token weights [B, T] of this term: its mask and the input of its normaliser.
   virtual torch::Tensor weights(const MicroBatch& mb) const { return mb.weight; }
   // How its per-token losses become one number.
@@ -171,6 +181,27 @@ class PreferenceTerm final : public LossTerm {
 
  private:
   algo::PreferenceLossOptions options_;
+};
+
+class RewardModelTerm final : public LossTerm {
+ public:
+  // `margin` m >= 0 (reward_model.margin); `label`: the head output trained.
+  explicit RewardModelTerm(double margin = 0.0, int64_t label = 0);
+  std::string name() const override { return "rm"; }
+  bool needs_logprobs() const override { return false; }
+  bool needs_scores() const override { return true; }
+  bool needs_whole_groups() const override { return true; }
+  bool sums_per_sequence() const override { return true; }
+  // The loss weights of a pair's two rows; 0 elsewhere.
+  torch::Tensor weights(const MicroBatch& mb) const override;
+  algo::AggregationOptions aggregation() const override { return {algo::LossAggregation::SeqMeanTokenMean, 0}; }
+  // Diagnostics (per pair): rm/accuracy (r_c > r_r), rm/margin (r_c - r_r),
+  // rm/chosen_score, rm/rejected_score.
+  torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
+
+ private:
+  double margin_;
+  int64_t label_;
 };
 
 }  // namespace rlf

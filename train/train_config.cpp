@@ -14,7 +14,12 @@ std::vector<std::string> names_of_estimators() {
 }  // namespace
 
 const char* trainer_kind_name(TrainerKind kind) {
-  return kind == TrainerKind::Sft ? "sft" : kind == TrainerKind::Dpo ? "dpo" : "grpo";
+  switch (kind) {
+    case TrainerKind::Sft: return "sft";
+    case TrainerKind::Dpo: return "dpo";
+    case TrainerKind::Rm: return "rm";
+    default: return "grpo";
+  }
 }
 
 std::filesystem::path TrainConfig::model_path() const {
@@ -32,8 +37,9 @@ const ConfigSchema& train_config_schema() {
         // [trainer]
         {"trainer.kind", T::String, trainer_kind_name(d.kind), "",
          "what the run trains: grpo = RL through the environment with rewards; sft = supervised on [sft.data] alone; "
-         "dpo = offline preference optimisation on [preference.data] (the DPO family, [preference])",
-         {"grpo", "sft", "dpo"}},
+         "dpo = offline preference optimisation on [preference.data] (the DPO family, [preference]); rm = a reward "
+         "model trained on [preference.data] ([reward_model])",
+         {"grpo", "sft", "dpo", "rm"}},
         // [model]
         {"model.path", T::String, d.model.path, "",
          "policy to train: a Hugging Face directory or a llama2.c .bin (required unless model.random_init)"},
@@ -223,7 +229,7 @@ const ConfigSchema& train_config_schema() {
     const PreferenceOptions& pref = d.preference;
     s.push_back({"preference.data", T::Any, Json::object(), "",
                  "preference pairs (docs/data.md, PreferenceDataset): a file of prompt/chosen/rejected records, "
-                 "HH-RLHF records, or the synthetic arithmetic preset; needed by trainer.kind = \"dpo\""});
+                 "HH-RLHF records, or the synthetic arithmetic preset; needed by trainer.kind = \"dpo\" and \"rm\""});
     s.push_back({"preference.loss", T::String, std::string(algo::preference_loss_name(pref.loss.loss)), "",
                  "the preference loss (docs/algorithms.md): DPO, IPO, SLiC hinge, SimPO (reference-free), SPPO",
                  {"sigmoid", "ipo", "hinge", "simpo", "sppo"}});
@@ -242,6 +248,14 @@ const ConfigSchema& train_config_schema() {
     s.push_back(SchemaEntry{"preference.batch_size", T::Int, pref.batch_size, "pairs",
                             "preference pairs per step (two sequences each)"}
                     .in(1, 1e6));
+    // [reward_model]
+    const RewardModelOptions& rm = d.reward_model;
+    s.push_back(SchemaEntry{"reward_model.margin", T::Float, rm.margin, "",
+                            "trainer.kind = \"rm\": margin m of the Bradley-Terry loss -log sigmoid(r_c - r_r - m)"}
+                    .in(0, 1e6));
+    s.push_back({"reward_model.train_backbone", T::Bool, rm.train_backbone, "",
+                 "trainer.kind = \"rm\": false trains only the score head on the frozen backbone (a linear probe, "
+                 "the cheap variant)"});
     check_schema(s);
     return s;
   }();
@@ -283,7 +297,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   auto fail_at = [&](const auto&... args) { fail(source, ": ", args...); };
 
   const std::string kind = get("trainer", "kind").get<std::string>();
-  c.kind = kind == "sft" ? TrainerKind::Sft : kind == "dpo" ? TrainerKind::Dpo : TrainerKind::Grpo;
+  c.kind = kind == "sft" ? TrainerKind::Sft : kind == "dpo" ? TrainerKind::Dpo : kind == "rm" ? TrainerKind::Rm : TrainerKind::Grpo;
   c.model.path = get("model", "path").get<std::string>();
   c.model.tokenizer = get("model", "tokenizer").get<std::string>();
   c.model.dtype = get("model", "dtype").get<std::string>();
@@ -454,11 +468,13 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     if (!c.has_data && !c.sft.enabled) c.rl.add_special_tokens = c.preference.data.chat_template.empty();
   }
   with_context(source, [&] { c.preference.loss.validate(); });
+  c.reward_model.margin = j.at("reward_model").at("margin").get<double>();
+  c.reward_model.train_backbone = j.at("reward_model").at("train_backbone").get<bool>();
 
   // What each kind needs, and options that do not go together.
-  if (c.kind != TrainerKind::Dpo && c.preference.enabled)
-    fail_at("[preference.data] is the data of trainer.kind = \"dpo\" (got \"", trainer_kind_name(c.kind),
-            "\"); set trainer.kind = \"dpo\" or remove it");
+  if (c.kind != TrainerKind::Dpo && c.kind != TrainerKind::Rm && c.preference.enabled)
+    fail_at("[preference.data] is the data of trainer.kind = \"dpo\" or \"rm\" (got \"", trainer_kind_name(c.kind),
+            "\"); set trainer.kind or remove it");
   if (c.preference.online && c.kind != TrainerKind::Grpo)
     fail_at("preference.online trains on rollout groups: it needs trainer.kind = \"grpo\" (offline pairs: "
             "trainer.kind = \"dpo\" with [preference.data])");
@@ -499,6 +515,22 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     if (c.trainer.micro_batch_size < 2)
       fail_at("algorithm.micro_batch_size must be >= 2 with trainer.kind = \"dpo\" (a pair's two sequences share "
               "a micro-batch)");
+  } else if (c.kind == TrainerKind::Rm) {
+    if (!c.preference.enabled)
+      fail_at("trainer.kind = \"rm\" needs [preference.data] (the (prompt, chosen, rejected) pairs to train on)");
+    if (c.sft.enabled && (c.sft.steps <= 0 || !(c.sft.lr > 0)))
+      fail_at("[sft] with data needs sft.steps > 0 and sft.lr > 0 (the warm start's length and learning rate)");
+    if (c.has_data && (!c.sft.enabled || c.rewards.empty()))
+      fail_at("[data] in a reward-model run only serves the [sft] warm start's early stop (sft.stop_at_pass1, with a "
+              "[[reward]] to judge it); a reward model does not generate: drop [data] (the held-out pairs of "
+              "[preference.data], preference.data.eval_size, measure it)");
+    if (c.rl.kl_beta > 0) fail_at("algorithm.kl_beta needs token log-probs; a reward model has none: set it to 0");
+    if (c.loss.entropy_coef != 0) fail_at("algorithm.entropy_coef needs token log-probs; a reward model has none");
+    for (const char* key : {"replay", "lessons", "distill", "refine"})
+      if (get(key, "enabled").get<bool>()) fail_at(key, ".enabled is part of RL (trainer.kind = \"grpo\")");
+    if (c.trainer.micro_batch_size < 2)
+      fail_at("algorithm.micro_batch_size must be >= 2 with trainer.kind = \"rm\" (a pair's two sequences share "
+              "a micro-batch)");
   } else {
     if (!c.sft.enabled) fail_at("trainer.kind = \"sft\" needs [sft.data] (the (prompt, response) pairs to train on)");
     for (const char* key : {"steps", "lr", "stop_at_pass1", "stop_eval_every", "stop_eval_prompts"})
@@ -514,7 +546,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     if (c.rl.kl_beta > 0 && c.rl.kl_in_reward)
       fail_at("algorithm.kl_placement = \"reward\" puts the KL into RL rewards; an SFT run has none: use \"loss\"");
   }
-  if (c.run.sft_control && (c.kind == TrainerKind::Sft || !c.sft.enabled))
+  if (c.run.sft_control && (c.kind == TrainerKind::Sft || c.kind == TrainerKind::Rm || !c.sft.enabled))
     fail_at("run.sft_control compares RL (or DPO) with more SFT: it needs trainer.kind = \"grpo\" or \"dpo\" and an "
             "[sft] warm start");
   with_context(source, [&] {

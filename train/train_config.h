@@ -23,6 +23,13 @@
 //           log-probs computed once per pair and cached; held-out preference
 //           accuracy before and after; optional [sft] warm start; [data] +
 //           [[reward]], when given, measure held-out pass@1 as for "sft"
+//   "rm"    a reward model ([reward_model]): the policy's backbone with a
+//           score head (after an optional [sft] warm start), trained with the
+//           Bradley-Terry loss (the rm term) on [preference.data] pairs;
+//           held-out pairwise accuracy, margin and calibration before and
+//           after; saved as a Hugging Face *ForSequenceClassification
+//           directory in each checkpoint (rm/reward_model.h); [data] +
+//           [[reward]] only serve the warm start's early stop
 #pragma once
 
 #include <filesystem>
@@ -54,8 +61,8 @@ namespace rlf {
 // The schema of every key outside [data], [sft.data], [[reward]] and [env].
 const ConfigSchema& train_config_schema();
 
-enum class TrainerKind { Grpo, Sft, Dpo };
-const char* trainer_kind_name(TrainerKind kind);  // "grpo", "sft", "dpo"
+enum class TrainerKind { Grpo, Sft, Dpo, Rm };
+const char* trainer_kind_name(TrainerKind kind);  // "grpo", "sft", "dpo", "rm"
 
 // What the RL step source needs ([rollout] and the RL part of [algorithm]).
 struct RlStepOptions {
@@ -130,6 +137,12 @@ struct PreferenceOptions {
                                       // rollout group's best and worst episode (online / iterative DPO)
 };
 
+// [reward_model]: trainer.kind = "rm".
+struct RewardModelOptions {
+  double margin = 0.0;          // m >= 0 in -log sigmoid(r_c - r_r - m)
+  bool train_backbone = true;   // false: only the score head learns (a linear probe on the frozen backbone)
+};
+
 struct RunOptions {
   int64_t steps = 100;           // trainer steps
   std::filesystem::path out_dir = "runs/rlf";
@@ -170,6 +183,7 @@ struct TrainConfig {
   RunOptions run;
   SftOptions sft;
   PreferenceOptions preference;
+  RewardModelOptions reward_model;
 
   // The model directory the run loads (model.path, or out_dir/init with random_init).
   std::filesystem::path model_path() const;

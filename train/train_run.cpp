@@ -13,7 +13,10 @@
 #include "eval/evaluator.h"
 #include "model/loader.h"
 #include "rewards/env_reward.h"
+#include "rewards/judge_reward.h"
 #include "rewards/registry.h"
+#include "rm/model_reward.h"
+#include "rm/reward_model.h"
 #include "rollout/policy.h"
 #include "train/checkpoint.h"
 #include "train/demo.h"
@@ -49,8 +52,9 @@ struct Run {
   std::unique_ptr<Environment> env;
   std::unique_ptr<Critic> critic;  // refine.enabled
   std::vector<SftExample> sft_examples;
-  std::unique_ptr<PreferenceDataset> prefs;  // trainer.kind = "dpo"
+  std::unique_ptr<PreferenceDataset> prefs;  // trainer.kind = "dpo" or "rm"
   std::vector<PreferenceExample> pref_train;  // its training pairs outside the held-out eval prompts
+  std::vector<PreferenceExample> pref_eval;   // its held-out pairs (that fit the context)
 
   void say(const std::string& s) const {
     if (!opts.quiet) std::cout << s << std::endl;
@@ -87,6 +91,28 @@ std::vector<PromptExample> fitting_prompts(const std::vector<PromptExample>& in,
     check(cfg.data.on_bad_record == "skip", ex.where, ": the prompt has ", n, " tokens; with rollout.max_new_tokens = ",
           need, " it does not fit the model's context of ", limit,
           " tokens (shorten it, lower rollout.max_new_tokens, or set data.on_bad_record = \"skip\")");
+    ++*n_dropped;
+  }
+  return out;
+}
+
+// Preference pairs whose prompt + response + EOS exceeds the context are bad
+// records: an error naming the record, or (preference.data.on_bad_record =
+// "skip") dropped and counted.
+std::vector<PreferenceExample> fitting_pairs(const std::vector<PreferenceExample>& in, Run& r, int64_t* n_dropped) {
+  const int64_t limit = r.policy.model()->config().max_position_embeddings;
+  std::vector<PreferenceExample> out;
+  for (const PreferenceExample& p : in) {
+    const int64_t prompt = static_cast<int64_t>(r.policy.tokenizer->encode(p.prompt, r.cfg.rl.add_special_tokens).size());
+    const int64_t longest = std::max(r.policy.tokenizer->encode(p.chosen, false).size(),
+                                     r.policy.tokenizer->encode(p.rejected, false).size());
+    if (prompt + longest + 1 <= limit) {
+      out.push_back(p);
+      continue;
+    }
+    check(r.cfg.preference.data.on_bad_record == "skip", p.where, ": the prompt (", prompt,
+          " tokens) and its longer response (", longest, " tokens) do not fit the model's context of ", limit,
+          " tokens (shorten them, or set preference.data.on_bad_record = \"skip\")");
     ++*n_dropped;
   }
   return out;
@@ -419,6 +445,7 @@ Json TrainRunSummary::to_json() const {
   j["turns_mean"] = last_metrics.contains("episode/turns_mean") ? last_metrics["episode/turns_mean"] : Json(nullptr);
   j["rollout_tokens"] = rollout_tokens;
   j["out_dir"] = out_dir.string();
+  j["final_model"] = final_model.empty() ? Json(nullptr) : Json(final_model.string());
   j["last_metrics"] = last_metrics;
   return j;
 }
@@ -430,6 +457,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   summary.out_dir = cfg.run.out_dir;
   const bool rl = cfg.kind == TrainerKind::Grpo;
   const bool dpo = cfg.kind == TrainerKind::Dpo;
+  const bool rm = cfg.kind == TrainerKind::Rm;
 
   // 1. Load everything and check every record before any step.
   if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
@@ -437,10 +465,14 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   LoadOptions lo;
   lo.dtype = cfg.model.dtype;
   lo.device = cfg.model.device;
-  Run r{cfg, opts, {}, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Run r{cfg, opts, {}, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   r.policy.model()->set_fast_cpu_path(cfg.model.fast_cpu_path);
   TokenizerChat chat = tokenizer_chat_of(*r.policy.tokenizer);
-  if (!cfg.rewards.empty()) r.rewards = make_reward_set(cfg.rewards, cfg.source);
+  if (!cfg.rewards.empty()) {
+    RewardFactories extra = model_reward_factories();
+    extra.merge(judge_reward_factories(opts.read_env));
+    r.rewards = make_reward_set(cfg.rewards, cfg.source, extra);
+  }
   r.env = make_environment(cfg.rl.env, cfg.source + " [env]");
   // The critic starts (and an endpoint is probed) before anything long runs.
   if (cfg.kind == TrainerKind::Grpo && (cfg.rl.refine.enabled || cfg.rl.lessons.enabled))
@@ -487,13 +519,16 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
           " pairs dropped because their prompt is a held-out eval prompt");
   }
 
-  if (dpo) {
+  if (dpo || rm) {
     r.prefs = std::make_unique<PreferenceDataset>(PreferenceDataset::load(cfg.preference.data, &chat));
     // Held-out prompts stay held out: pairs whose prompt is a held-out eval prompt are dropped.
     std::set<std::string> held_out;
     for (const PromptExample& e : r.eval) held_out.insert(e.prompt);
-    for (const PreferenceExample& p : r.prefs->train())
+    int64_t n_long = 0;
+    for (const PreferenceExample& p : fitting_pairs(r.prefs->train(), r, &n_long))
       if (!held_out.count(p.prompt)) r.pref_train.push_back(p);
+    r.pref_eval = fitting_pairs(r.prefs->eval(), r, &n_long);
+    if (n_long) r.say("preference data: " + std::to_string(n_long) + " pairs too long for the context skipped");
     check(!r.pref_train.empty(), cfg.source, ": [preference.data] has no training pairs outside the held-out eval prompts");
     r.say(r.prefs->summary() + "; " + std::to_string(r.prefs->train().size() - r.pref_train.size()) +
           " training pairs dropped because their prompt is a held-out eval prompt");
@@ -513,7 +548,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   // 2. Warm start (fresh RL runs only), trained or loaded from run.warm_start_cache.
   WarmStart warm;
   bool warmed = false;
-  if ((rl || dpo) && cfg.sft.enabled && !resume_from) {
+  if ((rl || dpo || rm) && cfg.sft.enabled && !resume_from) {
     const bool cached = !cfg.run.warm_start_cache.empty() && !cfg.run.sft_control;
     if (cached && load_cached_warm_start(r, &summary.sft_steps)) {
       warmed = true;
@@ -545,6 +580,18 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     }
   }
 
+  // A reward model: the (warmed) backbone with a score head; a classifier loaded as the model trains on.
+  if (rm && !r.policy.model()->config().is_classifier()) {
+    CausalLM lm = r.policy.model();
+    r.policy.loaded.model = make_reward_model(*lm, 1, cfg.rl.seed ^ 0x5C0ULL);
+    r.policy.loaded.config = r.policy.model()->config();
+    r.say("reward model: " + r.policy.model()->config().architecture + " on the " +
+          (warmed ? "warmed" : "loaded") + " backbone, score head of 1 output");
+  }
+  if (rm && !cfg.reward_model.train_backbone)
+    for (auto& p : r.policy.model()->named_parameters())
+      if (p.key() != "score.weight") p.value().set_requires_grad(false);
+
   // The trainer, after the warm start: its optimizer snapshots the warmed weights.
   std::unique_ptr<Trainer> trainer;
   std::unique_ptr<StepSource> source;
@@ -559,6 +606,14 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     terms.push_back(std::make_unique<PreferenceTerm>(cfg.preference.loss));
     trainer = std::make_unique<Trainer>(r.policy.model(), std::move(terms), to, r.reducer);
     source = std::make_unique<PreferenceSource>(r, reference);
+  } else if (rm) {
+    TrainerOptions to = cfg.trainer;
+    to.log_entropy = false;
+    to.log_rollout_agreement = false;
+    std::vector<std::unique_ptr<LossTerm>> terms;
+    terms.push_back(std::make_unique<RewardModelTerm>(cfg.reward_model.margin));
+    trainer = std::make_unique<Trainer>(r.policy.model(), std::move(terms), to, r.reducer);
+    source = std::make_unique<PreferenceSource>(r, CausalLM{nullptr});
   } else {
     TrainerOptions to = cfg.trainer;
     to.micro_batch_size = cfg.sft.micro_batch_size;
@@ -604,16 +659,20 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   // Tokens generated so far (rollouts, refinements, critiques by the policy): run.rollout_token_budget.
   int64_t tokens_used = resume_from ? st_extra_tokens : 0;
 
-  if (!resume_from) summary.pass1_before = r.greedy_pass1(r.eval);
+  if (!resume_from && !rm) summary.pass1_before = r.greedy_pass1(r.eval);
   if (summary.pass1_before >= 0) r.say("held-out pass@1 before: " + std::to_string(summary.pass1_before));
   // Held-out preference pairs: the implicit-reward accuracy the loss optimises and the policy's own preference.
   auto measure_prefs = [&] {
+    if (rm)
+      return measure_reward_model(*r.policy.model(), *r.policy.tokenizer, r.pref_eval, cfg.rl.add_special_tokens,
+                                  cfg.trainer.micro_batch_size)
+          .to_json();
     return measure_preferences(r.policy, *r.policy.model(), reference.is_empty() ? nullptr : reference.get(),
-                               r.prefs->eval(), cfg.preference.loss,
+                               r.pref_eval, cfg.preference.loss,
                                cfg.rl.add_special_tokens, cfg.trainer.micro_batch_size)
         .to_json();
   };
-  if (dpo && !r.prefs->eval().empty() && !resume_from) {
+  if ((dpo || rm) && !r.pref_eval.empty() && !resume_from) {
     summary.preference_before = measure_prefs();
     r.say("held-out preferences before: " + summary.preference_before.dump());
   }
@@ -643,7 +702,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     st.extra = {{"pass1_before", summary.pass1_before}, {"lr_horizon", trainer->lr_horizon()},
                 {"rollout_tokens", tokens_used}, {"preference_before", summary.preference_before}};
     if (Json s = source->extra_state(); !s.is_null()) st.extra["source"] = std::move(s);
-    if (writer) save_checkpoint(ckpt_dir, st, targets, co);
+    if (writer) summary.final_model = save_checkpoint(ckpt_dir, st, targets, co) / "model";
     last_saved = step;
   };
 
@@ -683,7 +742,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
         if (notes_shown++ < 20) r.say("step " + std::to_string(step + 1) + ": " + n.get<std::string>());
       m.erase("notes");
     }
-    if (cfg.run.eval_every > 0 && (step + 1) % cfg.run.eval_every == 0 && !r.eval.empty())
+    if (!rm && cfg.run.eval_every > 0 && (step + 1) % cfg.run.eval_every == 0 && !r.eval.empty())
       m["eval/pass1"] = r.greedy_pass1(r.eval);
     if (r.data) m["data/skipped_records"] = static_cast<double>(r.data->n_skipped() + n_too_long);
     if (metrics) metrics->write_step(step + 1, numeric(m));
@@ -693,6 +752,8 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
                                                                              {"acc", m.value("accuracy", 0.0)}}
                             : dpo ? std::vector<std::pair<std::string, double>>{{"loss", m.value("loss/pref", 0.0)},
                                                                              {"acc", m.value("pref/accuracy", 0.0)}}
+                            : rm  ? std::vector<std::pair<std::string, double>>{{"loss", m.value("loss/rm", 0.0)},
+                                                                             {"acc", m.value("rm/accuracy", 0.0)}}
                                   : std::vector<std::pair<std::string, double>>{{"loss", m.value("loss/ce", 0.0)}});
     const bool budget_spent = budget > 0 && tokens_used >= budget;
     if (budget_spent) end = step + 1;
@@ -709,10 +770,11 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
           std::to_string(tokens_used) + " tokens)");
   // A resume that had nothing left to do keeps the checkpoint it loaded (no re-save).
   if (last_saved != summary.steps) save(summary.steps);
+  else if (resume_from) summary.final_model = *resume_from / "model";
 
   // 6. Finish.
-  summary.pass1_after = r.greedy_pass1(r.eval);
-  if (dpo && !r.prefs->eval().empty()) {
+  if (!rm) summary.pass1_after = r.greedy_pass1(r.eval);
+  if ((dpo || rm) && !r.pref_eval.empty()) {
     summary.preference_after = measure_prefs();
     r.say("held-out preferences after: " + summary.preference_after.dump());
   }
@@ -726,7 +788,8 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     std::vector<std::string> keys;
     auto records = read_jsonl(cfg.run.out_dir / "metrics.jsonl");
     for (const char* k : {"reward/mean", "accuracy", "eval/pass1", "episode/turns_mean", "completion/length_mean",
-                          "policy/entropy", "kl/ref", "loss/ce", "loss/pref", "pref/accuracy", "pref/margin"})
+                          "policy/entropy", "kl/ref", "loss/ce", "loss/pref", "pref/accuracy", "pref/margin", "loss/rm",
+                          "rm/accuracy", "rm/margin"})
       if (std::any_of(records.begin(), records.end(), [&](const Json& x) { return x.contains(k) && x[k].is_number(); }))
         keys.push_back(k);
     if (!keys.empty()) write_metrics_plot(cfg.run.out_dir / "metrics.jsonl", cfg.run.out_dir / "plot.html", keys);
@@ -739,12 +802,17 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
                                                                      "completion/length_mean", "policy/entropy", "time/step_s"}
                                     : dpo ? std::vector<std::string>{"loss/pref", "pref/accuracy", "pref/margin",
                                                                      "pref/chosen_logp", "pref/rejected_logp", "time/step_s"}
+                                    : rm  ? std::vector<std::string>{"loss/rm", "rm/accuracy", "rm/margin", "time/step_s"}
                                           : std::vector<std::string>{"loss/ce", "time/step_s"};
     std::cout << format_metrics_summary(summarize_metrics(records, keys));
     if (summary.pass1_before >= 0)
       std::printf("held-out pass@1: before %.3f  after %.3f\n", summary.pass1_before, summary.pass1_after);
     if (summary.pass1_control >= 0) std::printf("held-out pass@1 of the SFT-only control: %.3f\n", summary.pass1_control);
-    if (summary.preference_before.is_object() && summary.preference_after.is_object())
+    if (rm && summary.preference_before.is_object() && summary.preference_after.is_object())
+      std::printf("held-out pairwise accuracy of the reward model: before %.3f  after %.3f (margin %.3f, ECE %.3f)\n",
+                  summary.preference_before.value("accuracy", 0.0), summary.preference_after.value("accuracy", 0.0),
+                  summary.preference_after.value("margin", 0.0), summary.preference_after.value("ece", 0.0));
+    else if (summary.preference_before.is_object() && summary.preference_after.is_object())
       std::printf("held-out preference accuracy (implicit reward): before %.3f  after %.3f; the policy's own "
                   "(mean log-prob per token): before %.3f  after %.3f\n",
                   summary.preference_before.value("accuracy", 0.0), summary.preference_after.value("accuracy", 0.0),

@@ -43,7 +43,9 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
   StepLoss st;
   if (episodes.empty()) return st;
   const bool entropy_grad = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_entropy(); });
-  const bool want_entropy = entropy_grad || options_.log_entropy;
+  const bool want_logp = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_logprobs(); });
+  const bool want_scores = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_scores(); });
+  const bool want_entropy = want_logp && (entropy_grad || options_.log_entropy);
 
   // 1-2. Micro-batches and every term's normaliser over all of them (and all ranks).
   std::vector<MicroBatch> mbs;
@@ -98,10 +100,11 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
     const MicroBatch& mb = mbs[m];
     if (std::all_of(local_tokens[m].begin(), local_tokens[m].end(), [](double n) { return n == 0; })) continue;
     auto hidden = model_->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
-    torch::Tensor logp, entropy;
+    torch::Tensor logp, entropy, scores;
     if (want_entropy) std::tie(logp, entropy) = model_->token_logprobs_entropy(hidden, mb.targets, entropy_grad);
-    else logp = model_->token_logprobs(hidden, mb.targets);
-    {
+    else if (want_logp) logp = model_->token_logprobs(hidden, mb.targets);
+    if (want_scores) scores = model_->scores(hidden);
+    if (logp.defined()) {
       torch::NoGradGuard ng;
       // On-policy tokens only: refinements were sampled in another context, replayed
       // episodes by older weights; their stored log-probs are not this forward's.
@@ -114,7 +117,7 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
       }
       if (entropy.defined()) st.entropy_sum += (entropy.detach() * mb.weight).sum().item<double>();
     }
-    TermInput in{mb, logp, entropy};
+    TermInput in{mb, logp, entropy, scores};
     std::vector<torch::Tensor> group_sum(K);  // per lead term: the summed per-token losses of its group
     std::vector<double> parts(K, 0.0);
     for (size_t k = 0; k < K; ++k) {
@@ -219,6 +222,8 @@ Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
   for (const auto& [name, v] : means) m[name] = v / n;
   if (!options_.log_entropy && !std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_entropy(); }))
     m.erase("policy/entropy");
+  // A model trained without token log-probs (a reward model) has no KL to a reference.
+  if (std::none_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_logprobs(); })) m.erase("kl/ref");
   // Before any update of this step: how far the trainer's log-probs are from the rollout's.
   if (options_.log_rollout_agreement) m["policy/logprob_diff_max"] = logprob_diff_first;
   m["optim/grad_norm"] = grad_norm;

@@ -9,7 +9,9 @@
 #include "apps/cli/runtime.h"
 #include "data/prompt_format.h"
 #include "feedback/critic_config.h"
+#include "rewards/judge_reward.h"
 #include "rewards/registry.h"
+#include "rm/model_reward.h"
 #include "train/reflexion.h"
 #include "train/train_config.h"
 
@@ -78,7 +80,9 @@ CommandSpec make_reflexion_command() {
     check(!tasks.empty(), "the ", split, " split is empty (set data.eval_size for a held-out split)");
     if (a.integer("limit") > 0 && static_cast<int64_t>(tasks.size()) > a.integer("limit"))
       tasks.resize(static_cast<size_t>(a.integer("limit")));
-    RewardSet rewards = make_reward_set(cfg.rewards, cfg.source);
+    RewardFactories extra = model_reward_factories();
+    extra.merge(judge_reward_factories(read_process_env));
+    RewardSet rewards = make_reward_set(cfg.rewards, cfg.source, extra);
     for (const PromptExample& t : tasks) rewards.check_record(t.record, t.reference, t.where);
     const EnvLookup read_env = read_process_env;
     const Json critic_table = cfg.raw.at("critic").empty()

@@ -15,6 +15,10 @@
 #include <set>
 
 #include "apps/cli/cli.h"
+#include "data/preference_dataset.h"
+#include "model/loader.h"
+#include "rm/reward_model.h"
+#include "rollout/policy.h"
 #include "tests/support/test_env.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -109,6 +113,80 @@ TEST(Cli, ConvertThenInfo) {
   EXPECT_EQ(j["vocab_size"], 512);
   EXPECT_EQ(j["num_hidden_layers"], 5);
   EXPECT_EQ(j["params"], 260032);  // 512*64 + 5 * 45440 + 64
+}
+
+TEST(Cli, EvalRmScoresPreferencePairsAsTheLibraryDoes) {
+  test::TempDir dir;
+  // A reward model from the pretrained stories260K, and pairs in the generic layout.
+  auto c = rlf("convert " + test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string()) + " " +
+               test::shell_quote((dir / "lm").string()));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  {
+    LoadedModel lm = load_model(dir / "lm");
+    SaveOptions so;
+    so.tokenizer_source = test::shared_path("models/stories260K/tok512.bin");
+    save_model(*make_reward_model(*lm.model, 1, 5), dir / "rm", so);
+  }
+  std::string text;
+  const char* endings[] = {" and they were happy.", " and it was sad.", " and the sun was warm.", " and he cried."};
+  for (int i = 0; i < 12; ++i)
+    text += Json{{"prompt", "Once upon a time, Lily saw a dog number " + std::to_string(i)},
+                 {"chosen", endings[i % 4]}, {"rejected", endings[(i + 1) % 4]}}
+                .dump() +
+            "\n";
+  write_file_atomic(dir / "pairs.jsonl", text);
+  auto r = rlf("eval rm --model " + test::shell_quote((dir / "rm").string()) + " --data " +
+               test::shell_quote((dir / "pairs.jsonl").string()) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json j = parse_json(r.output, "rlf eval rm");
+  PreferenceDatasetOptions o;
+  o.path = (dir / "pairs.jsonl").string();
+  const PreferenceDataset data = PreferenceDataset::load(o);
+  Policy rm = load_policy(dir / "rm", "", {});
+  const RewardModelPairMetrics m = measure_reward_model(*rm.model(), *rm.tokenizer, data.train(), true, 32);
+  EXPECT_EQ(j["pairs"], 12);
+  EXPECT_NEAR(j["accuracy"].get<double>(), m.accuracy, 1e-12);
+  EXPECT_NEAR(j["margin"].get<double>(), m.margin, 1e-6);
+  EXPECT_NEAR(j["ece"].get<double>(), m.ece, 1e-6);
+  // A causal LM is refused with one line.
+  auto bad = rlf("eval rm --model " + test::shell_quote((dir / "lm").string()) + " --data " +
+                 test::shell_quote((dir / "pairs.jsonl").string()));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("not a reward model"), std::string::npos) << bad.output;
+}
+
+TEST(Cli, MergeAveragesWeightsAndAddsTaskVectors) {
+  test::TempDir dir;
+  ModelConfig c = ModelConfig::preset("stories260K");
+  c.num_hidden_layers = 1;
+  SaveOptions so;
+  so.tokenizer_source = test::shared_path("models/stories260K/tok512.bin");
+  save_model(*make_random_model(c, 1, torch::kFloat32, torch::kCPU), dir / "a", so);
+  save_model(*make_random_model(c, 2, torch::kFloat32, torch::kCPU), dir / "b", so);
+  auto q = [&](const char* name) { return test::shell_quote((dir / name).string()); };
+  auto r = rlf("merge --model " + q("a") + " --model " + q("b") + " --weight 0.25 --weight 0.75 --out " + q("soup"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = rlf("merge --base " + q("a") + " --model " + q("b") + " --weight 2 --out " + q("task"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  LoadedModel a = load_model(dir / "a"), b = load_model(dir / "b"), soup = load_model(dir / "soup"),
+              task = load_model(dir / "task");
+  EXPECT_FALSE(soup.tokenizer.empty()) << "the tokenizer goes with the merge";
+  auto pa = a.model->named_parameters(), pb = b.model->named_parameters(), pt = task.model->named_parameters();
+  for (const auto& p : soup.model->named_parameters()) {
+    EXPECT_LT((p.value() - (0.25 * pa[p.key()] + 0.75 * pb[p.key()])).abs().max().item<double>(), 1e-6) << p.key();
+    EXPECT_LT((pt[p.key()] - (pa[p.key()] + 2.0 * (pb[p.key()] - pa[p.key()]))).abs().max().item<double>(), 1e-6)
+        << p.key();
+  }
+  // Another architecture, or weights that do not match the models: one line, exit 1.
+  c.num_hidden_layers = 2;
+  save_model(*make_random_model(c, 3, torch::kFloat32, torch::kCPU), dir / "deep", so);
+  auto bad = rlf("merge --model " + q("a") + " --model " + q("deep") + " --out " + q("x"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("'num_hidden_layers' is 2 but the first model's is 1"), std::string::npos) << bad.output;
+  bad = rlf("merge --model " + q("a") + " --model " + q("b") + " --weight 1 --out " + q("x"));
+  EXPECT_NE(bad.output.find("1 weights for 2 models"), std::string::npos) << bad.output;
+  bad = rlf("merge --model " + q("a") + " --out " + q("x"));
+  EXPECT_NE(bad.output.find("at least two --model"), std::string::npos) << bad.output;
 }
 
 TEST(Cli, BenchGenerateReportsTheFields) {

@@ -110,7 +110,7 @@ TEST(EvalConfig, ErrorTexts) {
             "run.toml: missing required key 'data' (the prompt dataset table: path, preset, ... (docs/data.md))");
   EXPECT_EQ(error_of([&] { from_toml(base + "[eval]\nn_sample = 4\n"); }), 
             "run.toml: unknown key 'eval.n_sample' (did you mean 'eval.n_samples'?; valid keys in 'eval': "
-            "accuracy_reward, add_special_tokens, answer_format, correct_threshold, max_batch_rows, max_new_tokens, "
+            "accuracy_reward, add_special_tokens, answer_format, best_of, correct_threshold, max_batch_rows, max_new_tokens, "
             "max_prompts, min_p, n_samples, prompts_per_call, seed, stop, temperature, top_k, top_p)");
   EXPECT_EQ(error_of([&] { from_toml(base + "[eval]\nn_samples = 0\n"); }),
             "run.toml: eval option n_samples = 0: must be >= 1 (completions per prompt)");
@@ -130,7 +130,7 @@ TEST(EvalConfig, ErrorTexts) {
             "max_records, on_bad_record, arithmetic, countdown, guess)");
   EXPECT_EQ(error_of([] { from_toml("[model]\npath = \"m\"\n[data]\npath = \"x.jsonl\"\n"); }),
             "run.toml: no reward configured and preset 'generic' has no default reward; add a [[reward]] table or "
-            "--reward TYPE (bleu, chrf, code, countdown, env, external, format, keywords, length, math, rouge_l)");
+            "--reward TYPE (bleu, chrf, code, countdown, env, external, format, keywords, length, majority, math, reward_model, rouge_l)");
   EXPECT_EQ(error_of([] { from_toml("[model]\npath = \"\"\n[data]\npreset = \"countdown\"\n"); }),
             "run.toml: key 'model.path' is empty (a Hugging Face directory or a llama2.c .bin)");
 }
@@ -149,7 +149,7 @@ TEST(EvalConfig, OverridesAddressOnlyEvalSections) {
             "eval.n_samples=8)");
   EXPECT_EQ(error_of([&] { read_eval_config(path, {"eval.n_smples=8"}); }),
             path.string() + ": unknown key 'eval.n_smples' (did you mean 'eval.n_samples'?; valid keys in 'eval': "
-            "accuracy_reward, add_special_tokens, answer_format, correct_threshold, max_batch_rows, max_new_tokens, "
+            "accuracy_reward, add_special_tokens, answer_format, best_of, correct_threshold, max_batch_rows, max_new_tokens, "
             "max_prompts, min_p, n_samples, prompts_per_call, seed, stop, temperature, top_k, top_p)");
 }
 
@@ -179,7 +179,7 @@ TEST(EvalFlagsTest, BuildTheSameConfig) {
   f.data = "gsm8k.jsonl";
   EXPECT_EQ(error_of([&] { eval_config_from_json(eval_config_json_from_flags(f), "rlf eval"); }),
             "rlf eval: no reward configured and preset 'generic' has no default reward; add a [[reward]] table or "
-            "--reward TYPE (bleu, chrf, code, countdown, env, external, format, keywords, length, math, rouge_l)");
+            "--reward TYPE (bleu, chrf, code, countdown, env, external, format, keywords, length, majority, math, reward_model, rouge_l)");
   f.rewards = {"keywords"};
   c = eval_config_from_json(eval_config_json_from_flags(f), "command line");
   EXPECT_EQ(c.data.preset, "generic");
@@ -204,7 +204,7 @@ TEST(EvalFlagsTest, ErrorTexts) {
             "rlf eval: --preset arithmetic generates its own problems; remove --data");
   EXPECT_EQ(err([](EvalFlags& f) { f.rewards = {"maths"}; }),
             "rlf eval: unknown --reward 'maths' (expected one of bleu, chrf, code, countdown, env, external, format, keywords, "
-            "length, math, rouge_l)");
+            "length, majority, math, reward_model, rouge_l)");
 }
 
 TEST(EvalRewards, DefaultsPerPreset) {
@@ -225,10 +225,10 @@ TEST(EvalRewards, SetWithCountdownAndErrors) {
             "type, weight)");
   EXPECT_EQ(error_of([] { make_reward_set(Json::parse(R"([{"type": "math"}, {"type": "cd"}])"), "run.toml"); }),
             "run.toml [[reward]] #2: unknown reward type 'cd'; valid types: bleu, chrf, code, countdown, env, external, format, "
-            "keywords, length, math, rouge_l");
+            "keywords, length, majority, math, rouge_l");
   EXPECT_EQ(error_of([] { make_reward_set(Json::array(), "run.toml"); }),
             "run.toml: no rewards configured; add at least one [[reward]] table (types: bleu, chrf, code, countdown, env, "
-            "external, format, keywords, length, math, rouge_l)");
+            "external, format, keywords, length, majority, math, rouge_l)");
   EXPECT_EQ(error_of([] { make_reward_set(Json::parse(R"([{"type": "math", "answer_fromat": "x"}])"), "run.toml"); }),
             
             "run.toml [[reward]] #1: reward type 'math': unknown option 'answer_fromat'; valid options: answer_format, "

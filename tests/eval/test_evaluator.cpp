@@ -6,6 +6,7 @@
 #include "data/synthetic_tasks.h"
 #include "eval/evaluator.h"
 #include "tests/eval/eval_fixtures.h"
+#include "tests/support/test_env.h"
 #include "eval/pass_at_k.h"
 #include "rewards/registry.h"
 #include "util/error.h"
@@ -58,6 +59,41 @@ std::vector<std::vector<RewardSample>> hand_groups(const std::vector<PromptExamp
       {sample("#### " + answer_of(ex[2]), 6), sample("#### " + answer_of(ex[2], 5), 6),
        sample("#### " + answer_of(ex[2], 5), 6), sample("#### " + answer_of(ex[2], 5), 6)},
   };
+}
+
+TEST(Evaluator, BestOfNPicksEachPromptsHighestScoredSample) {
+  const auto ex = problems(3);
+  // "pick" scores 1 for samples that say "sure", 0 otherwise; correctness by the math verifier.
+  RewardSet rewards = make_reward_set(Json::parse(R"([{"type": "math", "name": "correct"},
+      {"type": "format", "name": "pick", "weight": 0, "pattern": "sure", "match": "search"}])"));
+  std::vector<std::vector<RewardSample>> groups = {
+      // the first "sure" sample is correct
+      {sample("#### " + answer_of(ex[0], 1), 2), sample("sure #### " + answer_of(ex[0]), 2),
+       sample("sure #### " + answer_of(ex[0], 3), 2)},
+      // the "sure" sample is wrong although two others are right
+      {sample("#### " + answer_of(ex[1]), 2), sample("sure #### " + answer_of(ex[1], 2), 2),
+       sample("#### " + answer_of(ex[1]), 2)},
+      // all tie at 0: the first sample is picked, and it is correct
+      {sample("#### " + answer_of(ex[2]), 2), sample("#### " + answer_of(ex[2], 1), 2),
+       sample("#### " + answer_of(ex[2], 1), 2)},
+  };
+  EvalOptions o;
+  o.n_samples = 3;
+  o.accuracy_reward = "correct";
+  o.best_of = "pick";
+  EvalResult r = evaluate_completions(ex, groups, rewards, o);
+  EXPECT_EQ(r.best_of, "pick");
+  EXPECT_NEAR(r.best_of_n, 2.0 / 3.0, 1e-12);
+  const Json j = eval_summary_json(r);
+  EXPECT_NEAR(j["best_of_n"].get<double>(), 2.0 / 3.0, 1e-12);
+  EXPECT_EQ(j["best_of"], "pick");
+  // Without best_of the summary has no such key; an unknown component is an error naming the option.
+  o.best_of = "";
+  EXPECT_FALSE(eval_summary_json(evaluate_completions(ex, groups, rewards, o)).contains("best_of_n"));
+  o.best_of = "rm";
+  EXPECT_NE(test::error_of([&] { evaluate_completions(ex, groups, rewards, o); })
+                .find("eval option best_of = 'rm': no reward component has that name (components: correct, pick)"),
+            std::string::npos);
 }
 
 TEST(Evaluator, CountsAndMetricsFromHandMadeGroups) {

@@ -2,7 +2,7 @@
 // ties, abstentions, undefined k.
 #include <gtest/gtest.h>
 
-#include "eval/majority_vote.h"
+#include "rewards/math/majority_vote.h"
 #include "util/error.h"
 
 namespace rlf {

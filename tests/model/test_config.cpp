@@ -60,6 +60,39 @@ TEST(ModelConfig, Qwen2AlwaysHasQkvBiases) {
   EXPECT_EQ(n_params_of_expected(c), c.n_params());
 }
 
+TEST(ModelConfig, SequenceClassifiersHaveAScoreHeadInsteadOfAnLmHead) {
+  Json j = Json::parse(kLlama32);
+  j["architectures"] = {"LlamaForSequenceClassification"};
+  // transformers: num_labels, else the size of id2label, else 2.
+  EXPECT_EQ(ModelConfig::from_hf_json(j, "c").num_labels, 2);
+  j["id2label"] = {{"0", "a"}, {"1", "b"}, {"2", "c"}};
+  EXPECT_EQ(ModelConfig::from_hf_json(j, "c").num_labels, 3);
+  j["num_labels"] = 1;
+  const ModelConfig c = ModelConfig::from_hf_json(j, "c");
+  EXPECT_TRUE(c.is_classifier());
+  EXPECT_EQ(c.num_labels, 1);
+  const auto tensors = expected_tensors(c);
+  EXPECT_EQ(tensors.back().name, "score.weight");
+  EXPECT_EQ(tensors.back().shape, (std::vector<int64_t>{1, c.hidden_size}));
+  for (const auto& t : tensors) EXPECT_NE(t.name, "lm_head.weight");
+  EXPECT_EQ(n_params_of_expected(c), c.n_params());
+  const Json out = c.to_hf_json();
+  EXPECT_EQ(out["architectures"][0], "LlamaForSequenceClassification");
+  EXPECT_EQ(out["num_labels"], 1);
+  EXPECT_EQ(out["id2label"], Json({{"0", "LABEL_0"}}));
+  EXPECT_EQ(ModelConfig::from_hf_json(out, "round trip").num_labels, 1);
+  // with_labels switches the architecture both ways, per family.
+  EXPECT_EQ(c.with_labels(0).architecture, "LlamaForCausalLM");
+  ModelConfig q = c.with_labels(0);
+  q.architecture = "Qwen2ForCausalLM";
+  EXPECT_EQ(q.with_labels(4).architecture, "Qwen2ForSequenceClassification");
+  j["num_labels"] = 0;
+  EXPECT_NE(error_of([&] { ModelConfig::from_hf_json(j, "'c.json'"); }).find("'num_labels' must be > 0"), std::string::npos);
+  ModelConfig bad = c;
+  bad.num_labels = 0;
+  EXPECT_NE(error_of([&] { bad.validate("cfg"); }).find("needs num_labels > 0"), std::string::npos);
+}
+
 TEST(ModelConfig, ErrorsNameTheField) {
   Json j = Json::parse(kLlama32);
   j.erase("hidden_size");
@@ -68,7 +101,7 @@ TEST(ModelConfig, ErrorsNameTheField) {
   j["architectures"] = {"GPT2LMHeadModel"};
   EXPECT_EQ(error_of([&] { ModelConfig::from_hf_json(j, "'c.json'"); }),
             "'c.json': unsupported architecture 'GPT2LMHeadModel' in 'architectures' (supported: LlamaForCausalLM, "
-            "MistralForCausalLM, Qwen2ForCausalLM)");
+            "MistralForCausalLM, Qwen2ForCausalLM and their *ForSequenceClassification reward models)");
   j = Json::parse(kLlama32);
   j["num_key_value_heads"] = 7;
   EXPECT_EQ(error_of([&] { ModelConfig::from_hf_json(j, "'c.json'"); }),

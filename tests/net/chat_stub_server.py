@@ -20,6 +20,9 @@ from the token after "MODE:" (no token = ok):
   not_string         200, choices[0].message.content = 42
   empty              200, content ""
   big:N              200, content of N times "x"
+  reply:TEXT         200, content TEXT with "_" read as " " (a judge's verdict)
+  yes_if:WORD        200, content "Yes." when WORD occurs in the message outside this
+                     mode token (a checklist item that names it), else "No."
 With --refuse STATUS every POST gets STATUS {"error": {"message": "invalid API key"}}.
 Any other POST path is a 404.
 
@@ -126,6 +129,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, chat_reply(""))
         elif name == "big":
             return self.send(200, chat_reply("x" * int(arg)))
+        elif name == "reply":
+            return self.send(200, chat_reply(arg.replace("_", " ")))
+        elif name == "yes_if":
+            rest = text.replace("MODE: " + mode, "").replace("MODE:" + mode, "")
+            return self.send(200, chat_reply("Yes." if arg in rest else "No."))
         self.send(200, chat_reply("critique of: " + text))
 
 

@@ -148,7 +148,7 @@ TEST(RewardRegistry, BuildsASetFromTables) {
   EXPECT_EQ(set.components()[1].weight, 0.25);
   EXPECT_EQ(set.components()[3].reward->name(), "keywords");
   EXPECT_EQ(reward_types(), (std::vector<std::string>{"bleu", "chrf", "code", "countdown", "env", "external", "format",
-                                                      "keywords", "length", "math", "rouge_l"}));
+                                                      "keywords", "length", "majority", "math", "rouge_l"}));
   EXPECT_EQ(error_of([&] { set.check_record({{"question", "q"}}, "4", "train.jsonl:9"); }),
             "train.jsonl:9: keywords reward needs the record field 'kw' (a list of strings or a comma-separated "
             "string) but the record has none; add it or set the reward's option 'field'");
@@ -157,7 +157,7 @@ TEST(RewardRegistry, BuildsASetFromTables) {
 TEST(RewardRegistry, UnknownTypeAndOptionErrors) {
   EXPECT_EQ(error_of([] { make_reward("maths", Json::object(), kWhere); }),
             "config.toml [[reward]] #2: unknown reward type 'maths'; valid types: bleu, chrf, code, countdown, env, external, "
-            "format, keywords, length, math, rouge_l");
+            "format, keywords, length, majority, math, rouge_l");
   EXPECT_EQ(error_of([] { make_reward("math", {{"answer_fromat", "gsm8k"}}, kWhere); }),
             "config.toml [[reward]] #2: reward type 'math': unknown option 'answer_fromat'; valid options: "
             "answer_format, correct_score, incorrect_score, reference_field (and name, type, weight)");
@@ -212,7 +212,7 @@ TEST(RewardRegistry, EveryOptionIsDocumented) {
 TEST(RewardRegistry, SetErrors) {
   EXPECT_EQ(error_of([] { make_reward_set(Json::parse(R"([{"type": "math"}, {"weight": 2}])"), "config.toml"); }),
             "config.toml [[reward]] #2: missing 'type' (a string; one of: bleu, chrf, code, countdown, env, external, format, "
-            "keywords, length, math, rouge_l)");
+            "keywords, length, majority, math, rouge_l)");
   EXPECT_EQ(error_of([] { make_reward_set(Json::parse(R"([{"type": "math"}, {"type": "math"}])"), "config.toml"); }),
             "config.toml [[reward]] #2: reward set: two rewards are named 'math'; give one of them a different name "
             "= \"...\"");
@@ -220,7 +220,7 @@ TEST(RewardRegistry, SetErrors) {
             "config.toml [[reward]] #1: 'weight' must be a finite number, got \"high\"");
   EXPECT_EQ(error_of([] { make_reward_set(Json::array(), "config.toml"); }),
             "config.toml: no rewards configured; add at least one [[reward]] table (types: bleu, chrf, code, countdown, env, "
-            "external, format, keywords, length, math, rouge_l)");
+            "external, format, keywords, length, majority, math, rouge_l)");
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ TEST(LossTerms, WeightZeroTokensGetExactlyZeroGradient) {
     logp.retain_grad();
     entropy.retain_grad();
     TermSums sums;
-    TermInput in{mb, logp, entropy};
+    TermInput in{mb, logp, entropy, torch::Tensor()};
     auto w = term->weights(mb);
     auto loss = algo::aggregate_loss(term->per_token(in, sums), w, algo::count_loss_totals(w), term->aggregation());
     loss.backward();
@@ -122,7 +122,7 @@ TEST(LossTerms, PolicyTermShapesRefinementTokensOnly) {
   auto logp = model->token_logprobs(hidden, mb.targets);
   logp.retain_grad();
   TermSums sums;
-  TermInput in{mb, logp, torch::Tensor()};
+  TermInput in{mb, logp, torch::Tensor(), torch::Tensor()};
   auto per = term.per_token(in, sums);
   per.sum().backward();
   const auto rollout_mask = mb.weight * (1 - mb.shaped);
@@ -170,7 +170,7 @@ TEST(LossTerms, DistillTermIsTheKlToTheTeacherOnTeacherTokensOnly) {
   auto logp = model->token_logprobs(hidden, mb.targets);
   logp.retain_grad();
   TermSums sums;
-  TermInput in{mb, logp, torch::Tensor()};
+  TermInput in{mb, logp, torch::Tensor(), torch::Tensor()};
   auto per = term.per_token(in, sums);
   per.sum().backward();
   auto want = algo::kl_estimate(logp.detach(), mb.teacher_logp, w, algo::KlEstimator::K3);

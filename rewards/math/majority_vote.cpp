@@ -1,5 +1,5 @@
 // Answer clustering and block-wise majority votes.
-#include "eval/majority_vote.h"
+#include "rewards/math/majority_vote.h"
 
 #include <map>
 
