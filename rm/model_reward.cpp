@@ -58,15 +58,17 @@ std::vector<RewardResult> ModelReward::score(const RewardGroup& group) {
       text.clear();
       for (const TranscriptPart& t : s.turns) text += t.text;
     }
-    auto ids = reward_model_tokens(*rm_.tokenizer, group.prompt, text, options_.add_special_tokens);
-    if (ids.empty()) ids.push_back(0);  // an empty prompt and completion: score the pad position
-    seqs.push_back(std::move(ids));
+    seqs.push_back(reward_model_tokens(*rm_.tokenizer, group.prompt, text, options_.add_special_tokens));
   }
   const int64_t limit = rm_.model()->config().max_position_embeddings;
   std::vector<double> v(seqs.size(), 0.0);
   std::vector<size_t> ok;
   std::vector<std::vector<int32_t>> fit;
   for (size_t i = 0; i < seqs.size(); ++i) {
+    if (seqs[i].empty()) {
+      out[i].missing_reason = "reward_model: the prompt and the completion are both empty (no token to score)";
+      continue;
+    }
     if (static_cast<int64_t>(seqs[i].size()) > limit) {
       out[i].missing_reason = str("reward_model: prompt + completion have ", seqs[i].size(),
                                   " tokens, more than the reward model's context of ", limit);

@@ -524,14 +524,16 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     // Held-out prompts stay held out: pairs whose prompt is a held-out eval prompt are dropped.
     std::set<std::string> held_out;
     for (const PromptExample& e : r.eval) held_out.insert(e.prompt);
-    int64_t n_long = 0;
-    for (const PreferenceExample& p : fitting_pairs(r.prefs->train(), r, &n_long))
-      if (!held_out.count(p.prompt)) r.pref_train.push_back(p);
+    int64_t n_long = 0, n_held_out = 0;
+    for (const PreferenceExample& p : fitting_pairs(r.prefs->train(), r, &n_long)) {
+      if (held_out.count(p.prompt)) ++n_held_out;
+      else r.pref_train.push_back(p);
+    }
     r.pref_eval = fitting_pairs(r.prefs->eval(), r, &n_long);
-    if (n_long) r.say("preference data: " + std::to_string(n_long) + " pairs too long for the context skipped");
     check(!r.pref_train.empty(), cfg.source, ": [preference.data] has no training pairs outside the held-out eval prompts");
-    r.say(r.prefs->summary() + "; " + std::to_string(r.prefs->train().size() - r.pref_train.size()) +
-          " training pairs dropped because their prompt is a held-out eval prompt");
+    r.say(r.prefs->summary() + "; " + std::to_string(n_held_out) +
+          " training pairs dropped because their prompt is a held-out eval prompt" +
+          (n_long ? "; " + std::to_string(n_long) + " pairs too long for the context skipped" : ""));
   }
 
   // Only the writing rank (the one process here: Reducer) writes files.

@@ -199,6 +199,16 @@ TEST(ModelReward, ScoresCompletionsWithASavedRewardModel) {
     ASSERT_TRUE(results[i].score.has_value()) << results[i].missing_reason;
     EXPECT_NEAR(*results[i].score, expected[i][2], 1e-6);
   }
+  // A completion longer than the model's context is a missing score; the others are still scored.
+  RewardGroup longer = g;
+  std::string many;
+  for (int i = 0; i < 400; ++i) many += " a cat";
+  longer.samples[1].completion = many;
+  const auto cut = set.components().at(0).reward->score(longer);
+  EXPECT_FALSE(cut[1].score.has_value());
+  EXPECT_NE(cut[1].missing_reason.find("more than the reward model's context of 512"), std::string::npos)
+      << cut[1].missing_reason;
+  EXPECT_NEAR(*cut[0].score, expected[0][2], 1e-6);
   // A direction over the outputs (DPA), and group normalisation.
   RewardSet dir_set = make_reward_set(
       Json::array({{{"type", "reward_model"}, {"model", path.string()}, {"direction", {0.5, -1.0, 2.0}},

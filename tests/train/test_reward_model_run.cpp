@@ -119,6 +119,29 @@ TEST(RewardModelRun, ResumesExactly) {
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(ma[i]["loss/rm"], mb[i]["loss/rm"]) << "step " << i + 1;
 }
 
+TEST(RewardModelRun, PairsLongerThanTheContextAreBadRecords) {
+  test::TempDir dir;
+  const auto model = test::make_tiny_model(dir);  // a 512-token context
+  const auto pairs = write_rm_pairs(dir, 24);
+  std::string long_story;
+  for (int i = 0; i < 200; ++i) long_story += " The cat ran.";
+  std::string text = read_file(pairs);
+  text += Json{{"prompt", "Tom went out."}, {"chosen", long_story}, {"rejected", " The cat sat."}}.dump() + "\n";
+  write_file_atomic(pairs, text);
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  Json j = rm_config(model, pairs, dir / "long", 2);
+  j["preference"]["data"]["shuffle"] = false;
+  j["preference"]["data"]["eval_size"] = 4;
+  const std::string e = test::error_of([&] { run_training(train_config_from_json(j, "rm"), quiet); });
+  EXPECT_NE(e.find("pairs.jsonl' line 25: the prompt"), std::string::npos) << e;
+  EXPECT_NE(e.find("preference.data.on_bad_record = \"skip\""), std::string::npos) << e;
+  j["preference"]["data"]["on_bad_record"] = "skip";
+  TrainRunSummary s = run_training(train_config_from_json(j, "rm"), quiet);
+  EXPECT_EQ(s.steps, 2);
+  EXPECT_EQ(s.preference_after["pairs"], 3) << "the long pair was a held-out one: 4 - 1 scored";
+}
+
 TEST(RewardModelRun, ConfigErrorsNameTheKey) {
   auto expect_error = [](Json j, const std::string& needle) {
     const std::string e = test::error_of([&] { train_config_from_json(j, "cfg.toml"); });
