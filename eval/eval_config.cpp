@@ -14,7 +14,15 @@
 #include "util/error.h"
 
 namespace rlf {
+
 namespace {
+
+// The reward types built outside the registry: trained reward models and LLM judges.
+RewardFactories eval_reward_factories(const ReadEnvironment& read_env) {
+  RewardFactories extra = model_reward_factories();
+  extra.merge(judge_reward_factories(read_env));
+  return extra;
+}
 
 const std::vector<std::string>& eval_sections() {
   static const std::vector<std::string> sections = {"model", "data", "reward", "env", "eval"};
@@ -106,7 +114,7 @@ Json default_reward_tables(const std::string& preset) {
   if (preset == "gsm8k" || preset == "math500" || preset == "arithmetic") return Json::array({{{"type", "math"}}});
   if (preset == "countdown") return Json::array({{{"type", "countdown"}}});
   fail("no reward configured and preset '", preset, "' has no default reward; add a [[reward]] table or --reward TYPE (",
-       join_names(reward_types(model_reward_factories())), ")");
+       join_names(reward_types(eval_reward_factories({}))), ")");
 }
 
 const std::vector<PromptExample>& eval_split(const PromptDataset& dataset) {
@@ -129,7 +137,7 @@ Json eval_config_json_from_flags(const EvalFlags& f) {
     check(f.preset.empty() || !is_synthetic_preset(f.preset), "rlf eval: --preset ", f.preset,
           " generates its own problems; remove --data");
   }
-  const std::vector<std::string> types = reward_types(model_reward_factories());
+  const std::vector<std::string> types = reward_types(eval_reward_factories({}));
   for (const std::string& t : f.rewards)
     check(std::find(types.begin(), types.end(), t) != types.end(), "rlf eval: unknown --reward '", t,
           "' (expected one of ", join_names(types), ")");
@@ -145,10 +153,10 @@ Json eval_config_json_from_flags(const EvalFlags& f) {
   return {{"model", model}, {"data", data}, {"reward", rewards}, {"eval", f.eval}};
 }
 
-EvalRun run_eval(const EvalConfig& config, const EvalProgress& progress) {
+EvalRun run_eval(const EvalConfig& config, const EvalProgress& progress, const ReadEnvironment& read_env) {
   // Rewards first: a bad reward table fails before the model loads.
   RewardSet rewards;
-  if (!config.rewards.empty()) rewards = make_reward_set(config.rewards, config.source, model_reward_factories());
+  if (!config.rewards.empty()) rewards = make_reward_set(config.rewards, config.source, eval_reward_factories(read_env));
   std::unique_ptr<Environment> env = make_environment(config.env, config.source + " [env]");
   if (env->gives_rewards() && std::none_of(rewards.components().begin(), rewards.components().end(),
                                            [](const RewardComponent& x) { return x.reward->name() == "env"; }))

@@ -22,6 +22,7 @@
 #include "env/env_registry.h"
 #include "eval/eval_options.h"
 #include "eval/evaluator.h"
+#include "rewards/judge_reward.h"
 #include "rewards/reward_set.h"
 #include "train/config_schema.h"
 #include "util/json_util.h"
@@ -91,6 +92,7 @@ struct EvalRun {
   EvalResult result;
   std::string data_summary;  // PromptDataset::summary()
 };
-EvalRun run_eval(const EvalConfig& config, const EvalProgress& progress = nullptr);
+// `read_env` reads the environment variables a reward names (a judge's API key).
+EvalRun run_eval(const EvalConfig& config, const EvalProgress& progress = nullptr, const ReadEnvironment& read_env = {});
 
 }  // namespace rlf

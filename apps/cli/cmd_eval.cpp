@@ -65,9 +65,9 @@ int run_eval_command(const Args& args) {
   const EvalConfig config = args.given("config") ? config_from_file(args) : config_from_flags(args);
   configure_threads(args, config.model.dtype, config.model.device);
   const bool json = args.flag("json");
-  EvalRun run = run_eval(config, [](int64_t done, int64_t total) {
-    std::cerr << "eval: " << done << "/" << total << " prompts\n";
-  });
+  EvalRun run = run_eval(
+      config, [](int64_t done, int64_t total) { std::cerr << "eval: " << done << "/" << total << " prompts\n"; },
+      read_process_env);
   std::cerr << "eval data: " << run.data_summary << "\n";
   if (args.given("out")) {
     write_eval_details(args.str("out"), run.result);

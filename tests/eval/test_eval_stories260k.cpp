@@ -10,6 +10,7 @@
 #include "eval/evaluator.h"
 #include "tests/eval/eval_fixtures.h"
 #include "rewards/registry.h"
+#include "tests/net/chat_stub.h"
 #include "tests/support/test_env.h"
 #include "util/fs.h"
 
@@ -154,6 +155,37 @@ TEST_F(EvalStories, RunFromConfigUsesTheEvalSplitAndWritesDetails) {
   EXPECT_EQ(first["n_samples"], 2);
   EXPECT_EQ(first["samples"].size(), 2u);
   EXPECT_TRUE(first["samples"][0].contains("text"));
+}
+
+TEST_F(EvalStories, AJudgeWithItsApiKeyFromTheEnvironmentPicksTheBestOfN) {
+  test::StubServer server;  // echoes nothing useful: every verdict is "Score: 3" on [0, 4]
+  Json cfg = {{"model", {{"path", model_path().string()}}},
+              {"data", {{"preset", "arithmetic"}, {"arithmetic", {{"n_problems", 12}}}, {"eval_size", 2}}},
+              {"reward", Json::array({{{"type", "math"}, {"name", "correct"}},
+                                      {{"type", "judge"},
+                                       {"name", "judge"},
+                                       {"weight", 0.0},
+                                       {"base_url", server.base_url()},
+                                       {"model", "stub"},
+                                       {"api_key_env", "RLF_TEST_JUDGE_KEY"},
+                                       {"rubric", "MODE: reply:Score:_3"},
+                                       {"max_score", 4.0}}})},
+              {"eval", {{"n_samples", 2}, {"max_new_tokens", 6}, {"best_of", "judge"}, {"accuracy_reward", "correct"}}}};
+  EvalConfig config = eval_config_from_json(cfg, "run.toml");
+  ReadEnvironment env = [](const std::string& name) -> std::optional<std::string> {
+    return name == "RLF_TEST_JUDGE_KEY" ? std::optional<std::string>("k") : std::nullopt;
+  };
+  EvalRun run = run_eval(config, nullptr, env);
+  const Json j = eval_summary_json(run.result);
+  EXPECT_DOUBLE_EQ(j["reward/judge"].get<double>(), 0.75);  // 3 on [0, 4] for every sample
+  EXPECT_EQ(j["best_of"], "judge");
+  // Every sample ties, so each prompt's pick is its first sample.
+  double first_correct = 0;
+  for (const PromptResult& p : run.result.prompts) first_correct += p.samples.at(0).correct ? 0.5 : 0.0;
+  EXPECT_DOUBLE_EQ(j["best_of_n"].get<double>(), first_correct);
+  EXPECT_EQ(server.count(), 4);  // 2 prompts x 2 samples
+  // Without the variable the run stops before loading anything.
+  EXPECT_NE(test::error_of([&] { run_eval(config); }).find("RLF_TEST_JUDGE_KEY, which is not set"), std::string::npos);
 }
 
 }  // namespace
