@@ -1,5 +1,6 @@
-// Helpers of the whole-run tests (test_grpo_run.cpp, test_preference_run.cpp):
-// a tiny random model on disk, and the straight-versus-resumed comparison.
+// Helpers of the whole-run tests (test_grpo_run.cpp, test_preference_run.cpp,
+// test_reward_model_run.cpp): a tiny random model on disk, preference pairs
+// with one learnable rule, and the straight-versus-resumed comparison.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +14,8 @@
 #include "tests/support/test_env.h"
 #include "train/metrics.h"
 #include "train/train_run.h"
+#include "util/fs.h"
+#include "util/json_util.h"
 
 namespace rlf::test {
 
@@ -25,6 +28,24 @@ inline std::filesystem::path make_tiny_model(const TempDir& dir) {
   so.tokenizer_source = shared_path("models/stories260K/tok512.bin");
   save_model(*model, dir / "tiny", so);
   return dir / "tiny";
+}
+
+// Pairs whose preference is one learnable rule: the chosen story is about a
+// happy cat, the rejected one about a sad cat; the rest of the words vary.
+inline std::filesystem::path write_cat_pairs(const TempDir& dir, int n) {
+  const char* names[] = {"Tom", "Lily", "Ben", "Sue", "Max", "Anna", "Tim", "Mia"};
+  const char* places[] = {"park", "garden", "house", "school", "forest", "beach"};
+  const char* acts[] = {"played", "ran", "sat", "jumped", "slept", "sang"};
+  std::string text;
+  for (int i = 0; i < n; ++i) {
+    const std::string who = names[i % 8], where = places[(i / 8) % 6], act = acts[(i * 7) % 6];
+    Json r = {{"prompt", who + " went to the " + where + "."},
+              {"chosen", " The cat " + act + " and was happy."},
+              {"rejected", " The cat " + act + " and was sad."}};
+    text += r.dump() + "\n";
+  }
+  write_file_atomic(dir / "pairs.jsonl", text);
+  return dir / "pairs.jsonl";
 }
 
 // Whether two saved models have bit-identical parameters (expected: `same`).

@@ -15,24 +15,6 @@
 namespace rlf {
 namespace {
 
-// Pairs whose preference is one learnable rule: the chosen story is about a
-// happy cat, the rejected one about a sad cat; the rest of the words vary.
-std::filesystem::path write_pairs(const test::TempDir& dir, int n) {
-  const char* names[] = {"Tom", "Lily", "Ben", "Sue", "Max", "Anna", "Tim", "Mia"};
-  const char* places[] = {"park", "garden", "house", "school", "forest", "beach"};
-  const char* acts[] = {"played", "ran", "sat", "jumped", "slept", "sang"};
-  std::string text;
-  for (int i = 0; i < n; ++i) {
-    const std::string who = names[i % 8], where = places[(i / 8) % 6], act = acts[(i * 7) % 6];
-    Json r = {{"prompt", who + " went to the " + where + "."},
-              {"chosen", " The cat " + act + " and was happy."},
-              {"rejected", " The cat " + act + " and was sad."}};
-    text += r.dump() + "\n";
-  }
-  write_file_atomic(dir / "pairs.jsonl", text);
-  return dir / "pairs.jsonl";
-}
-
 Json dpo_config(const std::filesystem::path& model, const std::filesystem::path& pairs, const std::filesystem::path& out,
                 int64_t steps, const std::string& loss = "sigmoid") {
   Json j = Json::parse(R"({
@@ -54,7 +36,7 @@ Json dpo_config(const std::filesystem::path& model, const std::filesystem::path&
 TEST(PreferenceRun, DpoLearnsAPreferenceThatHoldsOnHeldOutPairs) {
   test::TempDir dir;
   const auto model = test::make_tiny_model(dir);
-  const auto pairs = write_pairs(dir, 96);
+  const auto pairs = test::write_cat_pairs(dir, 96);
   TrainRunOptions quiet;
   quiet.quiet = true;
   TrainRunSummary s = run_training(train_config_from_json(dpo_config(model, pairs, dir / "dpo", 30), "dpo"), quiet);
@@ -83,7 +65,7 @@ TEST(PreferenceRun, DpoLearnsAPreferenceThatHoldsOnHeldOutPairs) {
 TEST(PreferenceRun, EveryLossOfTheFamilyTrains) {
   test::TempDir dir;
   const auto model = test::make_tiny_model(dir);
-  const auto pairs = write_pairs(dir, 64);
+  const auto pairs = test::write_cat_pairs(dir, 64);
   TrainRunOptions quiet;
   quiet.quiet = true;
   for (const std::string loss : {"ipo", "hinge", "simpo", "sppo"}) {
@@ -104,7 +86,7 @@ TEST(PreferenceRun, EveryLossOfTheFamilyTrains) {
 TEST(PreferenceRun, DpoResumesExactly) {
   test::TempDir dir;
   const auto model = test::make_tiny_model(dir);
-  const auto pairs = write_pairs(dir, 40);
+  const auto pairs = test::write_cat_pairs(dir, 40);
   auto [ma, mb] = test::straight_and_resumed(
       [&](const std::filesystem::path& out, int64_t steps) {
         return train_config_from_json(dpo_config(model, pairs, out, steps), "dpo");

@@ -17,23 +17,6 @@
 namespace rlf {
 namespace {
 
-// Chosen: the cat was happy; rejected: the cat was sad (the rest varies).
-std::filesystem::path write_rm_pairs(const test::TempDir& dir, int n) {
-  const char* names[] = {"Tom", "Lily", "Ben", "Sue", "Max", "Anna", "Tim", "Mia"};
-  const char* places[] = {"park", "garden", "house", "school", "forest", "beach"};
-  const char* acts[] = {"played", "ran", "sat", "jumped", "slept", "sang"};
-  std::string text;
-  for (int i = 0; i < n; ++i) {
-    const std::string who = names[i % 8], where = places[(i / 8) % 6], act = acts[(i * 7) % 6];
-    Json r = {{"prompt", who + " went to the " + where + "."},
-              {"chosen", " The cat " + act + " and was happy."},
-              {"rejected", " The cat " + act + " and was sad."}};
-    text += r.dump() + "\n";
-  }
-  write_file_atomic(dir / "pairs.jsonl", text);
-  return dir / "pairs.jsonl";
-}
-
 Json rm_config(const std::filesystem::path& model, const std::filesystem::path& pairs, const std::filesystem::path& out,
                int64_t steps) {
   Json j = Json::parse(R"({
@@ -53,7 +36,7 @@ Json rm_config(const std::filesystem::path& model, const std::filesystem::path& 
 TEST(RewardModelRun, LearnsAPreferenceThatHoldsOnHeldOutPairsAndServesAsAReward) {
   test::TempDir dir;
   const auto model = test::make_tiny_model(dir);
-  const auto pairs = write_rm_pairs(dir, 96);
+  const auto pairs = test::write_cat_pairs(dir, 96);
   TrainRunOptions quiet;
   quiet.quiet = true;
   TrainRunSummary s = run_training(train_config_from_json(rm_config(model, pairs, dir / "rm", 30), "rm"), quiet);
@@ -89,7 +72,7 @@ TEST(RewardModelRun, LearnsAPreferenceThatHoldsOnHeldOutPairsAndServesAsAReward)
 TEST(RewardModelRun, AFrozenBackboneTrainsOnlyTheHead) {
   test::TempDir dir;
   const auto model = test::make_tiny_model(dir);
-  const auto pairs = write_rm_pairs(dir, 48);
+  const auto pairs = test::write_cat_pairs(dir, 48);
   Json j = rm_config(model, pairs, dir / "probe", 10);
   j["reward_model"]["train_backbone"] = false;
   j["optim"]["lr"] = 0.03;
@@ -108,7 +91,7 @@ TEST(RewardModelRun, AFrozenBackboneTrainsOnlyTheHead) {
 TEST(RewardModelRun, ResumesExactly) {
   test::TempDir dir;
   const auto model = test::make_tiny_model(dir);
-  const auto pairs = write_rm_pairs(dir, 40);
+  const auto pairs = test::write_cat_pairs(dir, 40);
   auto [ma, mb] = test::straight_and_resumed(
       [&](const std::filesystem::path& out, int64_t steps) {
         return train_config_from_json(rm_config(model, pairs, out, steps), "rm");
@@ -122,7 +105,7 @@ TEST(RewardModelRun, ResumesExactly) {
 TEST(RewardModelRun, PairsLongerThanTheContextAreBadRecords) {
   test::TempDir dir;
   const auto model = test::make_tiny_model(dir);  // a 512-token context
-  const auto pairs = write_rm_pairs(dir, 24);
+  const auto pairs = test::write_cat_pairs(dir, 24);
   std::string long_story;
   for (int i = 0; i < 200; ++i) long_story += " The cat ran.";
   std::string text = read_file(pairs);
