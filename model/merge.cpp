@@ -39,10 +39,11 @@ CausalLM merge_models(const MergeOptions& o, LoadedModel* first_out) {
   }
   // Accumulators in fp64: the base (or zero) plus each weighted term.
   torch::NoGradGuard ng;
-  std::map<std::string, torch::Tensor> acc;
-  for (auto& p : first.model->named_parameters()) {
-    acc[p.key()] = base ? base->model->named_parameters()[p.key()].to(torch::kFloat64) : torch::zeros_like(p.value(), torch::kFloat64);
-  }
+  std::map<std::string, torch::Tensor> acc, base_params;  // fp64
+  if (base)
+    for (auto& p : base->model->named_parameters()) base_params[p.key()] = p.value().to(torch::kFloat64);
+  for (auto& p : first.model->named_parameters())
+    acc[p.key()] = base ? base_params.at(p.key()).clone() : torch::zeros_like(p.value(), torch::kFloat64);
   for (size_t i = 0; i < o.models.size(); ++i) {
     std::optional<LoadedModel> other;
     if (i > 0) {
@@ -52,7 +53,7 @@ CausalLM merge_models(const MergeOptions& o, LoadedModel* first_out) {
     auto params = (i == 0 ? first : *other).model->named_parameters();
     for (auto& [name, t] : acc) {
       auto x = params[name].to(torch::kFloat64);
-      if (base) x = x - base->model->named_parameters()[name].to(torch::kFloat64);
+      if (base) x = x - base_params.at(name);
       t.add_(x, w[i]);
     }
   }
