@@ -1,5 +1,5 @@
 // Credit assignment: from an episode's rewards to an advantage on each of
-// its policy tokens. Pure functions, no state. Three modes (formulas and
+// its policy tokens. Pure functions, no state. Four modes (formulas and
 // papers in docs/algorithms.md, "Credit assignment"):
 //
 //   episode  one return per episode, R_i = outcome + sum of turn rewards +
@@ -17,7 +17,14 @@
 //            reward, plus the turn reward at a turn's last token and the
 //            outcome at the episode's last policy token; A_t = (G_t - b_i) / s_i
 //            with b_i, s_i from the episode returns (G at its first policy token).
-// With one turn, no token rewards and gamma = 1 the three modes agree.
+//   gae      PPO's: the per-token rewards of `token` mode and the critic's
+//            values V_t at the episode's policy tokens give GAE(gamma,
+//            lambda) advantages and value targets R_t = A_t + V_t (gae.h),
+//            across turns (observation tokens are skipped, as in `token`);
+//            no group baseline: the critic is the baseline.
+// With one turn, no token rewards and gamma = 1 the first three modes agree.
+// `whiten` then whitens the advantages of every mode over the batch's policy
+// tokens (gae.h whiten).
 // An episode whose outcome is missing gets advantage 0 on every token and is
 // left out of every statistic. Tokens with loss weight 0 always get 0.
 #pragma once
@@ -32,14 +39,16 @@
 
 namespace rlf::algo {
 
-enum class CreditMode { Episode, Turn, Token };
-CreditMode parse_credit_mode(std::string_view name);  // "episode", "turn", "token"
+enum class CreditMode { Episode, Turn, Token, Gae };
+CreditMode parse_credit_mode(std::string_view name);  // "episode", "turn", "token", "gae"
 std::string_view credit_mode_name(CreditMode mode);
 
 struct CreditOptions {
   CreditMode mode = CreditMode::Episode;  // see above
-  double gamma = 1.0;                     // discount per turn (turn) or per policy token (token), in (0, 1]
-  AdvantageOptions advantage;             // the estimator giving baselines and scales
+  double gamma = 1.0;                     // discount per turn (turn) or per policy token (token, gae), in (0, 1]
+  double lambda = 0.95;                   // gae: GAE's lambda, in [0, 1]
+  bool whiten = false;                    // whiten the advantages over the batch's policy tokens
+  AdvantageOptions advantage;             // the estimator giving baselines and scales (not gae)
 
   // Throws rlf::Error naming the field (algorithm.gamma, ...).
   void validate() const;
@@ -53,6 +62,7 @@ struct CreditInput {
   std::span<const float> loss_weight;     // [T] > 0 on policy tokens
   std::span<const int32_t> token_turn;    // [T] the turn of each policy token (read where loss_weight > 0)
   std::span<const float> token_reward;    // [T] per-token rewards, or empty
+  std::span<const float> value;           // [T] gae: the critic's value before each token (read where loss_weight > 0)
 };
 
 // The per-episode return of `episode` mode: outcome + turn rewards + token
@@ -60,8 +70,11 @@ struct CreditInput {
 std::optional<double> episode_return(const CreditInput& episode);
 
 // Per-token advantages, one [T] vector per episode (0 where loss_weight == 0).
-// Batch statistics go through `batch_sum` (advantages.h).
+// Batch statistics go through `batch_sum` (advantages.h). gae: `returns`
+// (when given) receives each episode's value targets R_t, [T] with 0 off
+// policy tokens, empty for an episode whose outcome is missing.
 std::vector<std::vector<float>> assign_credit(std::span<const CreditInput> episodes, const CreditOptions& options,
-                                              const BatchSum& batch_sum = {});
+                                              const BatchSum& batch_sum = {},
+                                              std::vector<std::vector<float>>* returns = nullptr);
 
 }  // namespace rlf::algo

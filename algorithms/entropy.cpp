@@ -2,6 +2,7 @@
 #include "algorithms/entropy.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <torch/autograd.h>
 
@@ -76,6 +77,18 @@ torch::Tensor entropy_from_logits(const torch::Tensor& logits, int64_t chunk_pos
   const int64_t chunk = chunk_positions == 0 ? std::max<int64_t>(n, 1) : chunk_positions;
   const auto logits2d = logits.reshape({n, v});  // [B*T, V]; a view when contiguous
   return EntropyFunction::apply(logits2d, chunk).view({b, t});
+}
+
+torch::Tensor self_certainty(const torch::Tensor& logits, const torch::Tensor& mask) {
+  TORCH_CHECK(logits.dim() == 3 && mask.dim() == 2 && logits.size(0) == mask.size(0) && logits.size(1) == mask.size(1),
+              "self_certainty: logits [B, T, V] and mask [B, T] expected");
+  torch::NoGradGuard ng;
+  const double V = static_cast<double>(logits.size(2));
+  // Per position: -log V - mean_v log p(v), computed in float64.
+  const auto logp = torch::log_softmax(logits.to(torch::kFloat64), 2);
+  const auto kl = -logp.mean(2) - std::log(V);                      // [B, T]
+  const auto m = (mask != 0).to(torch::kFloat64);
+  return (kl * m).sum(1) / m.sum(1);                                 // NaN where a row has no position
 }
 
 }  // namespace rlf::algo

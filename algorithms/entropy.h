@@ -20,4 +20,15 @@ namespace rlf::algo {
 // 0 = all at once. Differentiable w.r.t. logits.
 torch::Tensor entropy_from_logits(const torch::Tensor& logits, int64_t chunk_positions = 1024);
 
+// Self-certainty (Kang et al. 2025, "Scalable Best-of-N Selection for Large
+// Language Models via Self-Certainty"; the reward of Intuitor, Zhao et al.
+// 2025): the KL divergence from the uniform distribution over the vocabulary
+// to the model's next-token distribution, averaged over a sequence's masked
+// positions,
+//   SC = (1/n) sum_t KL(U || p_t) = (1/n) sum_t [ -log V - (1/V) sum_v log p_t(v) ]
+// (>= 0; 0 for a uniform p). logits [B, T, V], mask [B, T] (nonzero = count
+// the position) -> [B] float64, no gradient; a row with no masked position
+// gets NaN.
+torch::Tensor self_certainty(const torch::Tensor& logits, const torch::Tensor& mask);
+
 }  // namespace rlf::algo

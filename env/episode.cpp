@@ -85,6 +85,9 @@ void Episode::validate() const {
         " tokens");
   check(token_reward.empty() || token_reward.size() == n, "episode: token_reward has ", token_reward.size(),
         " entries for ", n, " tokens");
+  check(value.empty() || value.size() == n, "episode: value has ", value.size(), " entries for ", n, " tokens");
+  check(value_target.empty() || value_target.size() == n, "episode: value_target has ", value_target.size(),
+        " entries for ", n, " tokens");
   check(policy_version.empty() || policy_version.size() == n, "episode: policy_version has ", policy_version.size(),
         " entries for ", n, " tokens");
   check(n_prompt >= 0 && static_cast<size_t>(n_prompt) <= n, "episode: n_prompt ", n_prompt, " outside [0, ", n, "]");

@@ -12,6 +12,8 @@
 //   teacher_logprob log-prob under a distillation teacher (empty when unused)
 //   advantage       set by credit assignment (algorithms/credit.h)
 //   token_reward    per-token rewards (rewards that score tokens), 0 elsewhere
+//   value           PPO: the critic's value of the state before the token (empty when unused)
+//   value_target    PPO: the GAE return the critic learns there (empty when unused)
 //   policy_version  the optimiser step whose weights sampled the token (-1: not sampled)
 // and per episode: its group (same task), per-turn rewards, the aggregated
 // reward, and whether it is on-policy.
@@ -73,6 +75,8 @@ struct Episode {
   std::vector<float> teacher_logprob;     // [tokens] or empty: the distillation teacher's (train/distillation.h)
   std::vector<float> advantage;           // [tokens] (0 where loss_weight == 0), or empty before credit
   std::vector<float> token_reward;        // [tokens] or empty (no per-token rewards)
+  std::vector<float> value;               // [tokens] or empty: the critic's values when scored (train/value_model.h)
+  std::vector<float> value_target;        // [tokens] or empty: GAE returns (0 off policy tokens)
   std::vector<int32_t> policy_version;    // [tokens]: optimiser step that sampled the token, -1 elsewhere
   int64_t n_turns = 0;                    // policy turns
   std::vector<std::optional<double>> turn_rewards;  // [n_turns] environment reward after each turn (unset = none)

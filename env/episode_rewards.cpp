@@ -6,6 +6,10 @@ RewardSample reward_sample_of(const Episode& e) {
   RewardSample s;
   s.completion = e.completion_text;
   s.completion_ids.assign(e.tokens.begin() + e.n_prompt, e.tokens.end());
+  s.prompt_ids.assign(e.tokens.begin(), e.tokens.begin() + e.n_prompt);
+  s.policy_mask.reserve(s.completion_ids.size());
+  for (size_t t = static_cast<size_t>(e.n_prompt); t < e.tokens.size(); ++t)
+    s.policy_mask.push_back(e.loss_weight[t] > 0 ? 1 : 0);
   s.finish_reason = e.finish_reason.empty() ? "length" : e.finish_reason;
   const bool multi = e.segments.size() > 2;  // more than prompt + one turn
   for (const Segment& g : e.segments) {

@@ -9,6 +9,7 @@
 #include "rewards/registry.h"
 #include "rewards/reward_options.h"
 #include "rm/model_reward.h"
+#include "rm/self_certainty_reward.h"
 #include "rollout/policy.h"
 #include "train/toml_config.h"
 #include "util/error.h"
@@ -17,10 +18,14 @@ namespace rlf {
 
 namespace {
 
-// The reward types built outside the registry: trained reward models and LLM judges.
-RewardFactories eval_reward_factories(const ReadEnvironment& read_env) {
+// The reward types built outside the registry: trained reward models, LLM
+// judges and the evaluated policy's self-certainty (`policy` is filled once
+// the policy loads).
+RewardFactories eval_reward_factories(const ReadEnvironment& read_env,
+                                      std::shared_ptr<CausalLM> policy = std::make_shared<CausalLM>(nullptr)) {
   RewardFactories extra = model_reward_factories();
   extra.merge(judge_reward_factories(read_env));
+  extra.merge(self_certainty_factories(std::move(policy)));
   return extra;
 }
 
@@ -156,7 +161,9 @@ Json eval_config_json_from_flags(const EvalFlags& f) {
 EvalRun run_eval(const EvalConfig& config, const EvalProgress& progress, const ReadEnvironment& read_env) {
   // Rewards first: a bad reward table fails before the model loads.
   RewardSet rewards;
-  if (!config.rewards.empty()) rewards = make_reward_set(config.rewards, config.source, eval_reward_factories(read_env));
+  auto policy_slot = std::make_shared<CausalLM>(nullptr);
+  if (!config.rewards.empty())
+    rewards = make_reward_set(config.rewards, config.source, eval_reward_factories(read_env, policy_slot));
   std::unique_ptr<Environment> env = make_environment(config.env, config.source + " [env]");
   if (env->gives_rewards() && std::none_of(rewards.components().begin(), rewards.components().end(),
                                            [](const RewardComponent& x) { return x.reward->name() == "env"; }))
@@ -166,6 +173,7 @@ EvalRun run_eval(const EvalConfig& config, const EvalProgress& progress, const R
   load.device = config.model.device;
   Policy policy = load_policy(config.model.path, config.model.tokenizer, load);
   policy.model()->set_fast_cpu_path(config.model.fast_cpu_path);
+  *policy_slot = policy.model();
   const TokenizerChat chat = tokenizer_chat_of(*policy.tokenizer);
   const PromptDataset dataset = PromptDataset::load(config.data, &chat);
   EvalRun run;

@@ -119,9 +119,11 @@ RewardSet make_reward_set(const Json& reward_tables, const std::string& where, c
             w->dump());
       weight = w->get<double>();
     }
+    ComponentShaping shaping = read_component_shaping(table, at);
     std::unique_ptr<Reward> reward = make_reward(type->get<std::string>(), table, at, extra);
-    with_context(at, [&] { set.add(name, weight, std::move(reward)); });
+    with_context(at, [&] { set.add(name, weight, std::move(reward), std::move(shaping)); });
   }
+  with_context(where, [&] { set.resolve_gates(); });
   return set;
 }
 

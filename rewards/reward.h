@@ -31,6 +31,8 @@ struct TranscriptPart {
 struct RewardSample {
   std::string completion;               // the (last) policy turn's text (stop string and EOS removed)
   std::vector<int32_t> completion_ids;  // every token after the prompt (policy turns and observations)
+  std::vector<uint8_t> policy_mask;     // [completion_ids] 1 on tokens the policy wrote, or empty (unknown)
+  std::vector<int32_t> prompt_ids;      // the prompt's tokens as the policy saw them, or empty (unknown)
   std::string finish_reason;            // of the last turn: "stop" | "length"
   // Multi-turn episodes (env/): every turn and observation in order; empty
   // for a single-turn completion. Rewards that judge the whole trajectory

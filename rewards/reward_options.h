@@ -58,7 +58,8 @@ class OptionReader {
 
 // Keys every reward table may carry, read by the reward set.
 inline const std::vector<std::string>& reward_set_keys() {
-  static const std::vector<std::string> keys = {"name", "type", "weight"};
+  static const std::vector<std::string> keys = {"name",   "type",     "weight",         "clip",       "center",
+                                                "gate",   "gate_min", "constraint_max", "lambda_init", "lambda_lr"};
   return keys;
 }
 

@@ -1,6 +1,7 @@
 // Scores components in order; non-finite scores become missing; stats over a step.
 #include "rewards/reward_set.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -14,8 +15,19 @@ ComponentMatrix GroupScores::matrix() const {
   return m;
 }
 
+ComponentMatrix GroupScores::shaped_matrix() const {
+  if (shaping.empty()) return matrix();
+  return apply_shaping(matrix(), shaping);
+}
+
+bool GroupScores::counts(size_t c, size_t sample) const {
+  if (shaping.empty() || shaping[c].gate_index < 0) return true;
+  const auto& g = results[static_cast<size_t>(shaping[c].gate_index)][sample].score;
+  return g && *g >= shaping[c].gate_min;
+}
+
 std::vector<std::optional<double>> GroupScores::totals(RewardAggregation mode) const {
-  return aggregate_rewards(matrix(), weights, mode);
+  return aggregate_rewards(shaped_matrix(), weights, mode);
 }
 
 std::string GroupScores::describe(size_t sample) const {
@@ -34,7 +46,7 @@ std::string GroupScores::describe(size_t sample) const {
   return out.str();
 }
 
-void RewardSet::add(std::string name, double weight, std::unique_ptr<Reward> reward) {
+void RewardSet::add(std::string name, double weight, std::unique_ptr<Reward> reward, ComponentShaping shaping) {
   check(!name.empty(), "reward set: a component has an empty name");
   check(reward != nullptr, "reward set: component '", name, "' has no reward");
   check(std::isfinite(weight), "reward set: component '", name, "' has a non-finite weight ", weight);
@@ -42,14 +54,68 @@ void RewardSet::add(std::string name, double weight, std::unique_ptr<Reward> rew
     check(c.name != name, "reward set: two rewards are named '", name,
           "'; give one of them a different name = \"...\"");
   }
-  components_.push_back({std::move(name), weight, std::move(reward)});
+  double lambda = 0.0;
+  if (shaping.constraint_max) {
+    lambda = shaping.lambda_init;
+    weight = -lambda;
+  }
+  components_.push_back({std::move(name), weight, std::move(reward), std::move(shaping), lambda});
+}
+
+void RewardSet::resolve_gates() {
+  for (RewardComponent& c : components_) {
+    if (c.shaping.gate.empty()) continue;
+    auto it = std::find_if(components_.begin(), components_.end(),
+                           [&](const RewardComponent& x) { return x.name == c.shaping.gate; });
+    check(it != components_.end(), "reward '", c.name, "': gate = \"", c.shaping.gate,
+          "\" is not a reward component's name");
+    check(&*it != &c, "reward '", c.name, "': gate names the component itself");
+    c.shaping.gate_index = it - components_.begin();
+  }
+}
+
+void RewardSet::update_constraints(const std::vector<std::optional<double>>& means) {
+  check(means.size() == components_.size(), "update_constraints: ", means.size(), " means for ", components_.size(),
+        " components");
+  for (size_t k = 0; k < components_.size(); ++k) {
+    RewardComponent& c = components_[k];
+    if (!c.shaping.constraint_max || !means[k]) continue;
+    c.lambda = dual_ascent(c.lambda, *means[k], *c.shaping.constraint_max, c.shaping.lambda_lr);
+    c.weight = -c.lambda;
+  }
+}
+
+bool RewardSet::has_constraints() const {
+  return std::any_of(components_.begin(), components_.end(),
+                     [](const RewardComponent& c) { return c.shaping.constraint_max.has_value(); });
+}
+
+Json RewardSet::constraint_state() const {
+  Json j = Json::object();
+  for (const RewardComponent& c : components_)
+    if (c.shaping.constraint_max) j[c.name] = c.lambda;
+  return j;
+}
+
+void RewardSet::restore_constraints(const Json& state, const std::string& where) {
+  for (RewardComponent& c : components_) {
+    if (!c.shaping.constraint_max) continue;
+    check(state.is_object() && state.contains(c.name) && state.at(c.name).is_number(), where,
+          ": no Lagrange multiplier for the constrained reward '", c.name, "'");
+    c.lambda = state.at(c.name).get<double>();
+    check(std::isfinite(c.lambda) && c.lambda >= 0, where, ": the multiplier of '", c.name, "' is ", c.lambda);
+    c.weight = -c.lambda;
+  }
 }
 
 GroupScores RewardSet::score(const RewardGroup& group) {
   GroupScores out;
+  const bool shaped = std::any_of(components_.begin(), components_.end(),
+                                  [](const RewardComponent& c) { return !c.shaping.identity(); });
   for (RewardComponent& c : components_) {
     out.names.push_back(c.name);
     out.weights.push_back(c.weight);
+    if (shaped) out.shaping.push_back(c.shaping);
     std::vector<RewardResult> results = with_context(str("reward '", c.name, "'"), [&] {
       return c.reward->score(group);
     });

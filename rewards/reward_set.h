@@ -11,13 +11,17 @@
 
 #include "rewards/reward.h"
 #include "rewards/reward_aggregation.h"
+#include "rewards/reward_shaping.h"
+#include "util/json_util.h"
 
 namespace rlf {
 
 struct RewardComponent {
   std::string name;                // unique within the set; used in logs ("correct", "format")
-  double weight = 1.0;             // multiplies the component in the total (0 = logged only)
+  double weight = 1.0;             // multiplies the component in the total (0 = logged only; a constraint: -lambda)
   std::unique_ptr<Reward> reward;
+  ComponentShaping shaping;        // clip, centre, gate, constraint (reward_shaping.h)
+  double lambda = 0.0;             // a constrained component's multiplier (weight = -lambda)
 };
 
 // The results of all components for one group.
@@ -25,11 +29,17 @@ struct GroupScores {
   std::vector<std::string> names;                  // [C] component names
   std::vector<double> weights;                     // [C]
   std::vector<std::vector<RewardResult>> results;  // [C][G] results[c][i]: component c, sample i
+  std::vector<ComponentShaping> shaping;           // [C] (empty = none)
 
   size_t n_samples() const { return results.empty() ? 0 : results[0].size(); }
-  // scores[i][c], the input of aggregate_rewards.
+  // scores[i][c] as the components scored them (logged).
   ComponentMatrix matrix() const;
-  // The per-sample totals of this group.
+  // After each component's clip, centre and gate: the input of aggregate_rewards.
+  ComponentMatrix shaped_matrix() const;
+  // Whether component c counts for sample i (its gate passed; always without one):
+  // a gated-off component's per-token rewards count 0 too.
+  bool counts(size_t c, size_t sample) const;
+  // The per-sample totals of this group (of the shaped scores).
   std::vector<std::optional<double>> totals(RewardAggregation mode) const;
   // One line per sample for logs and critiques:
   // "correct=1 (expected 42, got 42); format=missing (regex failed...)".
@@ -39,8 +49,12 @@ struct GroupScores {
 class RewardSet {
  public:
   // Adds a component; throws rlf::Error for a duplicate or empty name or a
-  // non-finite weight.
-  void add(std::string name, double weight, std::unique_ptr<Reward> reward);
+  // non-finite weight. A constrained component (shaping.constraint_max) starts
+  // with weight -lambda_init, whatever `weight` says.
+  void add(std::string name, double weight, std::unique_ptr<Reward> reward, ComponentShaping shaping = {});
+  // Resolves gates to component indices; an error names a gate that is not a
+  // component of the set, or the component itself.
+  void resolve_gates();
 
   size_t size() const { return components_.size(); }
   bool empty() const { return components_.empty(); }
@@ -51,6 +65,15 @@ class RewardSet {
   // with the component's name; a component returning the wrong number of
   // results is an error too.
   GroupScores score(const RewardGroup& group);
+
+  // Lagrangian constraints: after a step, each constrained component's
+  // multiplier takes one dual-ascent step on its mean score over the step
+  // (`means[c]`, unset = nothing scored: unchanged); its weight becomes -lambda.
+  void update_constraints(const std::vector<std::optional<double>>& means);
+  bool has_constraints() const;
+  // {name: lambda} of the constrained components (checkpoints), and back.
+  Json constraint_state() const;
+  void restore_constraints(const Json& state, const std::string& where);
 
   // Runs every component's check_record (at start-up, per dataset record).
   void check_record(const Json& record, const std::string& reference, const std::string& where) const;

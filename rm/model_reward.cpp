@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "rewards/reward_shaping.h"
 #include "rm/reward_model.h"
 #include "util/error.h"
 
@@ -87,19 +88,11 @@ std::vector<RewardResult> ModelReward::score(const RewardGroup& group) {
       v[ok[k]] = s;
     }
   }
-  double mean = 0, sd = 0;
-  if (options_.normalize == "group" && !ok.empty()) {
-    for (size_t i : ok) mean += v[i];
-    mean /= static_cast<double>(ok.size());
-    for (size_t i : ok) sd += (v[i] - mean) * (v[i] - mean);
-    sd = std::sqrt(sd / static_cast<double>(ok.size()));
-  }
   for (size_t i : ok) {
-    const double raw = v[i];
-    const double s = options_.normalize == "group" ? (raw - mean) / (sd + 1e-6) : raw;
-    out[i].score = s;
-    out[i].explanation = str("reward model score ", raw);
+    out[i].score = v[i];
+    out[i].explanation = str("reward model score ", v[i]);
   }
+  if (options_.normalize == "group") standardize_in_group(out);
   return out;
 }
 

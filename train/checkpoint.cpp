@@ -186,6 +186,10 @@ fs::path save_checkpoint(const fs::path& dir, const TrainerState& state, const C
     check(state.step >= 0, "step ", state.step, " is negative");
     check(options.keep_last >= 0, "checkpoint.keep_last = ", options.keep_last, ": must be >= 0 (0 = keep all)");
     for (const auto& [name, gen] : targets.generators) check(gen != nullptr, "generator '", name, "' is null");
+    for (const auto& [name, c] : targets.companions)
+      check(c.model != nullptr && c.optimizer != nullptr && !name.empty() && name.find('/') == std::string::npos &&
+                name != kModelDir && name.rfind('.', 0) != 0,
+            "companion '", name, "' needs a model, an optimizer and a plain directory name");
     auto stage = [&](const std::string& s) {
       if (options.on_stage) options.on_stage(s);
     };
@@ -210,6 +214,15 @@ fs::path save_checkpoint(const fs::path& dir, const TrainerState& state, const C
       optimizer_json = {{"step", opt.step_count()}, {"n_skipped", opt.n_skipped()}};
     }
     stage("optimizer");
+
+    Json companions_json = Json::object();
+    for (const auto& [name, c] : targets.companions) {
+      save_model(*c.model, tmp / name / kModelDir, SaveOptions{});
+      write_tensor_file(tmp / name / kOptimizerFile, c.optimizer->state_tensors(),
+                        {{"format", "rlf-optimizer"}, {"step", std::to_string(c.optimizer->step_count())}});
+      companions_json[name] = {{"step", c.optimizer->step_count()}, {"n_skipped", c.optimizer->n_skipped()}};
+    }
+    stage("companions");
 
     if (!targets.generators.empty()) {
       std::map<std::string, torch::Tensor> rng;
@@ -236,6 +249,7 @@ fs::path save_checkpoint(const fs::path& dir, const TrainerState& state, const C
                     {"scheduler_step", state.scheduler_step},
                     {"optimizer", optimizer_json},
                     {"generators", generator_names(targets)},
+                    {"companions", companions_json},
                     {"counters", state.counters},
                     {"data_cursor", state.data_cursor},
                     {"extra", state.extra},
@@ -367,6 +381,28 @@ TrainerState load_checkpoint(const fs::path& ckpt, const CheckpointTargets& targ
       }
     }
 
+    // Companions: the same set as saved, each model's tensors matching.
+    const Json saved_companions = trainer.value("companions", Json::object());
+    std::vector<std::string> saved_names, wanted_names;
+    for (const auto& [name, info] : saved_companions.items()) saved_names.push_back(name);
+    for (const auto& [name, c] : targets.companions) wanted_names.push_back(name);
+    std::sort(saved_names.begin(), saved_names.end());
+    check(saved_names == wanted_names, src, ": saved companion models ", Json(saved_names).dump(),
+          " differ from the ones to restore ", Json(wanted_names).dump());
+    std::map<std::string, HfModelDir> companion_dirs;
+    std::map<std::string, SafetensorsFile> companion_opts;
+    for (const auto& [name, c] : targets.companions) {
+      const HfModelDir& dir = companion_dirs.try_emplace(name, ckpt / name / kModelDir).first->second;
+      const std::string csrc = dir.weights_path().string();
+      for (auto& p : c.model->named_parameters()) {
+        auto it = dir.tensors().find(p.key());
+        check(it != dir.tensors().end(), csrc, ": missing tensor '", p.key(), "'");
+        check(it->second.shape == p.value().sizes().vec(), csrc, ": tensor '", p.key(), "' has shape ",
+              shape_string(it->second.shape), " but the model expects ", shape_string(p.value().sizes().vec()));
+      }
+      companion_opts.try_emplace(name, ckpt / name / kOptimizerFile);
+    }
+
     TrainerState state;
     state.step = json_require<int64_t>(trainer, "step", src);
     state.scheduler_step = json_require<int64_t>(trainer, "scheduler_step", src);
@@ -380,7 +416,17 @@ TrainerState load_checkpoint(const fs::path& ckpt, const CheckpointTargets& targ
       targets.optimizer->load_state(tensor_views(*opt_file), json_require<int64_t>(opt_json, "step", src),
                                     json_get_or<int64_t>(opt_json, "n_skipped", 0, src), opt_file->path());
     }
+    for (const auto& [name, c] : targets.companions) {
+      const Json& info = saved_companions.at(name);
+      const SafetensorsFile& f = companion_opts.at(name);
+      c.optimizer->load_state(tensor_views(f), json_require<int64_t>(info, "step", src),
+                              json_get_or<int64_t>(info, "n_skipped", 0, src), f.path());
+    }
     load_weights(*targets.model, model_dir.tensors(), model_src);
+    for (const auto& [name, c] : targets.companions) {
+      const HfModelDir& dir = companion_dirs.at(name);
+      load_weights(*c.model, dir.tensors(), dir.weights_path().string());
+    }
     for (const auto& [name, gen] : targets.generators) {
       torch::Tensor st = tensor_from_view(rng_file->view("rng." + name)).clone();
       std::lock_guard<std::mutex> lock(gen->mutex());

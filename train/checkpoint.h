@@ -7,6 +7,8 @@
 //   DIR/step-N/optimizer.safetensors  "exp_avg.<param>", "exp_avg_sq.<param>",
 //                                  "master.<param>" (fp32 masters of bf16/fp16 runs)
 //   DIR/step-N/rng.safetensors     "rng.<name>": each torch generator's state (U8)
+//   DIR/step-N/<name>/model/, DIR/step-N/<name>/optimizer.safetensors
+//                                  a companion model and its optimizer (PPO's critic: "value")
 //   DIR/step-N/trainer.json        format/version, step, scheduler step, optimizer
 //                                  step count, counters (uint64 seeds), data
 //                                  cursor, extra caller state, and a manifest of
@@ -74,11 +76,19 @@ struct TrainerState {
   Json extra;                                // any other JSON state
 };
 
+// A second model trained beside the policy, with its own optimizer.
+struct CompanionTarget {
+  CausalLMImpl* model = nullptr;    // required
+  Optimizer* optimizer = nullptr;   // required
+};
+
 // What a checkpoint saves from and restores into, borrowed from the trainer.
 struct CheckpointTargets {
   CausalLMImpl* model = nullptr;                        // required
   Optimizer* optimizer = nullptr;                       // optional (nullptr: not saved / not restored)
   std::map<std::string, torch::Generator*> generators;  // optional, by name (CPU or CUDA generators)
+  std::map<std::string, CompanionTarget> companions;    // optional, by name (a plain directory name): saved and
+                                                        // restored as a set (a missing or extra one is an error)
 };
 
 // Writes DIR/step-<state.step> as described above and returns its path.

@@ -4,6 +4,7 @@
 
 #include "algorithms/policy_shaping.h"
 #include "algorithms/reward_model_loss.h"
+#include "algorithms/value_loss.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -257,6 +258,31 @@ torch::Tensor RewardModelTerm::per_token(const TermInput& in, TermSums& sums) co
   }
   const auto zero = torch::zeros({}, in.scores.options());
   return torch::where(on, row_loss.unsqueeze(1).expand_as(w), zero);
+}
+
+ValueTerm::ValueTerm(double clip, int64_t label) : clip_(clip), label_(label) {
+  check(std::isfinite(clip) && clip >= 0, "value.clip must be a finite number >= 0 (got ", clip, "; 0 = no clipping)");
+  check(label >= 0, "value head label must be >= 0 (got ", label, ")");
+}
+
+torch::Tensor ValueTerm::weights(const MicroBatch& mb) const {
+  return mb.value_mask.defined() ? mb.weight * mb.value_mask : torch::zeros_like(mb.weight);
+}
+
+torch::Tensor ValueTerm::per_token(const TermInput& in, TermSums& sums) const {
+  const MicroBatch& mb = in.mb;
+  check(in.scores.defined(), "loss term 'value': the critic has no score head");
+  check(label_ < in.scores.size(2), "loss term 'value': label ", label_, " but the score head has ", in.scores.size(2),
+        " outputs");
+  const auto w = weights(mb);
+  if (!mb.old_value.defined()) return torch::zeros_like(w);
+  const auto v = in.scores.select(2, label_);
+  const algo::ValueLoss vl = algo::clipped_value_loss(v, mb.old_value, mb.returns, w, clip_);
+  sums["value/clipfrac"] += weighted_sum(vl.clipped, w);
+  sums["value/mean"] += weighted_sum(v, w);
+  sums["value/return_mean"] += weighted_sum(mb.returns, w);
+  sums["value/error"] += weighted_sum((v.detach() - mb.returns).pow(2), w);
+  return vl.loss * (w > 0).to(vl.loss.dtype());
 }
 
 }  // namespace rlf

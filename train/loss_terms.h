@@ -29,6 +29,11 @@
 //            log-probs): each group's best and worst episode form a pair as
 //            for pref, scored by the model's score head at each row's last
 //            input position (rm/reward_model.h): -log sigma(r_c - r_r - m).
+//   value    PPO's clipped value loss of a critic (a classifier, no
+//            log-probs; train/value_model.h) on the policy tokens of
+//            episodes with GAE returns: 1/2 max((V - R)^2, (V_clip - R)^2)
+//            (algorithms/value_loss.h), V read at the position that chose
+//            the token.
 //
 // Every term's per-token loss is exactly 0, with exactly zero gradient, where
 // its weights are 0 (tested): prompt, observation and feedback tokens are
@@ -201,6 +206,24 @@ class RewardModelTerm final : public LossTerm {
 
  private:
   double margin_;
+  int64_t label_;
+};
+
+class ValueTerm final : public LossTerm {
+ public:
+  // `clip` eps >= 0 of the clipped value loss (value.clip; 0 = unclipped); `label`: the head output trained.
+  explicit ValueTerm(double clip = 0.2, int64_t label = 0);
+  std::string name() const override { return "value"; }
+  bool needs_logprobs() const override { return false; }
+  bool needs_scores() const override { return true; }
+  // The loss weights of episodes with value targets; 0 elsewhere.
+  torch::Tensor weights(const MicroBatch& mb) const override;
+  // Diagnostics (per token): value/clipfrac, value/mean, value/return_mean,
+  // value/error (mean squared error to the returns).
+  torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
+
+ private:
+  double clip_;
   int64_t label_;
 };
 

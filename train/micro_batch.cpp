@@ -22,13 +22,15 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
   const bool has_ref = std::all_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->ref_logprob.empty(); });
   const bool has_adv = std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->advantage.empty(); });
   const bool has_teacher = std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->teacher_logprob.empty(); });
+  const bool has_value = std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->value_target.empty(); });
   const bool has_shaped = std::any_of(eps.begin(), eps.end(),
                                       [](const Episode* e) { return e->source == EpisodeSource::Refinement; });
   std::vector<int64_t> ids(B * T, 0), tgt(B * T, 0), pos(B * T, 0);
   std::vector<uint8_t> valid(B * T, 0);
   std::vector<float> weight(B * T, 0), old(B * T, 0), ref(has_ref ? B * T : 0, 0), adv(has_adv ? B * T : 0, 0),
       off(B * T, 0), shaped(has_shaped ? B * T : 0, 0), teacher(has_teacher ? B * T : 0, 0),
-      teacher_mask(has_teacher ? B * T : 0, 0);
+      teacher_mask(has_teacher ? B * T : 0, 0), old_value(has_value ? B * T : 0, 0), returns(has_value ? B * T : 0, 0),
+      value_mask(has_value ? B * T : 0, 0);
   for (int64_t b = 0; b < B; ++b) {
     const Episode& e = *eps[b];
     const int64_t L = static_cast<int64_t>(e.tokens.size()) - 1;
@@ -52,6 +54,13 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
         teacher[k] = e.teacher_logprob[t + 1];
         teacher_mask[k] = 1.0f;
       }
+      if (has_value && !e.value_target.empty()) {
+        check(e.value_target.size() == e.tokens.size() && e.value.size() == e.tokens.size(),
+              "an episode's value/value_target must have one entry per token");
+        old_value[k] = e.value[t + 1];
+        returns[k] = e.value_target[t + 1];
+        value_mask[k] = 1.0f;
+      }
     }
   }
   auto i64 = torch::TensorOptions().dtype(torch::kInt64);
@@ -69,6 +78,7 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
   mb.off_policy = put(off);
   if (has_shaped) mb.shaped = put(shaped);
   if (has_teacher) mb.teacher_logp = put(teacher), mb.teacher_mask = put(teacher_mask);
+  if (has_value) mb.old_value = put(old_value), mb.returns = put(returns), mb.value_mask = put(value_mask);
   mb.seq_group = torch::empty({B}, i64);
   mb.seq_reward = torch::empty({B}, torch::kFloat64);
   for (int64_t b = 0; b < B; ++b) {
@@ -120,8 +130,14 @@ std::vector<std::vector<const Episode*>> split_micro_batches_by_group(const std:
   return out;
 }
 
-std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
-                                                   int64_t micro_batch_size) {
+namespace {
+
+// Runs `per_position` ([B, T] fp32 from one micro-batch's hidden states,
+// position t predicting token t + 1) over every episode, no gradient:
+// out[i][t] = its value at position t - 1 for t >= 1 (out[i][0] = 0).
+template <class F>
+std::vector<std::vector<float>> per_token_pass(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
+                                               int64_t micro_batch_size, F per_position) {
   check(micro_batch_size > 0, "micro-batch size must be > 0 (got ", micro_batch_size, ")");
   torch::NoGradGuard ng;
   std::vector<std::vector<float>> out(episodes.size());
@@ -131,9 +147,9 @@ std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const st
       mb_eps.push_back(episodes[i]);
     MicroBatch mb = make_micro_batch(mb_eps, model.device());
     auto hidden = model.forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
-    auto lp = model.token_logprobs(hidden, mb.targets).to(torch::kCPU).contiguous();
-    const int64_t T = lp.size(1);
-    const float* p = lp.data_ptr<float>();
+    torch::Tensor values = per_position(hidden, mb).to(torch::kCPU, torch::kFloat32).contiguous();
+    const int64_t T = values.size(1);
+    const float* p = values.data_ptr<float>();
     for (size_t b = 0; b < mb_eps.size(); ++b) {
       const Episode& e = *mb_eps[b];
       auto& v = out[i0 + b];
@@ -142,6 +158,25 @@ std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const st
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
+                                                   int64_t micro_batch_size) {
+  return per_token_pass(model, episodes, micro_batch_size, [&](const torch::Tensor& hidden, const MicroBatch& mb) {
+    return model.token_logprobs(hidden, mb.targets);
+  });
+}
+
+std::vector<std::vector<float>> recompute_values(CausalLMImpl& critic, const std::vector<const Episode*>& episodes,
+                                                 int64_t micro_batch_size, int64_t label) {
+  check(critic.config().is_classifier(), "recompute_values: the critic is not a classifier (it has no score head)");
+  check(label >= 0 && label < critic.config().num_labels, "recompute_values: label ", label, " outside the head's ",
+        critic.config().num_labels, " outputs");
+  return per_token_pass(critic, episodes, micro_batch_size, [&](const torch::Tensor& hidden, const MicroBatch&) {
+    return critic.scores(hidden).select(2, label);
+  });
 }
 
 }  // namespace rlf

@@ -26,6 +26,10 @@ struct MicroBatch {
   torch::Tensor teacher_mask;  // [B, T] fp32: 1 on tokens of episodes with teacher log-probs (with teacher_logp)
   torch::Tensor shaped;      // [B, T] fp32: 1 on tokens of refinement episodes (trained with policy shaping,
                              // algorithms/policy_shaping.h), or undefined when the micro-batch has none
+  torch::Tensor old_value;   // [B, T] fp32: the critic's value before the target token when scored (0 where none),
+                             // or undefined when no episode has value targets
+  torch::Tensor returns;     // [B, T] fp32: GAE return of the target token (with old_value)
+  torch::Tensor value_mask;  // [B, T] fp32: 1 on tokens of episodes with value targets (with old_value)
   torch::Tensor seq_group;   // [B] int64 on the CPU: each row's Episode::group
   torch::Tensor seq_reward;  // [B] fp64 on the CPU: each row's Episode::reward (NaN where missing)
   int64_t n_sequences = 0;   // B
@@ -55,5 +59,11 @@ std::vector<std::vector<const Episode*>> split_micro_batches_by_group(const std:
 // out[i][t] = log p(tokens[t] | tokens[< t]) for t >= 1 (out[i][0] = 0).
 std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
                                                    int64_t micro_batch_size);
+
+// The critic's values (output `label` of a classifier's score head) before
+// every episode's tokens (no gradient): out[i][t] = V(tokens[< t]), the state
+// in which tokens[t] was chosen, for t >= 1 (out[i][0] = 0).
+std::vector<std::vector<float>> recompute_values(CausalLMImpl& critic, const std::vector<const Episode*>& episodes,
+                                                 int64_t micro_batch_size, int64_t label = 0);
 
 }  // namespace rlf

@@ -61,13 +61,15 @@ std::vector<float> kl_reward_tokens(const Episode& e, algo::KlEstimator estimato
 }
 
 RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards, Environment& env,
-                 RlStepOptions options, Reducer& reducer, CausalLM reference, Critic* critic)
+                 RlStepOptions options, Reducer& reducer, CausalLM reference, Critic* critic, ValueModel* value)
     : policy_(policy),
       examples_(examples),
       rewards_(rewards),
       options_(std::move(options)),
       reducer_(reducer),
       reference_(std::move(reference)),
+      value_(value),
+      kl_(algo::KlControllerOptions{options_.kl_beta, options_.kl_target, options_.kl_horizon}),
       producer_(policy, env,
                 [&] {
                   EpisodeOptions eo = options_.env.episode;
@@ -79,6 +81,8 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
   options_.validate();
   check(!rewards_.empty(), "no reward configured: add at least one [[reward]] table");
   check(options_.kl_beta == 0 || reference_, "algorithm.kl_beta > 0 needs a reference model");
+  check(options_.credit.mode != algo::CreditMode::Gae || value_ != nullptr,
+        "algorithm.credit = \"gae\" needs a value model (train/value_model.h)");
   if (!options_.accuracy_reward.empty()) {
     const auto& c = rewards_.components();
     auto it = std::find_if(c.begin(), c.end(), [&](const RewardComponent& x) { return x.name == options_.accuracy_reward; });
@@ -236,6 +240,13 @@ void RlSteps::assign_credit(std::vector<ScoredGroup>& groups, Json& metrics) {
   std::vector<std::vector<float>> token_reward_store;
   double kl_penalty_sum = 0;
   int64_t n_missing = 0, n_kl = 0;
+  const double beta = kl_.beta();
+  if (value_) {
+    std::vector<Episode*> all;
+    for (auto& g : groups)
+      for (auto& e : g.group.episodes) all.push_back(&e);
+    value_->score(all);
+  }
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     ScoredGroup& sg = groups[gi];
     for (size_t i = 0; i < sg.group.episodes.size(); ++i) {
@@ -247,13 +258,13 @@ void RlSteps::assign_credit(std::vector<ScoredGroup>& groups, Json& metrics) {
       std::vector<float> tr;
       for (size_t c = 0; c < components.size(); ++c) {
         const RewardResult& rr = sg.scores.results[c][i];
-        if (rr.token_rewards.empty() || !rr.score) continue;
+        if (rr.token_rewards.empty() || !rr.score || !sg.scores.counts(c, i)) continue;  // gated off: nothing
         if (tr.empty()) tr.assign(T, 0.0f);
         for (size_t j = 0; j < rr.token_rewards.size() && e.n_prompt + static_cast<int64_t>(j) < static_cast<int64_t>(T); ++j)
           tr[static_cast<size_t>(e.n_prompt) + j] += static_cast<float>(components[c].weight * rr.token_rewards[j]);
       }
       if (kl_in_reward && e.reward && !e.ref_logprob.empty()) {
-        const std::vector<float> pen = kl_reward_tokens(e, options_.kl_estimator, options_.kl_beta);
+        const std::vector<float> pen = kl_reward_tokens(e, options_.kl_estimator, beta);
         if (tr.empty()) tr.assign(T, 0.0f);
         for (size_t t = 0; t < T; ++t) tr[t] += pen[t], kl_penalty_sum -= pen[t];
         ++n_kl;
@@ -287,14 +298,28 @@ void RlSteps::assign_credit(std::vector<ScoredGroup>& groups, Json& metrics) {
     inputs[k].loss_weight = episodes[k]->loss_weight;
     inputs[k].token_turn = turns_store[k];
     inputs[k].token_reward = episodes[k]->token_reward;
+    inputs[k].value = episodes[k]->value;
   }
-  auto adv = algo::assign_credit(inputs, options_.credit, reducer_.batch_sum());
-  for (size_t k = 0; k < episodes.size(); ++k) episodes[k]->advantage = std::move(adv[k]);
+  std::vector<std::vector<float>> returns;
+  auto adv = algo::assign_credit(inputs, options_.credit, reducer_.batch_sum(), value_ ? &returns : nullptr);
+  for (size_t k = 0; k < episodes.size(); ++k) {
+    episodes[k]->advantage = std::move(adv[k]);
+    if (value_) episodes[k]->value_target = std::move(returns[k]);
+  }
   metrics["reward/missing"] = n_missing;
-  if (kl_in_reward) metrics["kl/reward_penalty_mean"] = n_kl ? kl_penalty_sum / n_kl : 0.0;
+  if (kl_in_reward) {
+    // The penalty's KL per episode (summed over its tokens), averaged over every rank's episodes.
+    double kl_sums[2] = {beta > 0 ? kl_penalty_sum / beta : 0.0, static_cast<double>(n_kl)};
+    reducer_.sum(kl_sums);
+    const double kl_episode = kl_sums[1] > 0 ? kl_sums[0] / kl_sums[1] : 0.0;
+    metrics["kl/reward_penalty_mean"] = kl_sums[1] > 0 ? beta * kl_episode : 0.0;
+    metrics["kl/episode_mean"] = kl_episode;
+    metrics["kl/beta"] = beta;
+    kl_.update(kl_episode, static_cast<int64_t>(kl_sums[1]));
+  }
 }
 
-void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) const {
+void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) {
   std::vector<double> totals, lengths;
   double counts[4] = {0, 0, 0, 0};  // truncated, correct, judged, episodes
   const size_t C = rewards_.size();
@@ -328,14 +353,22 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) co
     m["reward/mean"] = t.mean;
     m["reward/std"] = t.std;
   }
+  std::vector<std::optional<double>> means(C);
   for (size_t c = 0; c < C; ++c) {
     const std::string& name = rewards_.components()[c].name;
     const GlobalMoments cm = global_moments(component[c], reducer_);
     if (cm.n > 0) {
       m["reward/" + name + "/mean"] = cm.mean;
       m["reward/" + name + "/std"] = cm.std;
+      means[c] = cm.mean;
     }
     m["reward/" + name + "/missing"] = component_missing[c];
+  }
+  // Lagrangian constraints: the multiplier this step used, then one dual-ascent step for the next.
+  if (rewards_.has_constraints()) {
+    for (const RewardComponent& c : rewards_.components())
+      if (c.shaping.constraint_max) m["reward/" + c.name + "/lambda"] = c.lambda;
+    rewards_.update_constraints(means);
   }
   if (counts[2] > 0) m["accuracy"] = counts[1] / counts[2];
   const GlobalMoments l = global_moments(lengths, reducer_);

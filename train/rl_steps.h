@@ -20,6 +20,10 @@
 //   5. credit     — per-token advantages (algorithms/credit.h): episode,
 //                   turn or token credit from the totals, the environment's
 //                   per-turn rewards, per-token rewards and the KL penalty
+//                   (its coefficient fixed or adaptive, algorithms/
+//                   kl_controller.h); PPO's gae credit first scores the
+//                   episodes with the critic (train/value_model.h) and sets
+//                   their value targets
 // and the step's metrics (rewards per component, accuracy, lengths, turns,
 // environment outcomes). The trainer (train/trainer.h) then updates the
 // policy on the returned episodes. The engine's KV cache is released before
@@ -31,6 +35,7 @@
 #include <memory>
 #include <vector>
 
+#include "algorithms/kl_controller.h"
 #include "data/data_cursor.h"
 #include "env/environment.h"
 #include "env/episode_producer.h"
@@ -44,6 +49,7 @@
 #include "train/replay_buffer.h"
 #include "train/scored_group.h"
 #include "train/train_config.h"
+#include "train/value_model.h"
 #include "util/json_util.h"
 
 namespace rlf {
@@ -58,9 +64,11 @@ class RlSteps {
   // Borrows everything. `reference` (may be null) is the frozen KL reference,
   // required when options.kl_beta > 0; `critic` (may be null) writes the
   // critiques of refinement and lessons, required when options.refine.enabled
-  // or options.lessons.enabled.
+  // or options.lessons.enabled; `value` (may be null) is PPO's critic,
+  // required with algorithm.credit = "gae".
   RlSteps(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards, Environment& env,
-          RlStepOptions options, Reducer& reducer, CausalLM reference = nullptr, Critic* critic = nullptr);
+          RlStepOptions options, Reducer& reducer, CausalLM reference = nullptr, Critic* critic = nullptr,
+          ValueModel* value = nullptr);
 
   // Steps 1–5 for trainer step `step` (0-based); tokens record `policy_version`.
   std::vector<Episode> next(int64_t step, int32_t policy_version, Json& metrics);
@@ -72,12 +80,17 @@ class RlSteps {
   LessonStage* lessons() { return lessons_.get(); }  // null unless lessons.enabled
   const LessonStage* lessons() const { return lessons_.get(); }
   const ReplayBuffer* replay() const { return replay_.get(); }
+  // The KL-in-reward coefficient (adaptive with algorithm.kl_target > 0; checkpointed).
+  algo::KlController& kl_controller() { return kl_; }
+  RewardSet& rewards() { return rewards_; }
+  const RewardSet& rewards() const { return rewards_; }
+  const algo::KlController& kl_controller() const { return kl_; }
 
  private:
   std::vector<ScoredGroup> collect_and_score(int64_t step, int32_t version, Json& metrics);
   void add_reference_logprobs(std::vector<ScoredGroup>& groups);
   void assign_credit(std::vector<ScoredGroup>& groups, Json& metrics);
-  void reward_metrics(const std::vector<ScoredGroup>& groups, Json& metrics) const;
+  void reward_metrics(const std::vector<ScoredGroup>& groups, Json& metrics);
 
   Policy& policy_;
   const std::vector<PromptExample>& examples_;
@@ -85,6 +98,8 @@ class RlSteps {
   RlStepOptions options_;
   Reducer& reducer_;
   CausalLM reference_;
+  ValueModel* value_;
+  algo::KlController kl_;
   EpisodeProducer producer_;
   DataCursor cursor_;
   size_t accuracy_component_ = 0;

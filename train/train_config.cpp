@@ -76,9 +76,13 @@ const ConfigSchema& train_config_schema() {
          "advantage estimator (docs/algorithms.md)", names_of_estimators()},
         SchemaEntry{"algorithm.std_eps", T::Float, r.credit.advantage.std_eps, "", "added to a standard deviation before dividing"}.in(0, 1),
         {"algorithm.credit", T::String, std::string(algo::credit_mode_name(r.credit.mode)), "",
-         "how rewards reach tokens: one return per episode, per-turn returns, or per-token returns (docs/algorithms.md)",
-         {"episode", "turn", "token"}},
-        SchemaEntry{"algorithm.gamma", T::Float, r.credit.gamma, "", "discount per turn (credit = turn) or per token (token)"}.in(1e-9, 1),
+         "how rewards reach tokens: one return per episode, per-turn returns, per-token returns, or PPO's GAE with a "
+         "critic ([value]) (docs/algorithms.md)",
+         {"episode", "turn", "token", "gae"}},
+        SchemaEntry{"algorithm.gamma", T::Float, r.credit.gamma, "", "discount per turn (credit = turn) or per token (token, gae)"}.in(1e-9, 1),
+        SchemaEntry{"algorithm.lambda", T::Float, r.credit.lambda, "", "credit = gae: GAE's lambda (1 = Monte-Carlo returns, 0 = one-step TD)"}.in(0, 1),
+        {"algorithm.whiten_advantages", T::Bool, r.credit.whiten, "",
+         "whiten the advantages over the step's policy tokens (PPO's advantage whitening)"},
         {"algorithm.reward_aggregation", T::String, aggregation_name(r.reward_aggregation), "",
          "how reward components combine (TRL)", {"sum_then_normalize", "normalize_then_sum"}},
         {"algorithm.accuracy_reward", T::String, r.accuracy_reward, "",
@@ -105,6 +109,11 @@ const ConfigSchema& train_config_schema() {
          {"k1", "k2", "k3"}},
         {"algorithm.kl_placement", T::String, r.kl_in_reward ? "reward" : "loss", "",
          "KL term in the loss, or -beta*k per token in the reward", {"loss", "reward"}},
+        SchemaEntry{"algorithm.kl_target", T::Float, r.kl_target, "nats",
+         "kl_placement = \"reward\": adapt kl_beta so each episode's summed KL approaches this (Ziegler et al. 2019; "
+         "0 = fixed kl_beta)"}.in(0, 1e6),
+        SchemaEntry{"algorithm.kl_horizon", T::Float, r.kl_horizon, "episodes",
+         "adaptive KL: episodes over which a full error (20%) moves kl_beta by 20%"}.in(1, 1e12),
         {"algorithm.kl_reference", T::String, d.loss.kl_reference, "",
          "the KL reference: the policy as RL starts (after the SFT warm start) or the model as loaded",
          {"rl_start", "initial"}},
@@ -256,6 +265,14 @@ const ConfigSchema& train_config_schema() {
     s.push_back({"reward_model.train_backbone", T::Bool, rm.train_backbone, "",
                  "trainer.kind = \"rm\": false trains only the score head on the frozen backbone (a linear probe, "
                  "the cheap variant)"});
+    // [value]
+    const ValueOptions& v = d.value;
+    s.push_back({"value.model", T::String, v.model, "",
+                 "algorithm.credit = \"gae\": the critic's start, a classifier directory (a reward model); \"\" = the "
+                 "policy as RL starts with a zero value head"});
+    s.push_back(SchemaEntry{"value.lr", T::Float, v.lr, "", "the critic's peak learning rate ([optim]'s schedule)"}.in(1e-12, 10));
+    s.push_back(SchemaEntry{"value.clip", T::Float, v.clip, "",
+                            "eps of the clipped value loss 1/2 max((V - R)^2, (V_clip - R)^2) (0 = unclipped)"}.in(0, 1e6));
     check_schema(s);
     return s;
   }();
@@ -271,6 +288,9 @@ void RlStepOptions::validate() const {
   check(std::isfinite(kl_beta) && kl_beta >= 0, "algorithm.kl_beta must be >= 0 (got ", kl_beta, "; 0 = no reference model)");
   sampling.validate("rollout.");
   credit.validate();
+  algo::KlControllerOptions{kl_beta, kl_target, kl_horizon}.validate();
+  check(kl_target == 0 || kl_in_reward, "algorithm.kl_target adapts the KL-in-reward coefficient: set "
+        "algorithm.kl_placement = \"reward\" (or kl_target = 0)");
   refine.validate();
   if (distill.enabled) distill.validate();
   replay.validate();
@@ -278,7 +298,8 @@ void RlStepOptions::validate() const {
   raft.validate();
   env.episode.validate();
   const algo::AdvantageEstimator e = credit.advantage.estimator;
-  check(group_size >= 2 || e == algo::AdvantageEstimator::ReinforcePP, "rollout.group_size = 1 gives every episode a "
+  check(group_size >= 2 || e == algo::AdvantageEstimator::ReinforcePP || credit.mode == algo::CreditMode::Gae,
+        "rollout.group_size = 1 gives every episode a "
         "group of its own, so algorithm.advantage = \"", algo::advantage_estimator_name(e),
         "\" (a group baseline) makes every advantage 0 and nothing is learned; set rollout.group_size >= 2 or "
         "algorithm.advantage = \"reinforce_pp\"");
@@ -372,6 +393,14 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   r.kl_beta = get("algorithm", "kl_beta").get<double>();
   r.kl_estimator = algo::parse_kl_estimator(get("algorithm", "kl_estimator").get<std::string>());
   r.kl_in_reward = get("algorithm", "kl_placement").get<std::string>() == "reward";
+  r.kl_target = get("algorithm", "kl_target").get<double>();
+  r.kl_horizon = get("algorithm", "kl_horizon").get<double>();
+  r.credit.lambda = get("algorithm", "lambda").get<double>();
+  r.credit.whiten = get("algorithm", "whiten_advantages").get<bool>();
+  c.value.enabled = r.credit.mode == algo::CreditMode::Gae;
+  c.value.model = get("value", "model").get<std::string>();
+  c.value.lr = get("value", "lr").get<double>();
+  c.value.clip = get("value", "clip").get<double>();
   r.dynamic_sampling = get("algorithm", "dynamic_sampling").get<bool>();
   r.dynamic_sampling_max_rounds = get("algorithm", "dynamic_sampling_max_rounds").get<int64_t>();
   const int64_t seed = get("run", "seed").get<int64_t>();
@@ -482,6 +511,15 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     fail_at("raft.enabled samples and filters rollouts: it needs trainer.kind = \"grpo\"");
   if (c.rl.raft.enabled && c.preference.online)
     fail_at("raft.enabled and preference.online both replace the policy-gradient term; keep one");
+  if (c.value.enabled && c.kind != TrainerKind::Grpo)
+    fail_at("algorithm.credit = \"gae\" is PPO's credit from a critic over sampled episodes: it needs trainer.kind = "
+            "\"grpo\"");
+  if (c.value.enabled && (c.preference.online || c.rl.raft.enabled))
+    fail_at("algorithm.credit = \"gae\" gives the policy-gradient term its advantages, but ",
+            c.preference.online ? "preference.online" : "raft.enabled", " replaces that term; keep one");
+  if (!c.value.enabled && config.contains("value"))
+    fail_at("[value] configures PPO's critic, used by algorithm.credit = \"gae\" (got \"",
+            algo::credit_mode_name(c.rl.credit.mode), "\"); set algorithm.credit = \"gae\" or remove [value]");
   if (c.preference.online && c.rl.group_size < 2)
     fail_at("preference.online pairs each group's best and worst episode: set rollout.group_size >= 2");
   if (c.kind == TrainerKind::Grpo) {
@@ -554,6 +592,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     c.trainer.validate();
     c.loss.policy.validate();
     c.loss.aggregation.validate();
+    c.value.validate();
     check(std::isfinite(c.loss.entropy_coef), "algorithm.entropy_coef must be finite");
   });
   return c;

@@ -30,6 +30,9 @@
 //           after; saved as a Hugging Face *ForSequenceClassification
 //           directory in each checkpoint (rm/reward_model.h); [data] +
 //           [[reward]] only serve the warm start's early stop
+// PPO is "grpo" with algorithm.credit = "gae": a critic ([value],
+// train/value_model.h) gives GAE advantages, usually with the KL in the
+// reward (fixed or adaptive) and whitened advantages.
 #pragma once
 
 #include <filesystem>
@@ -38,6 +41,7 @@
 
 #include "algorithms/credit.h"
 #include "algorithms/kl.h"
+#include "algorithms/kl_controller.h"
 #include "algorithms/loss_aggregation.h"
 #include "algorithms/policy_loss.h"
 #include "algorithms/preference_loss.h"
@@ -55,6 +59,7 @@
 #include "train/lessons.h"
 #include "train/replay_buffer.h"
 #include "train/trainer.h"
+#include "train/value_model.h"
 
 namespace rlf {
 
@@ -82,6 +87,8 @@ struct RlStepOptions {
   double kl_beta = 0.0;                  // > 0: KL to the reference (in the loss or the reward)
   algo::KlEstimator kl_estimator = algo::KlEstimator::K3;
   bool kl_in_reward = false;             // algorithm.kl_placement = "reward": -beta*k per token in the reward
+  double kl_target = 0.0;                // > 0: adaptive kl_beta towards this KL per episode (algorithms/kl_controller.h)
+  double kl_horizon = 10000;             // episodes over which the adaptive controller's full error moves beta by 100%
   bool dynamic_sampling = false;         // DAPO: drop zero-variance groups and refill
   int64_t dynamic_sampling_max_rounds = 4;
   uint64_t seed = 0;                     // seeds sampling and the data order
@@ -184,6 +191,7 @@ struct TrainConfig {
   SftOptions sft;
   PreferenceOptions preference;
   RewardModelOptions reward_model;
+  ValueOptions value;             // [value]: PPO's critic (algorithm.credit = "gae")
 
   // The model directory the run loads (model.path, or out_dir/init with random_init).
   std::filesystem::path model_path() const;

@@ -17,6 +17,7 @@
 #include "rewards/registry.h"
 #include "rm/model_reward.h"
 #include "rm/reward_model.h"
+#include "rm/self_certainty_reward.h"
 #include "rollout/policy.h"
 #include "train/checkpoint.h"
 #include "train/demo.h"
@@ -162,8 +163,8 @@ class StepSource {
 
 class RlSource final : public StepSource {
  public:
-  RlSource(Run& r, CausalLM reference)
-      : steps_(r.policy, r.train, r.rewards, *r.env, r.cfg.rl, r.reducer, std::move(reference), r.critic.get()),
+  RlSource(Run& r, CausalLM reference, ValueModel* value)
+      : steps_(r.policy, r.train, r.rewards, *r.env, r.cfg.rl, r.reducer, std::move(reference), r.critic.get(), value),
         train_(r.train),
         raft_(r.cfg.rl.raft) {}
   std::vector<Episode> next(int64_t step, int32_t version, Json& m) override {
@@ -175,9 +176,21 @@ class RlSource final : public StepSource {
     Json s = Json::object();
     if (const ReplayBuffer* rb = steps_.replay()) s["replay"] = rb->to_json();
     if (const LessonStage* ls = steps_.lessons()) s["lessons"] = ls->pool().to_json();
+    if (steps_.kl_controller().adaptive()) s["kl_beta"] = steps_.kl_controller().beta();
+    if (steps_.rewards().has_constraints()) s["constraints"] = steps_.rewards().constraint_state();
     return s.empty() ? Json(nullptr) : s;
   }
   void restore_extra_state(const Json& state) override {
+    if (steps_.kl_controller().adaptive()) {
+      check(state.is_object() && state.contains("kl_beta"), "the checkpoint has no adaptive KL coefficient, but "
+            "algorithm.kl_target is set: a run with a fixed kl_beta cannot be resumed with an adaptive one");
+      steps_.kl_controller().set_beta(state.at("kl_beta").get<double>());
+    }
+    if (steps_.rewards().has_constraints()) {
+      check(state.is_object() && state.contains("constraints"), "the checkpoint has no Lagrange multipliers, but a "
+            "[[reward]] sets constraint_max: a run without constraints cannot be resumed with them");
+      steps_.rewards().restore_constraints(state.at("constraints"), "checkpoint");
+    }
     std::map<std::string, std::string> prompts;
     for (const PromptExample& e : train_) prompts[e.id] = e.prompt;
     if (ReplayBuffer* rb = steps_.replay()) {
@@ -471,6 +484,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   if (!cfg.rewards.empty()) {
     RewardFactories extra = model_reward_factories();
     extra.merge(judge_reward_factories(opts.read_env));
+    extra.merge(self_certainty_factories(std::make_shared<CausalLM>(r.policy.model())));
     r.rewards = make_reward_set(cfg.rewards, cfg.source, extra);
   }
   r.env = make_environment(cfg.rl.env, cfg.source + " [env]");
@@ -594,12 +608,28 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     for (auto& p : r.policy.model()->named_parameters())
       if (p.key() != "score.weight") p.value().set_requires_grad(false);
 
+  // PPO's critic: the policy as RL starts with a zero value head, or a classifier directory.
+  std::unique_ptr<ValueModel> value;
+  if (rl && cfg.value.enabled) {
+    CausalLM critic{nullptr};
+    if (!cfg.value.model.empty()) {
+      critic = with_context("value.model", [&] { return load_reward_model(cfg.value.model, lo).model; });
+    } else {
+      critic = critic_from_policy(*r.policy.model());
+    }
+    critic->set_fast_cpu_path(cfg.model.fast_cpu_path);
+    value = std::make_unique<ValueModel>(critic, cfg.value, cfg.trainer, r.reducer);
+    r.say("value model: " + (cfg.value.model.empty() ? std::string(warmed ? "the warmed policy" : "the policy") +
+                                                          " with a zero value head"
+                                                    : cfg.value.model));
+  }
+
   // The trainer, after the warm start: its optimizer snapshots the warmed weights.
   std::unique_ptr<Trainer> trainer;
   std::unique_ptr<StepSource> source;
   if (rl) {
     trainer = std::make_unique<Trainer>(r.policy.model(), rl_terms(cfg), cfg.trainer, r.reducer);
-    source = std::make_unique<RlSource>(r, reference);
+    source = std::make_unique<RlSource>(r, reference, value.get());
   } else if (dpo) {
     TrainerOptions to = cfg.trainer;
     to.log_entropy = false;
@@ -632,6 +662,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   CheckpointTargets targets;
   targets.model = r.policy.model().get();
   targets.optimizer = &trainer->optimizer();
+  if (value) targets.companions["value"] = CompanionTarget{value->model().get(), &value->trainer().optimizer()};
   CheckpointOptions co;
   co.keep_last = cfg.run.keep_checkpoints;
   co.tokenizer_source = r.policy.tokenizer_path;
@@ -655,6 +686,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
                                "); after it the rate stays at optim.lr_min";
       std::cerr << note << std::endl;
       trainer->set_lr_horizon(horizon);
+      if (value) value->trainer().set_lr_horizon(horizon);
     }
   }
   int64_t last_saved = resume_from ? start : -1;
@@ -723,6 +755,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     std::vector<Episode> episodes = source->next(step, version, m);
     auto t_update = Clock::now();
     m.update(trainer->update(episodes, step));
+    if (value) m.update(value->update(episodes, step));
     m["time/update_s"] = since(t_update);
     m["time/step_s"] = since(t0);
     if (rl) {
@@ -791,7 +824,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     auto records = read_jsonl(cfg.run.out_dir / "metrics.jsonl");
     for (const char* k : {"reward/mean", "accuracy", "eval/pass1", "episode/turns_mean", "completion/length_mean",
                           "policy/entropy", "kl/ref", "loss/ce", "loss/pref", "pref/accuracy", "pref/margin", "loss/rm",
-                          "rm/accuracy", "rm/margin"})
+                          "rm/accuracy", "rm/margin", "loss/value", "value/explained_variance", "kl/beta"})
       if (std::any_of(records.begin(), records.end(), [&](const Json& x) { return x.contains(k) && x[k].is_number(); }))
         keys.push_back(k);
     if (!keys.empty()) write_metrics_plot(cfg.run.out_dir / "metrics.jsonl", cfg.run.out_dir / "plot.html", keys);

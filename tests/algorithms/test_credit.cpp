@@ -23,6 +23,7 @@ struct Ep {
   std::vector<float> weight;
   std::vector<int32_t> turn;
   std::vector<float> token_reward;
+  std::vector<float> value;
 
   CreditInput input() const {
     CreditInput in;
@@ -32,6 +33,7 @@ struct Ep {
     in.loss_weight = weight;
     in.token_turn = turn;
     in.token_reward = token_reward;
+    in.value = value;
     return in;
   }
 };
@@ -200,12 +202,55 @@ TEST(Credit, BatchStatisticsThroughTheSeamMatchOneProcess) {
   }
 }
 
+TEST(Credit, GaeModeRunsGaeOverThePolicyTokensAcrossTurns) {
+  // Prompt (2), turn 0 (2 tokens), an observation (1), turn 1 (1 token). The
+  // turn reward 0.5 lands on turn 0's last token, the outcome 1 on the last
+  // policy token: step rewards [0, 0.5, 1] with values [0.2, 0.4, 0.3], the
+  // case of Gae.MatchesHandValues. Values off policy tokens are never read.
+  Ep e{0, 1.0, {0.5}, {0, 0, 1, 1, 0, 1}, {0, 0, 0, 0, 0, 1}, {}, {9, 9, 0.2f, 0.4f, 9, 0.3f}};
+  Ep missing = e;
+  missing.outcome.reset();
+  CreditOptions o;
+  o.mode = CreditMode::Gae;
+  o.gamma = 0.9;
+  o.lambda = 0.8;
+  std::vector<CreditInput> in = {e.input(), missing.input()};
+  std::vector<std::vector<float>> returns;
+  auto a = assign_credit(in, o, {}, &returns);
+  const double adv[] = {0.78928, 0.874, 0.7};
+  const size_t at[] = {2, 3, 5};
+  const float v[] = {0.2f, 0.4f, 0.3f};
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_NEAR(a[0][at[k]], adv[k], 1e-6) << "token " << at[k];
+    EXPECT_NEAR(returns[0][at[k]], adv[k] + v[k], 1e-6) << "token " << at[k];
+  }
+  for (size_t t : {0u, 1u, 4u}) {
+    EXPECT_EQ(a[0][t], 0.0f);
+    EXPECT_EQ(returns[0][t], 0.0f);
+  }
+  EXPECT_EQ(a[1], std::vector<float>(6, 0.0f)) << "a missing outcome gets no credit";
+  EXPECT_TRUE(returns[1].empty()) << "... and no value target";
+  // Whitened: the policy tokens of the episodes with an outcome have mean 0 and unit variance.
+  o.whiten = true;
+  a = assign_credit(in, o);
+  const double mean = (0.78928 + 0.874 + 0.7) / 3;
+  double var = 0;
+  for (double x : adv) var += (x - mean) * (x - mean) / 2;
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(a[0][at[k]], (adv[k] - mean) / std::sqrt(var + 1e-8), 1e-4);
+  EXPECT_EQ(a[1], std::vector<float>(6, 0.0f));
+  // Without the critic's values: an error.
+  Ep no_values = e;
+  no_values.value.clear();
+  EXPECT_NE(test::error_of([&] { credit({no_values}, o); }).find("credit mode gae needs the critic's values"),
+            std::string::npos);
+}
+
 TEST(Credit, OptionErrorsNameTheKey) {
   CreditOptions o;
   o.gamma = 0;
   EXPECT_EQ(test::error_of([&] { o.validate(); }), "algorithm.gamma must be in (0, 1] (got 0; 1 = no discount)");
   EXPECT_EQ(test::error_of([] { parse_credit_mode("turns"); }),
-            "unknown credit mode 'turns'; expected one of: episode, turn, token");
+            "unknown credit mode 'turns'; expected one of: episode, turn, token, gae");
   Ep bad{0, 1.0, {}, {0, 1}, {0}, {}};
   EXPECT_NE(test::error_of([&] { credit({bad}, CreditOptions{}); }).find("token turns for 2 tokens"), std::string::npos);
 }

@@ -612,6 +612,25 @@ TEST(Entropy, MatchesDirectFormulaAndKeepsDtypes) {
   }
 }
 
+TEST(SelfCertainty, IsTheKlFromUniformAveragedOverMaskedPositions) {
+  // V = 2. Position 0: p = (1/4, 3/4) -> KL(U || p) = 1/2 ln 2 + 1/2 ln(2/3);
+  // position 1: uniform -> 0; position 2 masked out (anything).
+  auto logits = torch::tensor({{{0.0, std::log(3.0)}, {5.0, 5.0}, {100.0, -100.0}},
+                               {{1.0, 1.0}, {0.0, 0.0}, {0.0, 0.0}}},
+                              torch::kFloat64);
+  auto mask = torch::tensor({{1.0, 1.0, 0.0}, {0.0, 0.0, 0.0}}, torch::kFloat64);
+  auto sc = self_certainty(logits, mask);
+  const double kl0 = 0.5 * std::log(2.0) + 0.5 * std::log(2.0 / 3.0);
+  EXPECT_NEAR(sc[0].item<double>(), kl0 / 2, 1e-12);
+  EXPECT_TRUE(std::isnan(sc[1].item<double>())) << "no counted position";
+  // V = 3, one position, fp32 logits: the direct formula -log V - mean log p.
+  auto l3 = torch::tensor({{{0.3f, -1.2f, 2.0f}}});
+  auto lp = torch::log_softmax(l3.to(torch::kFloat64), 2);
+  EXPECT_NEAR(self_certainty(l3, torch::ones({1, 1}))[0].item<double>(),
+              (-lp.mean(2) - std::log(3.0)).item<double>(), 1e-12);
+  EXPECT_GT(self_certainty(l3, torch::ones({1, 1}))[0].item<double>(), 0.0);
+}
+
 TEST(EntropyGradcheck, ChunkedAndWhole) {
   torch::manual_seed(9);
   const auto logits0 = torch::randn({2, 3, 5}, kF64) * 2;

@@ -130,7 +130,8 @@ TEST(EvalConfig, ErrorTexts) {
             "max_records, on_bad_record, arithmetic, countdown, guess)");
   EXPECT_EQ(error_of([] { from_toml("[model]\npath = \"m\"\n[data]\npath = \"x.jsonl\"\n"); }),
             "run.toml: no reward configured and preset 'generic' has no default reward; add a [[reward]] table or "
-            "--reward TYPE (bleu, chrf, code, countdown, env, external, format, judge, keywords, length, majority, math, reward_model, rouge_l)");
+            "--reward TYPE (bleu, chrf, code, countdown, env, external, format, judge, keywords, length, majority, math, "
+            "reward_model, rouge_l, self_certainty)");
   EXPECT_EQ(error_of([] { from_toml("[model]\npath = \"\"\n[data]\npreset = \"countdown\"\n"); }),
             "run.toml: key 'model.path' is empty (a Hugging Face directory or a llama2.c .bin)");
 }
@@ -179,7 +180,8 @@ TEST(EvalFlagsTest, BuildTheSameConfig) {
   f.data = "gsm8k.jsonl";
   EXPECT_EQ(error_of([&] { eval_config_from_json(eval_config_json_from_flags(f), "rlf eval"); }),
             "rlf eval: no reward configured and preset 'generic' has no default reward; add a [[reward]] table or "
-            "--reward TYPE (bleu, chrf, code, countdown, env, external, format, judge, keywords, length, majority, math, reward_model, rouge_l)");
+            "--reward TYPE (bleu, chrf, code, countdown, env, external, format, judge, keywords, length, majority, math, "
+            "reward_model, rouge_l, self_certainty)");
   f.rewards = {"keywords"};
   c = eval_config_from_json(eval_config_json_from_flags(f), "command line");
   EXPECT_EQ(c.data.preset, "generic");
@@ -204,7 +206,7 @@ TEST(EvalFlagsTest, ErrorTexts) {
             "rlf eval: --preset arithmetic generates its own problems; remove --data");
   EXPECT_EQ(err([](EvalFlags& f) { f.rewards = {"maths"}; }),
             "rlf eval: unknown --reward 'maths' (expected one of bleu, chrf, code, countdown, env, external, format, judge, keywords, "
-            "length, majority, math, reward_model, rouge_l)");
+            "length, majority, math, reward_model, rouge_l, self_certainty)");
 }
 
 TEST(EvalRewards, DefaultsPerPreset) {
@@ -222,7 +224,7 @@ TEST(EvalRewards, SetWithCountdownAndErrors) {
   EXPECT_EQ(set.components()[1].name, "m");
   EXPECT_EQ(error_of([] { make_reward_set(Json::parse(R"([{"type": "countdown", "target": 3}])"), "run.toml"); }),
             "run.toml [[reward]] #1: reward type 'countdown': unknown option 'target'; valid options: (none) (and name, "
-            "type, weight)");
+            "type, weight, clip, center, gate, gate_min, constraint_max, lambda_init, lambda_lr)");
   EXPECT_EQ(error_of([] { make_reward_set(Json::parse(R"([{"type": "math"}, {"type": "cd"}])"), "run.toml"); }),
             "run.toml [[reward]] #2: unknown reward type 'cd'; valid types: bleu, chrf, code, countdown, env, external, format, "
             "keywords, length, majority, math, rouge_l");
@@ -232,7 +234,8 @@ TEST(EvalRewards, SetWithCountdownAndErrors) {
   EXPECT_EQ(error_of([] { make_reward_set(Json::parse(R"([{"type": "math", "answer_fromat": "x"}])"), "run.toml"); }),
             
             "run.toml [[reward]] #1: reward type 'math': unknown option 'answer_fromat'; valid options: answer_format, "
-            "correct_score, incorrect_score, reference_field (and name, type, weight)");
+            "correct_score, incorrect_score, reference_field (and name, type, weight, clip, center, gate, "
+            "gate_min, constraint_max, lambda_init, lambda_lr)");
 }
 
 TEST(EvalRewards, CountdownRewardVerifiesTheExpression) {

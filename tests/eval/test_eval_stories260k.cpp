@@ -188,5 +188,27 @@ TEST_F(EvalStories, AJudgeWithItsApiKeyFromTheEnvironmentPicksTheBestOfN) {
   EXPECT_NE(test::error_of([&] { run_eval(config); }).find("RLF_TEST_JUDGE_KEY, which is not set"), std::string::npos);
 }
 
+TEST_F(EvalStories, TheEvaluatedPolicysSelfCertaintyPicksTheBestOfN) {
+  Json cfg = {{"model", {{"path", model_path().string()}}},
+              {"data", {{"preset", "arithmetic"}, {"arithmetic", {{"n_problems", 12}}}, {"eval_size", 3}}},
+              {"reward", Json::array({{{"type", "math"}, {"name", "correct"}},
+                                      {{"type", "self_certainty"}, {"name", "sc"}, {"weight", 0.0}}})},
+              {"eval", {{"n_samples", 4}, {"max_new_tokens", 6}, {"best_of", "sc"}, {"accuracy_reward", "correct"}}}};
+  EvalRun run = run_eval(eval_config_from_json(cfg, "run.toml"));
+  const Json j = eval_summary_json(run.result);
+  EXPECT_GT(j["reward/sc"].get<double>(), 0.0);
+  // The pick is each prompt's most self-certain sample (the first of ties).
+  double picked_correct = 0;
+  for (const PromptResult& p : run.result.prompts) {
+    size_t best = 0;
+    for (size_t k = 0; k < p.samples.size(); ++k) {
+      ASSERT_TRUE(p.samples[k].scores.at(1).has_value());
+      if (*p.samples[k].scores[1] > *p.samples[best].scores[1]) best = k;
+    }
+    picked_correct += p.samples[best].correct ? 1.0 / 3.0 : 0.0;
+  }
+  EXPECT_NEAR(j["best_of_n"].get<double>(), picked_correct, 1e-12);
+}
+
 }  // namespace
 }  // namespace rlf

@@ -160,10 +160,12 @@ TEST(RewardRegistry, UnknownTypeAndOptionErrors) {
             "format, keywords, length, majority, math, rouge_l");
   EXPECT_EQ(error_of([] { make_reward("math", {{"answer_fromat", "gsm8k"}}, kWhere); }),
             "config.toml [[reward]] #2: reward type 'math': unknown option 'answer_fromat'; valid options: "
-            "answer_format, correct_score, incorrect_score, reference_field (and name, type, weight)");
+            "answer_format, correct_score, incorrect_score, reference_field (and name, type, weight, clip, center, gate, "
+            "gate_min, constraint_max, lambda_init, lambda_lr)");
   EXPECT_EQ(error_of([] { make_reward("length", {{"max_lenght", 10}}, kWhere); }),
             "config.toml [[reward]] #2: reward type 'length': unknown option 'max_lenght'; valid options: "
-            "cache_length, coef, max_length, mode, penalty_factor, unit (and name, type, weight)");
+            "cache_length, coef, max_length, mode, penalty_factor, unit (and name, type, weight, clip, center, gate, "
+            "gate_min, constraint_max, lambda_init, lambda_lr)");
 }
 
 TEST(RewardRegistry, OptionTypeAndValueErrors) {

@@ -137,6 +137,43 @@ TEST(Checkpoint, Fp32RunWithoutOptimizerOrGenerators) {
                 ": the checkpoint has no optimizer state but an optimizer was given");
 }
 
+TEST(Checkpoint, ACompanionModelAndItsOptimizerRoundTripAndMustMatch) {
+  test::TempDir tmp;
+  const fs::path dir = tmp.path();
+  TrainRun policy(torch::kFloat32), critic(torch::kFloat32);
+  policy.train_step();
+  critic.train_step();
+  critic.train_step();
+  CheckpointTargets t = policy.targets();
+  t.companions["value"] = CompanionTarget{critic.model.get(), critic.opt.get()};
+  const fs::path saved = save_checkpoint(dir, state_at(1), t);
+  EXPECT_TRUE(fs::exists(saved / "value/model/model.safetensors"));
+  EXPECT_TRUE(fs::exists(saved / "value/optimizer.safetensors"));
+  const auto p1 = policy.snapshot(), c1 = critic.snapshot();
+  const int64_t critic_steps = critic.opt->step_count();
+  policy.train_step();
+  critic.train_step();
+  ASSERT_EQ(load_latest(dir, t)->step, 1);
+  EXPECT_TRUE(bitwise_equal(p1, policy.snapshot()));
+  EXPECT_TRUE(bitwise_equal(c1, critic.snapshot()));
+  EXPECT_EQ(critic.opt->step_count(), critic_steps);
+  // A corrupt companion file fails the manifest check, before anything is restored.
+  {
+    std::fstream f(saved / "value/optimizer.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('\x5a');
+  }
+  EXPECT_NE(error_of([&] { load_checkpoint(saved, t); }).find("value/optimizer.safetensors' fails its CRC-32 check"),
+            std::string::npos);
+  save_checkpoint(dir, state_at(1), t);
+  // Restoring without the companion (or with one that was not saved) is an error naming them.
+  EXPECT_NE(error_of([&] { load_checkpoint(saved, policy.targets()); }).find("saved companion models [\"value\"] differ"),
+            std::string::npos);
+  save_checkpoint(dir, state_at(2), policy.targets());
+  EXPECT_NE(error_of([&] { load_checkpoint(dir / "step-2", t); }).find("differ from the ones to restore [\"value\"]"),
+            std::string::npos);
+}
+
 TEST(Checkpoint, KeepsTheLastK) {
   test::TempDir tmp;
   TrainRun run(torch::kFloat32);

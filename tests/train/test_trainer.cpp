@@ -7,9 +7,12 @@
 //    cross-entropy of SFT equal values computed by hand from the model's
 //    log-probs; the KL-in-reward shaping sits on policy tokens only;
 //  - epochs x mini-batches: that many optimiser steps, each mini-batch whole
-//    groups, every group once per epoch, in a seeded order.
+//    groups, every group once per epoch, in a seeded order;
+//  - PPO's value term on a critic equals the clipped value loss by hand
+//    from the critic's values, for any micro-batch size.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -21,6 +24,8 @@
 #include "train/loss_terms.h"
 #include "train/rl_steps.h"
 #include "train/trainer.h"
+#include "train/value_model.h"
+#include "rm/reward_model.h"
 
 namespace rlf {
 namespace {
@@ -486,6 +491,56 @@ TEST(Trainer, PreferenceTermIsTheMeanLossOverEachGroupsBestAndWorst) {
   }
   po.loss = algo::PreferenceLoss::Sppo;
   EXPECT_NEAR(accumulate(po, 3).loss / sppo, 1.0, 1e-5);
+}
+
+TEST(Trainer, ValueTermIsTheClippedValueLossOnPolicyTokensByHand) {
+  CausalLM base = tiny_model(4);
+  CausalLM critic = make_reward_model(*base, 1, 9);
+  std::vector<Episode> eps;
+  for (uint32_t k = 0; k < 3; ++k) eps.push_back(two_turn_episode(k, k + 1));
+  std::vector<const Episode*> view;
+  for (const Episode& e : eps) view.push_back(&e);
+  const auto now = recompute_values(*critic, view, 8);
+  // Old values off by +-0.3 on alternate tokens (so both branches of the clip
+  // occur), returns a fixed pattern; the third episode has no value targets.
+  for (size_t i = 0; i < 2; ++i) {
+    Episode& e = eps[i];
+    e.value.resize(e.tokens.size());
+    e.value_target.resize(e.tokens.size());
+    for (size_t t = 0; t < e.tokens.size(); ++t) {
+      e.value[t] = now[i][t] + (t % 2 ? 0.3f : -0.05f);
+      e.value_target[t] = e.loss_weight[t] > 0 ? static_cast<float>(std::sin(1.0 + t + 3.0 * i)) : 0.0f;
+    }
+  }
+  const double clip = 0.2;
+  double sum = 0, n = 0, clipped = 0;
+  for (size_t i = 0; i < 2; ++i)
+    for (size_t t = 0; t < eps[i].tokens.size(); ++t) {
+      if (eps[i].loss_weight[t] <= 0) continue;
+      const double v = now[i][t], old = eps[i].value[t], r = eps[i].value_target[t];
+      const double vc = old + std::clamp(v - old, -clip, clip);
+      sum += 0.5 * std::max((v - r) * (v - r), (vc - r) * (vc - r));
+      clipped += (vc - r) * (vc - r) > (v - r) * (v - r);
+      n += 1;
+    }
+  ASSERT_GT(clipped, 0);
+  LocalReducer reducer;
+  for (int64_t mb : {1, 2, 3}) {
+    SCOPED_TRACE(mb);
+    std::vector<std::unique_ptr<LossTerm>> terms;
+    terms.push_back(std::make_unique<ValueTerm>(clip));
+    TrainerOptions to;
+    to.micro_batch_size = mb;
+    to.log_entropy = false;
+    Trainer trainer(critic, std::move(terms), to, reducer);
+    trainer.optimizer().zero_grad();
+    StepLoss st = trainer.accumulate(view);
+    EXPECT_NEAR(st.term_loss.at("loss/value"), sum / n, 1e-5);
+    EXPECT_EQ(st.weight_total.at("value"), n) << "only the policy tokens of episodes with value targets";
+    EXPECT_NEAR(st.sums.at("value/clipfrac"), clipped, 1e-9);
+    EXPECT_TRUE(critic->score->weight.grad().defined());
+  }
+  EXPECT_NE(test::error_of([] { ValueTerm(-0.1); }).find("value.clip"), std::string::npos);
 }
 
 TEST(MicroBatch, SplitByGroupKeepsEachGroupWhole) {

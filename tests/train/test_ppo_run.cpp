@@ -1,0 +1,161 @@
+// Whole PPO runs (algorithm.credit = "gae" with a critic, [value]) on a tiny
+// random model: the critic is trained beside the policy, its values are the
+// GAE baseline, the adaptive KL coefficient moves, a run resumes bit for bit
+// (policy, critic, both optimisers, the KL coefficient), and config errors
+// name the key.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "model/loader.h"
+#include "rm/reward_model.h"
+#include "tests/support/test_env.h"
+#include "tests/train/run_fixtures.h"
+#include "train/train_config.h"
+#include "train/train_run.h"
+#include "util/fs.h"
+
+namespace rlf {
+namespace {
+
+Json ppo_config(const std::filesystem::path& model, const std::filesystem::path& out, int64_t steps) {
+  Json j = Json::parse(R"({
+    "data": {"preset": "arithmetic", "eval_size": 4, "arithmetic": {"n_problems": 40}},
+    "reward": [{"type": "math", "answer_format": "gsm8k"}, {"type": "format", "name": "has_e", "pattern": "e", "match": "search", "weight": 0.5}],
+    "rollout": {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 8},
+    "algorithm": {"micro_batch_size": 3, "epochs": 2, "credit": "gae", "lambda": 0.9, "whiten_advantages": true,
+                  "kl_beta": 0.05, "kl_placement": "reward", "kl_target": 0.01, "kl_horizon": 20},
+    "value": {"lr": 0.003, "clip": 0.2},
+    "optim": {"lr": 0.001},
+    "run": {"checkpoint_every": 2, "samples_every": 1, "seed": 7}
+  })");
+  j["model"]["path"] = model.string();
+  j["run"]["out_dir"] = out.string();
+  j["run"]["steps"] = steps;
+  return j;
+}
+
+TEST(PpoRun, TrainsTheCriticBesideThePolicyAndResumesExactly) {
+  test::TempDir dir;
+  const auto model = test::make_tiny_model(dir);
+  auto [ma, mb] = test::straight_and_resumed(
+      [&](const std::filesystem::path& out, int64_t steps) {
+        return train_config_from_json(ppo_config(model, out, steps), "ppo");
+      },
+      dir, 4, 2);
+  ASSERT_EQ(ma.size(), 4u);
+  ASSERT_EQ(mb.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE(i + 1);
+    for (const char* k : {"loss/value", "value/mean", "value/return_mean", "value/error", "value/clipfrac",
+                          "value/grad_norm", "kl/beta", "kl/episode_mean", "loss/policy"}) {
+      ASSERT_TRUE(ma[i].contains(k)) << k;
+      EXPECT_EQ(ma[i][k], mb[i][k]) << k;
+    }
+    EXPECT_LT(ma[i]["policy/logprob_diff_max"].get<double>(), 1e-4);
+  }
+  // The critic learns: it starts at 0 (a zero head) and moves towards the returns.
+  ASSERT_TRUE(ma[0].contains("value/explained_variance"));
+  EXPECT_NEAR(ma[0]["value/explained_variance"].get<double>(), 0.0, 1e-6) << "a zero head: V_old = 0 explains nothing";
+  EXPECT_NE(ma[3]["value/mean"], ma[0]["value/mean"]);
+  // The adaptive coefficient moved away from algorithm.kl_beta, the same way in both runs.
+  EXPECT_EQ(ma[0]["kl/beta"].get<double>(), 0.05);
+  EXPECT_NE(ma[3]["kl/beta"].get<double>(), 0.05);
+  // The critic is saved beside the policy, a classifier, identical in both runs.
+  const std::filesystem::path ca = dir / "a/checkpoints/step-4/value/model", cb = dir / "b/checkpoints/step-4/value/model";
+  LoadedModel va = load_reward_model(ca, {}), vb = load_reward_model(cb, {});
+  auto pb = vb.model->named_parameters();
+  for (const auto& p : va.model->named_parameters()) EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
+  EXPECT_NE(va.model->score->weight.abs().sum().item<double>(), 0.0) << "the zero head was trained";
+}
+
+TEST(PpoRun, AFixedCoefficientAndUnwhitenedAdvantagesAlsoTrain) {
+  test::TempDir dir;
+  const auto model = test::make_tiny_model(dir);
+  Json j = ppo_config(model, dir / "fixed", 2);
+  j["algorithm"]["kl_target"] = 0.0;
+  j["algorithm"]["whiten_advantages"] = false;
+  j["value"]["clip"] = 0.0;
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  run_training(train_config_from_json(j, "ppo"), quiet);
+  auto m = read_jsonl(dir / "fixed/metrics.jsonl");
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[1]["kl/beta"].get<double>(), 0.05);
+  EXPECT_EQ(m[1]["value/clipfrac"].get<double>(), 0.0) << "value.clip = 0: never clipped";
+}
+
+// Reward combinators and the self-certainty reward in a run: a cost kept
+// under a threshold by a Lagrange multiplier (logged, moved by dual ascent,
+// restored on resume), a gated and clipped component, and the policy's own
+// self-certainty as a weighted component.
+TEST(RewardCombinatorsRun, TheMultiplierMovesAndResumesExactly) {
+  test::TempDir dir;
+  const auto model = test::make_tiny_model(dir);
+  auto config = [&](const std::filesystem::path& out, int64_t steps) {
+    Json j = ppo_config(model, out, steps);
+    j.erase("value");
+    j["algorithm"] = {{"micro_batch_size", 3}};
+    j["reward"] = Json::parse(R"([
+      {"type": "math", "name": "correct", "answer_format": "gsm8k"},
+      {"type": "format", "name": "has_e", "pattern": "e", "match": "search", "constraint_max": 0.05,
+       "lambda_init": 0.2, "lambda_lr": 2.0},
+      {"type": "format", "name": "short", "pattern": "^.{0,4}$", "gate": "correct", "clip": [0, 0.5]},
+      {"type": "self_certainty", "weight": 0.1}
+    ])");
+    return train_config_from_json(j, "combine");
+  };
+  auto [ma, mb] = test::straight_and_resumed(config, dir, 4, 2);
+  ASSERT_EQ(ma.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE(i + 1);
+    for (const char* k : {"reward/has_e/lambda", "reward/self_certainty/mean", "reward/short/mean", "reward/mean"}) {
+      ASSERT_TRUE(ma[i].contains(k)) << k;
+      EXPECT_EQ(ma[i][k], mb[i][k]) << k;
+    }
+    EXPECT_GT(ma[i]["reward/self_certainty/mean"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(ma[0]["reward/has_e/lambda"].get<double>(), 0.2);
+  // Dual ascent: lambda_{k+1} = max(0, lambda_k + 2 (mean has_e_k - 0.05)).
+  for (size_t i = 0; i + 1 < 4; ++i)
+    EXPECT_NEAR(ma[i + 1]["reward/has_e/lambda"].get<double>(),
+                std::max(0.0, ma[i]["reward/has_e/lambda"].get<double>() +
+                                  2.0 * (ma[i]["reward/has_e/mean"].get<double>() - 0.05)),
+                1e-12);
+}
+
+TEST(PpoRun, ConfigErrorsNameTheKey) {
+  auto expect_error = [](Json j, const std::string& needle) {
+    const std::string e = test::error_of([&] { train_config_from_json(j, "cfg.toml"); });
+    EXPECT_NE(e.find(needle), std::string::npos) << e;
+  };
+  const Json ok = ppo_config("/m", "/o", 2);
+  EXPECT_NO_THROW(train_config_from_json(ok, "cfg.toml"));
+  Json bad = ok;
+  bad["algorithm"]["credit"] = "episode";
+  expect_error(bad, "[value] configures PPO's critic, used by algorithm.credit = \"gae\" (got \"episode\")");
+  bad = ok;
+  bad["algorithm"]["kl_placement"] = "loss";
+  expect_error(bad, "algorithm.kl_target adapts the KL-in-reward coefficient");
+  bad = ok;
+  bad["algorithm"]["kl_beta"] = 0.0;
+  expect_error(bad, "algorithm.kl_target adapts algorithm.kl_beta, which is 0");
+  bad = ok;
+  bad["algorithm"]["lambda"] = 1.5;
+  expect_error(bad, "algorithm.lambda");
+  bad = ok;
+  bad["value"]["lr"] = 0.0;
+  expect_error(bad, "value.lr");
+  bad = ok;
+  bad["value"]["clip"] = -1.0;
+  expect_error(bad, "value.clip");
+  bad = ok;
+  bad["raft"] = {{"enabled", true}};
+  expect_error(bad, "algorithm.credit = \"gae\" gives the policy-gradient term its advantages, but raft.enabled");
+  bad = ok;
+  bad["value"]["modle"] = "x";
+  expect_error(bad, "modle");
+}
+
+}  // namespace
+}  // namespace rlf
