@@ -12,13 +12,28 @@
 //   checklist  one request per (completion, item): a yes/no question; the
 //              reward is the share of items answered yes (checklist feedback,
 //              Viswanathan et al. 2025, RLCF)
+//   pairwise   (mode = "pairwise", with a rubric) each completion against one
+//              reference completion of its own group (Writing-Zero's BRPO, Jia
+//              et al. 2025): the judge ends with "Winner: A", "Winner: B" or
+//              "Winner: tie"; the reward is 1 for a win, 0 for a loss, 0.5 for a
+//              tie (the reference itself gets 0.5). The reference is the group's
+//              sample picked by a hash of the prompt and the completions (the
+//              same on a resume). swap = true also asks with the two swapped
+//              (position bias) and averages.
+//   ranking    (mode = "ranking", with a rubric) one request per group with
+//              every completion numbered; the judge ends with "Ranking: 3 > 1
+//              > 2" (best first); the reward of the completion ranked r of G is
+//              (G - r) / (G - 1) (best 1, worst 0). A reply that is not a
+//              permutation of 1..G makes the whole group's scores missing.
 //
 //   [[reward]]
 //   type = "judge"
 //   base_url = "http://127.0.0.1:8000/v1"   # required
 //   model = "judge"                         # required
 //   api_key_env = ""                        # environment variable holding the API key ("" = none)
-//   rubric = ""                             # the criteria (rubric mode)
+//   mode = "pointwise"                      # "pointwise" (rubric or checklist) | "pairwise" | "ranking"
+//   swap = false                            # pairwise: also judge with the order swapped, average
+//   rubric = ""                             # the criteria (rubric, pairwise and ranking modes)
 //   checklist = []                          # or yes/no items (checklist mode); exactly one of the two
 //   min_score = 0.0                         # rubric: the judge's scale
 //   max_score = 10.0
@@ -56,6 +71,8 @@ struct JudgeRewardOptions {
   std::string cache_dir;
   std::string api_key;                // read through api_key_env
   std::string api_key_env;
+  std::string mode = "pointwise";
+  bool swap = false;
   std::string rubric;
   std::vector<std::string> checklist;
   double min_score = 0.0;
@@ -74,6 +91,12 @@ std::optional<double> parse_judge_score(const std::string& reply);
 // A checklist reply: true for "yes", false for "no" (the first word, any
 // case, punctuation ignored); nullopt otherwise.
 std::optional<bool> parse_judge_yes_no(const std::string& reply);
+// A pairwise reply: the word after the last "Winner:" (any case, punctuation
+// ignored): 1 for "A", 0 for "B", 0.5 for "tie"; nullopt otherwise.
+std::optional<double> parse_judge_winner(const std::string& reply);
+// A ranking reply: the numbers after the last "Ranking:" (else in the whole
+// reply), best first, 1-based; nullopt unless they are a permutation of 1..n.
+std::optional<std::vector<int64_t>> parse_judge_ranking(const std::string& reply, int64_t n);
 
 class JudgeReward final : public Reward {
  public:
@@ -83,6 +106,10 @@ class JudgeReward final : public Reward {
   std::vector<RewardResult> score(const RewardGroup& group) override;
 
  private:
+  std::vector<RewardResult> score_pointwise(const RewardGroup& group);
+  std::vector<RewardResult> score_pairwise(const RewardGroup& group);
+  std::vector<RewardResult> score_ranking(const RewardGroup& group);
+
   JudgeRewardOptions options_;
   std::unique_ptr<ChatClient> client_;
 };

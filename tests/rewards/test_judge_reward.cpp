@@ -49,6 +49,76 @@ TEST(JudgeParsing, ScoresAndYesNo) {
   EXPECT_FALSE(parse_judge_yes_no("").has_value());
 }
 
+TEST(JudgeParsing, WinnersAndRankings) {
+  EXPECT_EQ(parse_judge_winner("B is vague.\nWinner: A"), 1.0);
+  EXPECT_EQ(parse_judge_winner("winner: **b**."), 0.0);
+  EXPECT_EQ(parse_judge_winner("Winner: A? No. Winner: Tie"), 0.5);
+  EXPECT_FALSE(parse_judge_winner("A is better").has_value());
+  EXPECT_FALSE(parse_judge_winner("Winner: C").has_value());
+  EXPECT_EQ(parse_judge_ranking("1 is wordy.\nRanking: 3 > 1 > 2", 3), (std::vector<int64_t>{3, 1, 2}));
+  EXPECT_EQ(parse_judge_ranking("2, 1", 2), (std::vector<int64_t>{2, 1}));
+  EXPECT_FALSE(parse_judge_ranking("Ranking: 3 > 1 > 1", 3).has_value()) << "not a permutation";
+  EXPECT_FALSE(parse_judge_ranking("Ranking: 1 > 2", 3).has_value()) << "one missing";
+  EXPECT_FALSE(parse_judge_ranking("Ranking: 1 > 2 > 4", 3).has_value());
+  EXPECT_FALSE(parse_judge_ranking("Ranking: 1.5 > 2 > 3", 3).has_value());
+}
+
+TEST(JudgeReward, PairwiseAgainstTheGroupsReferenceResponse) {
+  test::StubServer server;
+  // The first MODE in a request is its response A's: the candidate's when not swapped.
+  auto r = judge(server, {{"mode", "pairwise"}, {"rubric", "Which is more vivid?"}});
+  const auto g = group_of({"MODE: reply:Winner:_A", "MODE: reply:Winner:_B", "MODE: reply:Winner:_tie",
+                           "MODE: reply:no_verdict"});
+  const auto out = r->score(g);
+  ASSERT_EQ(out.size(), 4u);
+  // Exactly one response is the reference (0.5); each other gets its own verdict as candidate A.
+  const double want[] = {1.0, 0.0, 0.5};
+  size_t ref = 4;
+  for (size_t i = 0; i < 4; ++i)
+    if (out[i].explanation.find("reference response") != std::string::npos) ref = i;
+  ASSERT_LT(ref, 4u);
+  for (size_t i = 0; i < 3; ++i) {
+    if (i == ref) continue;
+    ASSERT_TRUE(out[i].score) << i;
+    EXPECT_DOUBLE_EQ(*out[i].score, want[i]) << i;
+  }
+  if (ref != 3) {
+    EXPECT_FALSE(out[3].score) << "an unreadable verdict is a missing score";
+    EXPECT_NE(out[3].missing_reason.find("no \"Winner: A|B|tie\""), std::string::npos);
+  }
+  EXPECT_EQ(server.count(), 3) << "one request per non-reference response";
+  // The same group picks the same reference again (a resumed run judges alike).
+  const auto again = r->score(g);
+  EXPECT_EQ(again[ref].explanation, out[ref].explanation);
+  // swap: each pair is asked twice, the second time with the reference first: its MODE decides there.
+  auto sw = judge(server, {{"mode", "pairwise"}, {"rubric", "x"}, {"swap", true}});
+  const auto g2 = group_of({"MODE: reply:Winner:_A", "MODE: reply:Winner:_A"});
+  const auto o2 = sw->score(g2);
+  // Candidate as A wins (1); reference as A wins, so the candidate loses (1 - 1 = 0): mean 0.5.
+  for (size_t i = 0; i < 2; ++i) EXPECT_DOUBLE_EQ(*o2[i].score, 0.5) << i;
+}
+
+TEST(JudgeReward, RankingScoresEachResponseByItsPlace) {
+  test::StubServer server;
+  auto r = judge(server, {{"mode", "ranking"}, {"rubric", "MODE: reply:Ranking:_2_>_3_>_1"}});
+  const auto out = r->score(group_of({"a cat", "a fine cat", "a cat, fine"}));
+  EXPECT_DOUBLE_EQ(*out[1].score, 1.0);
+  EXPECT_DOUBLE_EQ(*out[2].score, 0.5);
+  EXPECT_DOUBLE_EQ(*out[0].score, 0.0);
+  EXPECT_EQ(server.count(), 1) << "one request for the whole group";
+  auto bad = judge(server, {{"mode", "ranking"}, {"rubric", "MODE: reply:Ranking:_2_>_2_>_1"}});
+  for (const auto& x : bad->score(group_of({"a", "b", "c"}))) {
+    EXPECT_FALSE(x.score);
+    EXPECT_NE(x.missing_reason.find("no ranking of responses 1..3"), std::string::npos);
+  }
+  const std::string e = error_of([&] { judge(server, {{"mode", "ranking"}, {"checklist", {"a"}}}); });
+  EXPECT_NE(e.find("compares responses against the criteria of option 'rubric'"), std::string::npos) << e;
+  EXPECT_NE(error_of([&] { judge(server, {{"mode", "pairs"}, {"rubric", "x"}}); }).find("option 'mode' must be"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { judge(server, {{"swap", true}, {"rubric", "x"}}); }).find("option 'swap' applies"),
+            std::string::npos);
+}
+
 TEST(JudgeReward, RubricScoresAreNormalisedToTheScale) {
   test::StubServer server;
   auto r = judge(server, {{"rubric", "Is it about a cat?"}, {"min_score", 1}, {"max_score", 5}});

@@ -69,6 +69,37 @@ TEST(PpoRun, TrainsTheCriticBesideThePolicyAndResumesExactly) {
   EXPECT_NE(va.model->score->weight.abs().sum().item<double>(), 0.0) << "the zero head was trained";
 }
 
+// Multi-turn: a guessing game (observations between turns, per-turn
+// rewards). GAE runs over the policy tokens of every turn; the critic's
+// targets exist on policy tokens only; the run resumes bit for bit.
+TEST(PpoRun, MultiTurnEpisodesResumeExactly) {
+  test::TempDir dir;
+  const auto model = test::make_tiny_model(dir);
+  auto config = [&](const std::filesystem::path& out, int64_t steps) {
+    Json j = Json::parse(R"({
+      "data": {"preset": "guess", "eval_size": 4, "guess": {"n_problems": 30, "max_number": 8}},
+      "env": {"type": "guess", "max_turns": 3, "turn_penalty": 0.1},
+      "rollout": {"prompts_per_step": 2, "group_size": 3, "max_new_tokens": 4},
+      "algorithm": {"micro_batch_size": 4, "credit": "gae", "gamma": 0.95, "lambda": 0.9, "mini_batches": 2,
+                    "whiten_advantages": true},
+      "value": {"lr": 0.003},
+      "optim": {"lr": 0.001},
+      "run": {"checkpoint_every": 2, "seed": 3}
+    })");
+    j["model"]["path"] = model.string();
+    j["run"]["out_dir"] = out.string();
+    j["run"]["steps"] = steps;
+    return train_config_from_json(j, "ppo-guess");
+  };
+  auto [ma, mb] = test::straight_and_resumed(config, dir, 4, 2);
+  ASSERT_EQ(ma.size(), 4u);
+  EXPECT_GT(ma.back()["episode/turns_mean"].get<double>(), 1.0) << "the game takes more than one turn";
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(ma[i]["loss/value"], mb[i]["loss/value"]) << "step " << i + 1;
+    EXPECT_EQ(ma[i]["reward/mean"], mb[i]["reward/mean"]) << "step " << i + 1;
+  }
+}
+
 TEST(PpoRun, AFixedCoefficientAndUnwhitenedAdvantagesAlsoTrain) {
   test::TempDir dir;
   const auto model = test::make_tiny_model(dir);
