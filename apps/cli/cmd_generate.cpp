@@ -1,11 +1,19 @@
 // rlf generate: sample completions from a model, like llama2.c's run.c for
-// one prompt, or for every prompt of a JSONL file with n samples each.
+// one prompt, or for every prompt of a JSONL file with n samples each. With
+// --best-of N: N samples per prompt, scored by the --reward components (a
+// type name or an inline [[reward]] table as JSON; the weighted total picks),
+// and only each prompt's best is printed — best-of-n inference, and a cheap
+// probe of how far a reward can be over-optimised.
 #include <iostream>
 
 #include <charconv>
 
 #include "apps/cli/commands.h"
 #include "apps/cli/runtime.h"
+#include "rewards/judge_reward.h"
+#include "rewards/registry.h"
+#include "rm/model_reward.h"
+#include "rm/self_certainty_reward.h"
 #include "rollout/engine.h"
 #include "rollout/policy.h"
 #include "util/error.h"
@@ -20,6 +28,8 @@ struct PromptItem {
   std::string text;
   SamplingParams params;
   int64_t n = 1;
+  std::string reference;  // "answer"/"reference" of a JSONL record (rewards that compare with one)
+  Json record = Json::object();
 };
 
 std::vector<PromptItem> read_prompts(const std::string& path, const PromptItem& defaults) {
@@ -38,6 +48,9 @@ std::vector<PromptItem> read_prompts(const std::string& path, const PromptItem& 
       else if (j.contains("question")) item.text = json_require<std::string>(j, "question", where);
       else fail(where, ": missing field \"prompt\"");
       item.n = json_get_or<int64_t>(j, "n", item.n, where);
+      item.record = j;
+      for (const char* key : {"reference", "answer"})
+        if (j.contains(key) && j.at(key).is_string() && item.reference.empty()) item.reference = j.at(key).get<std::string>();
       item.params.max_new_tokens = json_get_or<int64_t>(j, "max_new_tokens", item.params.max_new_tokens, where);
       item.params.temperature = json_get_or<double>(j, "temperature", item.params.temperature, where);
       if (j.contains("seed")) item.params.seed = json_require<uint64_t>(j, "seed", where);
@@ -73,6 +86,22 @@ int run_generate(const Args& args) {
   if (args.given("seed")) sp.seed = static_cast<uint64_t>(args.integer("seed"));
   sp.ignore_eos = args.flag("ignore-eos");
   defaults.n = args.integer("n");
+  const int64_t best_of = args.given("best-of") ? args.integer("best-of") : 0;
+  check(best_of == 0 || !args.list("reward").empty(), "rlf generate: --best-of N needs a --reward to pick with (a type, "
+        "e.g. --reward self_certainty, or a [[reward]] table as JSON)");
+  check(best_of > 0 || args.list("reward").empty(), "rlf generate: --reward scores the samples of --best-of N; give both");
+  // Rewards before the samples: a bad table fails before anything is generated.
+  RewardSet rewards;
+  if (best_of > 0) {
+    Json tables = Json::array();
+    for (const std::string& r : args.list("reward"))
+      tables.push_back(!r.empty() && r[0] == '{' ? parse_json(r, "--reward") : Json{{"type", r}});
+    RewardFactories extra = model_reward_factories();
+    extra.merge(judge_reward_factories(read_process_env));
+    extra.merge(self_certainty_factories(std::make_shared<CausalLM>(policy.model())));
+    rewards = make_reward_set(tables, "--reward", extra);
+    defaults.n = best_of;
+  }
 
   std::vector<PromptItem> items;
   check(args.given("prompt") != args.given("prompts"), "rlf generate: give exactly one of --prompt TEXT or --prompts FILE.jsonl");
@@ -82,6 +111,8 @@ int run_generate(const Args& args) {
   } else {
     items = read_prompts(args.str("prompts"), defaults);
   }
+  if (best_of > 0)
+    for (auto& it : items) it.n = best_of;
 
   std::vector<GenerationRequest> requests;
   for (const auto& it : items) {
@@ -102,6 +133,53 @@ int run_generate(const Args& args) {
   eo.seed = static_cast<uint64_t>(args.integer("seed"));
   RolloutEngine engine(policy.model(), policy.tokenizer, eo);
   auto results = engine.generate(requests);
+
+  if (best_of > 0) {
+    // Each prompt's samples as one reward group; the best weighted total is printed.
+    std::vector<std::vector<size_t>> of(items.size());
+    for (size_t k = 0; k < results.size(); ++k) of[results[k].request_index].push_back(k);
+    for (size_t q = 0; q < items.size(); ++q) {
+      RewardGroup g;
+      g.prompt = items[q].text;
+      g.reference = items[q].reference;
+      g.record = items[q].record;
+      g.max_new_tokens = items[q].params.max_new_tokens;
+      for (size_t k : of[q]) {
+        RewardSample x;
+        x.completion = results[k].text;
+        x.completion_ids = results[k].completion_ids;
+        x.prompt_ids = results[k].prompt_ids;
+        x.finish_reason = finish_reason_name(results[k].finish_reason);
+        g.samples.push_back(std::move(x));
+      }
+      const GroupScores scores = rewards.score(g);
+      const auto totals = scores.totals(RewardAggregation::sum_then_normalize);
+      size_t best = 0;
+      bool any = false;
+      for (size_t i = 0; i < totals.size(); ++i)
+        if (totals[i] && (!any || *totals[i] > *totals[best])) best = i, any = true;
+      const auto& s = results[of[q][best]];
+      if (args.flag("json")) {
+        Json j;
+        j["request"] = q;
+        j["prompt"] = items[q].text;
+        j["best_of"] = best_of;
+        j["sample"] = s.sample_index;
+        j["text"] = s.text;
+        j["score"] = any ? Json(*totals[best]) : Json(nullptr);
+        Json all = Json::array();
+        for (const auto& t : totals) all.push_back(t ? Json(*t) : Json(nullptr));
+        j["scores"] = all;
+        j["explanation"] = scores.describe(best);
+        j["finish_reason"] = finish_reason_name(s.finish_reason);
+        std::cout << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+      } else {
+        std::cout << "=== prompt " << q << ": best of " << best_of << " (sample " << s.sample_index << ", "
+                  << scores.describe(best) << ")\n" << items[q].text << s.text << "\n";
+      }
+    }
+    return 0;
+  }
 
   for (const auto& s : results) {
     const std::string& prompt = items[s.request_index].text;
@@ -138,6 +216,9 @@ CommandSpec make_generate_command() {
       {"prompt", OptKind::String, "", "prompt text", "TEXT"},
       {"prompts", OptKind::String, "", "JSONL file of prompts ({\"prompt\": ..., optional n, max_new_tokens, temperature, seed})", "FILE"},
       {"n", OptKind::Int, "1", "samples per prompt", "N", 1, 65536},
+      {"best-of", OptKind::Int, "1", "sample N per prompt and print only the one the --reward total ranks best", "N", 1, 65536},
+      {"reward", OptKind::List, "", "with --best-of: a reward type (self_certainty, math, ...) or a [[reward]] table as "
+       "JSON, e.g. '{\"type\": \"reward_model\", \"model\": \"DIR\"}'", "TYPE|JSON"},
       {"temperature", OptKind::Float, "1.0", "sampling temperature; 0 = greedy", "T", 0, 100},
       {"top-k", OptKind::Int, "0", "keep the k most likely tokens; 0 = off", "K", 0, 1e9},
       {"top-p", OptKind::Float, "1.0", "nucleus sampling mass; 1 = off", "P", 1e-9, 1},

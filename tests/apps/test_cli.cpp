@@ -92,6 +92,34 @@ TEST(Cli, GenerateJsonCarriesIdsLogprobsAndFinishReason) {
   EXPECT_EQ(r.output, again.output);  // same seed, same output
 }
 
+TEST(Cli, GenerateBestOfPrintsEachPromptsBestSampleByTheReward) {
+  test::TempDir dir;
+  write_file_atomic(dir / "p.jsonl", "{\"prompt\": \"Once upon a time\"}\n{\"prompt\": \"Tom had a dog\"}\n");
+  const std::string model = test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string());
+  auto r = rlf("generate --model " + model + " --prompts " + test::shell_quote((dir / "p.jsonl").string()) +
+               " --best-of 6 --max-new-tokens 16 --seed 2 --json --reward self_certainty" +
+               " --reward '{\"type\": \"format\", \"pattern\": \"Lily\", \"match\": \"search\", \"weight\": 100}'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto lines = split_lines(r.output);
+  ASSERT_EQ(lines.size(), 2u) << r.output;
+  for (const auto& line : lines) {
+    Json j = parse_json(line, "rlf generate --best-of");
+    ASSERT_EQ(j["scores"].size(), 6u);
+    double best = -1e300;
+    for (const auto& x : j["scores"]) best = std::max(best, x.get<double>());
+    EXPECT_EQ(j["score"].get<double>(), best) << line;
+    // The format reward dominates: the pick mentions Lily whenever any sample scored it.
+    if (best >= 100) EXPECT_NE(j["text"].get<std::string>().find("Lily"), std::string::npos) << line;
+    EXPECT_NE(j["explanation"].get<std::string>().find("self_certainty="), std::string::npos);
+  }
+  auto bad = rlf("generate --model " + model + " --prompt x --best-of 2");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("--best-of N needs a --reward"), std::string::npos) << bad.output;
+  bad = rlf("generate --model " + model + " --prompt x --best-of 2 --reward maths");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("unknown reward type 'maths'"), std::string::npos) << bad.output;
+}
+
 TEST(Cli, TokenizeJsonMatchesTheReferenceTokenizer) {
   auto r = rlf("tokenize --tokenizer " + test::shell_quote(test::shared_path("tokenizers/hf/llama3.2").string()) +
                " --text 'Hello world' --add-special --json");
