@@ -614,6 +614,10 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     CausalLM critic{nullptr};
     if (!cfg.value.model.empty()) {
       critic = with_context("value.model", [&] { return load_reward_model(cfg.value.model, lo).model; });
+      check(critic->config().vocab_size == r.policy.model()->config().vocab_size, "value.model '", cfg.value.model,
+            "' has a vocabulary of ", critic->config().vocab_size, " tokens but the policy's has ",
+            r.policy.model()->config().vocab_size, ": the critic reads the policy's token ids, so it needs the same "
+            "tokenizer (train it from the policy: trainer.kind = \"rm\")");
     } else {
       critic = critic_from_policy(*r.policy.model());
     }

@@ -100,6 +100,33 @@ TEST(PpoRun, MultiTurnEpisodesResumeExactly) {
   }
 }
 
+// value.model: the critic starts from a classifier directory (a reward
+// model, as InstructGPT does) instead of the policy with a zero head; one
+// with another vocabulary is refused, naming the key.
+TEST(PpoRun, TheCriticCanStartFromARewardModelDirectory) {
+  test::TempDir dir;
+  const auto model = test::make_tiny_model(dir);
+  LoadedModel base = load_model(model);
+  SaveOptions so;
+  so.tokenizer_source = model;
+  save_model(*make_reward_model(*base.model, 1, 5), dir / "rm", so);
+  Json j = ppo_config(model, dir / "from_rm", 1);
+  j["value"]["model"] = (dir / "rm").string();
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  run_training(train_config_from_json(j, "ppo"), quiet);
+  auto m = read_jsonl(dir / "from_rm/metrics.jsonl");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_NE(m[0]["value/explained_variance"].get<double>(), 0.0) << "a random head is not a zero head";
+  ModelConfig c = base.model->config();
+  c.vocab_size += 8;
+  save_model(*make_reward_model(*make_random_model(c, 2, torch::kFloat32, torch::kCPU), 1, 5), dir / "rm2", so);
+  j["value"]["model"] = (dir / "rm2").string();
+  j["run"]["out_dir"] = (dir / "from_rm2").string();
+  const std::string e = test::error_of([&] { run_training(train_config_from_json(j, "ppo"), quiet); });
+  EXPECT_NE(e.find("needs the same tokenizer"), std::string::npos) << e;
+}
+
 TEST(PpoRun, AFixedCoefficientAndUnwhitenedAdvantagesAlsoTrain) {
   test::TempDir dir;
   const auto model = test::make_tiny_model(dir);
