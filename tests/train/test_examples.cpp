@@ -8,6 +8,8 @@
 #include <set>
 
 #include "tests/support/test_env.h"
+#include "eval/eval_config.h"
+#include "train/toml_config.h"
 #include "train/train_config.h"
 
 namespace rlf {
@@ -21,6 +23,14 @@ TEST(Examples, EveryShippedConfigLoads) {
     if (entry.path().extension() != ".toml") continue;
     ++n;
     SCOPED_TRACE(entry.path().string());
+    // An eval config (an [eval] table: examples/soups/eval.toml) loads as one, its model path set.
+    Json raw = read_toml_file(entry.path());
+    if (raw.contains("eval")) {
+      raw["model"]["path"] = "/m";
+      EXPECT_NO_THROW(eval_config_from_json(raw, entry.path().string()))
+          << test::error_of([&] { eval_config_from_json(raw, entry.path().string()); });
+      continue;
+    }
     TrainConfig c;
     EXPECT_NO_THROW(c = load_train_config(entry.path(), {})) << test::error_of([&] { load_train_config(entry.path(), {}); });
     if (entry.path().parent_path().filename() == "feedback" && entry.path().parent_path().parent_path() == root)
