@@ -154,6 +154,42 @@ std::vector<std::vector<float>> assign_credit(std::span<const CreditInput> episo
       if (!e.outcome) continue;
       check(e.value.size() == e.loss_weight.size(), "assign_credit: credit mode gae needs the critic's values (episode ",
             i, " has none)");
+      if (returns) (*returns)[i].assign(e.loss_weight.size(), 0.0f);
+      if (options.turn_values) {
+        // Steps are turns: the value at each turn's first policy token; a turn
+        // without policy tokens passes its reward to the previous turn that has one.
+        const std::vector<double> turn_r = turn_step_rewards(e);
+        std::vector<int64_t> first(turn_r.size(), -1);
+        for (std::size_t t = 0; t < e.loss_weight.size(); ++t)
+          if (e.loss_weight[t] > 0 && first[static_cast<std::size_t>(turn_of(e, t))] < 0)
+            first[static_cast<std::size_t>(turn_of(e, t))] = static_cast<int64_t>(t);
+        std::vector<std::size_t> turns;
+        std::vector<double> rewards, values;
+        double carry = 0.0;
+        for (std::size_t k = 0; k < turn_r.size(); ++k) {
+          if (first[k] < 0) {
+            if (rewards.empty()) carry += turn_r[k];
+            else rewards.back() += turn_r[k];
+            continue;
+          }
+          turns.push_back(k);
+          rewards.push_back(turn_r[k] + carry);
+          carry = 0.0;
+          values.push_back(e.value[static_cast<std::size_t>(first[k])]);
+        }
+        const GaeResult res = gae(rewards, values, g, options.lambda);
+        std::vector<double> adv_of_turn(turn_r.size(), 0.0);
+        for (std::size_t k = 0; k < turns.size(); ++k) adv_of_turn[turns[k]] = res.advantages[k];
+        for (std::size_t t = 0; t < e.loss_weight.size(); ++t) {
+          if (e.loss_weight[t] <= 0) continue;
+          out[i][t] = static_cast<float>(adv_of_turn[static_cast<std::size_t>(turn_of(e, t))]);
+          if (returns) (*returns)[i][t] = std::nanf("");
+        }
+        if (returns)
+          for (std::size_t k = 0; k < turns.size(); ++k)
+            (*returns)[i][static_cast<std::size_t>(first[turns[k]])] = static_cast<float>(res.returns[k]);
+        continue;
+      }
       int64_t last = -1;
       const std::vector<double> r = token_step_rewards(e, &last);
       std::vector<std::size_t> steps;
@@ -165,7 +201,6 @@ std::vector<std::vector<float>> assign_credit(std::span<const CreditInput> episo
         values.push_back(e.value[t]);
       }
       const GaeResult res = gae(rewards, values, g, options.lambda);
-      if (returns) (*returns)[i].assign(e.loss_weight.size(), 0.0f);
       for (std::size_t k = 0; k < steps.size(); ++k) {
         out[i][steps[k]] = static_cast<float>(res.advantages[k]);
         if (returns) (*returns)[i][steps[k]] = static_cast<float>(res.returns[k]);

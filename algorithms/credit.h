@@ -21,7 +21,12 @@
 //            values V_t at the episode's policy tokens give GAE(gamma,
 //            lambda) advantages and value targets R_t = A_t + V_t (gae.h),
 //            across turns (observation tokens are skipped, as in `token`);
-//            no group baseline: the critic is the baseline.
+//            no group baseline: the critic is the baseline. With
+//            `turn_values` the steps are turns instead: the per-turn
+//            rewards of `turn` mode and the value at each turn's first
+//            policy token; a turn's advantage goes to all its tokens and
+//            its target R_k to its first token only (NaN elsewhere: no
+//            target).
 // With one turn, no token rewards and gamma = 1 the first three modes agree.
 // `whiten` then whitens the advantages of every mode over the batch's policy
 // tokens (gae.h whiten).
@@ -47,6 +52,7 @@ struct CreditOptions {
   CreditMode mode = CreditMode::Episode;  // see above
   double gamma = 1.0;                     // discount per turn (turn) or per policy token (token, gae), in (0, 1]
   double lambda = 0.95;                   // gae: GAE's lambda, in [0, 1]
+  bool turn_values = false;               // gae: one value per turn (at its first policy token), not per token
   bool whiten = false;                    // whiten the advantages over the batch's policy tokens
   AdvantageOptions advantage;             // the estimator giving baselines and scales (not gae)
 
@@ -72,7 +78,8 @@ std::optional<double> episode_return(const CreditInput& episode);
 // Per-token advantages, one [T] vector per episode (0 where loss_weight == 0).
 // Batch statistics go through `batch_sum` (advantages.h). gae: `returns`
 // (when given) receives each episode's value targets R_t, [T] with 0 off
-// policy tokens, empty for an episode whose outcome is missing.
+// policy tokens (turn_values: NaN on policy tokens without a target), empty
+// for an episode whose outcome is missing.
 std::vector<std::vector<float>> assign_credit(std::span<const CreditInput> episodes, const CreditOptions& options,
                                               const BatchSum& batch_sum = {},
                                               std::vector<std::vector<float>>* returns = nullptr);

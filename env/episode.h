@@ -76,7 +76,7 @@ struct Episode {
   std::vector<float> advantage;           // [tokens] (0 where loss_weight == 0), or empty before credit
   std::vector<float> token_reward;        // [tokens] or empty (no per-token rewards)
   std::vector<float> value;               // [tokens] or empty: the critic's values when scored (train/value_model.h)
-  std::vector<float> value_target;        // [tokens] or empty: GAE returns (0 off policy tokens)
+  std::vector<float> value_target;        // [tokens] or empty: GAE returns (0 off policy tokens; NaN = no target)
   std::vector<int32_t> policy_version;    // [tokens]: optimiser step that sampled the token, -1 elsewhere
   int64_t n_turns = 0;                    // policy turns
   std::vector<std::optional<double>> turn_rewards;  // [n_turns] environment reward after each turn (unset = none)

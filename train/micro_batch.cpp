@@ -57,9 +57,11 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
       if (has_value && !e.value_target.empty()) {
         check(e.value_target.size() == e.tokens.size() && e.value.size() == e.tokens.size(),
               "an episode's value/value_target must have one entry per token");
+        // A NaN target (turn-level values: tokens after a turn's first) is no target.
+        const bool target = std::isfinite(e.value_target[t + 1]);
         old_value[k] = e.value[t + 1];
-        returns[k] = e.value_target[t + 1];
-        value_mask[k] = 1.0f;
+        returns[k] = target ? e.value_target[t + 1] : 0.0f;
+        value_mask[k] = target ? 1.0f : 0.0f;
       }
     }
   }

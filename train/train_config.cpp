@@ -81,6 +81,9 @@ const ConfigSchema& train_config_schema() {
          {"episode", "turn", "token", "gae"}},
         SchemaEntry{"algorithm.gamma", T::Float, r.credit.gamma, "", "discount per turn (credit = turn) or per token (token, gae)"}.in(1e-9, 1),
         SchemaEntry{"algorithm.lambda", T::Float, r.credit.lambda, "", "credit = gae: GAE's lambda (1 = Monte-Carlo returns, 0 = one-step TD)"}.in(0, 1),
+        {"algorithm.value_level", T::String, r.credit.turn_values ? "turn" : "token", "",
+         "credit = gae: one critic value per policy token, or per turn (at its first token; multi-turn episodes)",
+         {"token", "turn"}},
         {"algorithm.whiten_advantages", T::Bool, r.credit.whiten, "",
          "whiten the advantages over the step's policy tokens (PPO's advantage whitening)"},
         {"algorithm.reward_aggregation", T::String, aggregation_name(r.reward_aggregation), "",
@@ -397,6 +400,9 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   r.kl_horizon = get("algorithm", "kl_horizon").get<double>();
   r.credit.lambda = get("algorithm", "lambda").get<double>();
   r.credit.whiten = get("algorithm", "whiten_advantages").get<bool>();
+  r.credit.turn_values = get("algorithm", "value_level").get<std::string>() == "turn";
+  if (r.credit.turn_values && r.credit.mode != algo::CreditMode::Gae)
+    fail_at("algorithm.value_level = \"turn\" places the critic's values for GAE: it needs algorithm.credit = \"gae\"");
   c.value.enabled = r.credit.mode == algo::CreditMode::Gae;
   c.value.model = get("value", "model").get<std::string>();
   c.value.lr = get("value", "lr").get<double>();

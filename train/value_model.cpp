@@ -54,7 +54,7 @@ Json ValueModel::update(const std::vector<Episode>& episodes, int64_t step_index
   for (const Episode& e : episodes) {
     if (e.value_target.empty()) continue;
     for (size_t t = 0; t < e.tokens.size(); ++t) {
-      if (e.loss_weight[t] <= 0) continue;
+      if (e.loss_weight[t] <= 0 || !std::isfinite(e.value_target[t])) continue;
       const double r = e.value_target[t], d = r - e.value[t];
       s[0] += 1, s[1] += r, s[2] += r * r, s[3] += d, s[4] += d * d;
     }

@@ -245,6 +245,29 @@ TEST(Credit, GaeModeRunsGaeOverThePolicyTokensAcrossTurns) {
             std::string::npos);
 }
 
+TEST(Credit, GaeWithTurnValuesStepsOverTurns) {
+  // The episode of GaeModeRunsGaeOverThePolicyTokensAcrossTurns with one value per turn (its first policy token):
+  // turn rewards r_0 = 0.5, r_1 = 1 (the outcome); V_0 = 0.2 (token 2), V_1 = 0.3 (token 5); token 3's is unread.
+  // delta_1 = 1 - 0.3 = 0.7; delta_0 = 0.5 + 0.9*0.3 - 0.2 = 0.57; A_1 = 0.7; A_0 = 0.57 + 0.72*0.7 = 1.074.
+  Ep e{0, 1.0, {0.5}, {0, 0, 1, 1, 0, 1}, {0, 0, 0, 0, 0, 1}, {}, {9, 9, 0.2f, 9, 9, 0.3f}};
+  CreditOptions o;
+  o.mode = CreditMode::Gae;
+  o.gamma = 0.9;
+  o.lambda = 0.8;
+  o.turn_values = true;
+  std::vector<CreditInput> in = {e.input()};
+  std::vector<std::vector<float>> returns;
+  auto a = assign_credit(in, o, {}, &returns);
+  EXPECT_NEAR(a[0][2], 1.074, 1e-6);
+  EXPECT_NEAR(a[0][3], 1.074, 1e-6) << "a turn's advantage on all its tokens";
+  EXPECT_NEAR(a[0][5], 0.7, 1e-6);
+  for (size_t t : {0u, 1u, 4u}) EXPECT_EQ(a[0][t], 0.0f);
+  EXPECT_NEAR(returns[0][2], 1.274, 1e-6) << "the target sits on the turn's first token";
+  EXPECT_TRUE(std::isnan(returns[0][3])) << "no target on the turn's other tokens";
+  EXPECT_NEAR(returns[0][5], 1.0, 1e-6);
+  EXPECT_EQ(returns[0][4], 0.0f);
+}
+
 TEST(Credit, OptionErrorsNameTheKey) {
   CreditOptions o;
   o.gamma = 0;

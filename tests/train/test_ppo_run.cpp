@@ -70,9 +70,12 @@ TEST(PpoRun, TrainsTheCriticBesideThePolicyAndResumesExactly) {
 }
 
 // Multi-turn: a guessing game (observations between turns, per-turn
-// rewards). GAE runs over the policy tokens of every turn; the critic's
-// targets exist on policy tokens only; the run resumes bit for bit.
-TEST(PpoRun, MultiTurnEpisodesResumeExactly) {
+// rewards). GAE runs over the policy tokens of every turn (or over turns,
+// algorithm.value_level = "turn"); the critic's targets exist on policy
+// tokens only; the run resumes bit for bit.
+class PpoMultiTurn : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PpoMultiTurn, EpisodesResumeExactly) {
   test::TempDir dir;
   const auto model = test::make_tiny_model(dir);
   auto config = [&](const std::filesystem::path& out, int64_t steps) {
@@ -86,6 +89,7 @@ TEST(PpoRun, MultiTurnEpisodesResumeExactly) {
       "optim": {"lr": 0.001},
       "run": {"checkpoint_every": 2, "seed": 3}
     })");
+    j["algorithm"]["value_level"] = GetParam();
     j["model"]["path"] = model.string();
     j["run"]["out_dir"] = out.string();
     j["run"]["steps"] = steps;
@@ -97,8 +101,12 @@ TEST(PpoRun, MultiTurnEpisodesResumeExactly) {
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(ma[i]["loss/value"], mb[i]["loss/value"]) << "step " << i + 1;
     EXPECT_EQ(ma[i]["reward/mean"], mb[i]["reward/mean"]) << "step " << i + 1;
+    EXPECT_TRUE(ma[i]["value/error"].is_number()) << "step " << i + 1;
   }
 }
+
+// Token-level values, and one value per turn (at the turn's first token).
+INSTANTIATE_TEST_SUITE_P(ValueLevels, PpoMultiTurn, ::testing::Values("token", "turn"));
 
 // value.model: the critic starts from a classifier directory (a reward
 // model, as InstructGPT does) instead of the policy with a zero head; one
@@ -210,6 +218,11 @@ TEST(PpoRun, ConfigErrorsNameTheKey) {
   bad = ok;
   bad["raft"] = {{"enabled", true}};
   expect_error(bad, "algorithm.credit = \"gae\" gives the policy-gradient term its advantages, but raft.enabled");
+  bad = ok;
+  bad["algorithm"]["credit"] = "turn";
+  bad.erase("value");
+  bad["algorithm"]["value_level"] = "turn";
+  expect_error(bad, "algorithm.value_level = \"turn\" places the critic's values for GAE");
   bad = ok;
   bad["value"]["modle"] = "x";
   expect_error(bad, "modle");
