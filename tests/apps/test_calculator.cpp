@@ -8,8 +8,7 @@
 // time is reported, never asserted.
 #include <gtest/gtest.h>
 
-#include <iostream>
-
+#include "tests/apps/example_run.h"
 #include "tests/support/test_env.h"
 #include "util/fs.h"
 #include "util/json_util.h"
@@ -19,17 +18,10 @@ namespace {
 
 TEST(CalculatorExample, LearnsToCallTheTool) {
   test::TempDir dir;
-  auto r = test::run_command(test::shell_quote(test::binary_path("apps/cli/rlf").string()) + " train " +
-                             test::shell_quote(test::source_path("examples/calculator/train.toml").string()) +
-                             " --json --set run.sft_control=false --set run.out_dir=" +
-                             test::shell_quote((dir / "calc").string()));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto lines = split_lines(r.output);
-  ASSERT_FALSE(lines.empty());
-  Json s = Json::parse(lines.back());
-  Json shown = s;
-  shown.erase("last_metrics");
-  std::cout << "calculator: " << shown.dump() << "\n";
+  Json s = test::train_example("examples/calculator/train.toml",
+                               " --set run.sft_control=false --set run.out_dir=" + test::shell_quote((dir / "calc").string()),
+                               "calculator");
+  ASSERT_TRUE(s.is_object());
   for (const char* k : {"pass1_before", "pass1_after", "turns_mean", "steps_wall_s"})
     ASSERT_TRUE(s.contains(k) && s[k].is_number()) << k;
   const double before = s["pass1_before"].get<double>(), after = s["pass1_after"].get<double>();

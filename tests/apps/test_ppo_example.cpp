@@ -7,8 +7,7 @@
 // Seeded; wall time is reported, never asserted.
 #include <gtest/gtest.h>
 
-#include <iostream>
-
+#include "tests/apps/example_run.h"
 #include "tests/support/test_env.h"
 #include "util/fs.h"
 #include "util/json_util.h"
@@ -18,17 +17,11 @@ namespace {
 
 TEST(PpoExample, RaisesHeldOutAccuracy) {
   test::TempDir dir;
-  auto r = test::run_command(test::shell_quote(test::binary_path("apps/cli/rlf").string()) + " train " +
-                             test::shell_quote(test::source_path("examples/ppo/train.toml").string()) +
-                             " --json --set run.rollout_token_budget=150000 --set run.out_dir=" +
-                             test::shell_quote((dir / "ppo").string()));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto lines = split_lines(r.output);
-  ASSERT_FALSE(lines.empty());
-  Json s = Json::parse(lines.back());
-  Json shown = s;
-  shown.erase("last_metrics");
-  std::cout << "ppo: " << shown.dump() << "\n";
+  Json s = test::train_example("examples/ppo/train.toml",
+                               " --set run.rollout_token_budget=150000 --set run.out_dir=" +
+                                   test::shell_quote((dir / "ppo").string()),
+                               "ppo");
+  ASSERT_TRUE(s.is_object());
   const double before = s["pass1_before"].get<double>(), after = s["pass1_after"].get<double>();
   EXPECT_GE(after - before, 0.08) << "before " << before << ", after " << after;
   const Json& m = s["last_metrics"];
