@@ -561,6 +561,16 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   const std::optional<fs::path> resume_from = opts.resume ? find_latest_checkpoint(ckpt_dir) : std::nullopt;
   if (opts.resume && !resume_from) r.say("no checkpoint in " + ckpt_dir.string() + ": starting fresh");
 
+  // A critic from value.model loads (and is checked) before anything long runs.
+  CausalLM loaded_critic{nullptr};
+  if (rl && cfg.value.enabled && !cfg.value.model.empty()) {
+    loaded_critic = with_context("value.model", [&] { return load_reward_model(cfg.value.model, lo).model; });
+    check(loaded_critic->config().vocab_size == r.policy.model()->config().vocab_size, "value.model '",
+          cfg.value.model, "' has a vocabulary of ", loaded_critic->config().vocab_size, " tokens but the policy's has ",
+          r.policy.model()->config().vocab_size, ": the critic reads the policy's token ids, so it needs the same "
+          "tokenizer (train it from the policy: trainer.kind = \"rm\")");
+  }
+
   // 2. Warm start (fresh RL runs only), trained or loaded from run.warm_start_cache.
   WarmStart warm;
   bool warmed = false;
@@ -608,19 +618,10 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     for (auto& p : r.policy.model()->named_parameters())
       if (p.key() != "score.weight") p.value().set_requires_grad(false);
 
-  // PPO's critic: the policy as RL starts with a zero value head, or a classifier directory.
+  // PPO's critic: the policy as RL starts with a zero value head, or the classifier loaded above.
   std::unique_ptr<ValueModel> value;
   if (rl && cfg.value.enabled) {
-    CausalLM critic{nullptr};
-    if (!cfg.value.model.empty()) {
-      critic = with_context("value.model", [&] { return load_reward_model(cfg.value.model, lo).model; });
-      check(critic->config().vocab_size == r.policy.model()->config().vocab_size, "value.model '", cfg.value.model,
-            "' has a vocabulary of ", critic->config().vocab_size, " tokens but the policy's has ",
-            r.policy.model()->config().vocab_size, ": the critic reads the policy's token ids, so it needs the same "
-            "tokenizer (train it from the policy: trainer.kind = \"rm\")");
-    } else {
-      critic = critic_from_policy(*r.policy.model());
-    }
+    CausalLM critic = loaded_critic ? loaded_critic : critic_from_policy(*r.policy.model());
     critic->set_fast_cpu_path(cfg.model.fast_cpu_path);
     value = std::make_unique<ValueModel>(critic, cfg.value, cfg.trainer, r.reducer);
     r.say("value model: " + (cfg.value.model.empty() ? std::string(warmed ? "the warmed policy" : "the policy") +
