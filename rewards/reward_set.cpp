@@ -22,8 +22,7 @@ ComponentMatrix GroupScores::shaped_matrix() const {
 
 bool GroupScores::counts(size_t c, size_t sample) const {
   if (shaping.empty() || shaping[c].gate_index < 0) return true;
-  const auto& g = results[static_cast<size_t>(shaping[c].gate_index)][sample].score;
-  return g && *g >= shaping[c].gate_min;
+  return gate_open(shaping[c], results[static_cast<size_t>(shaping[c].gate_index)][sample].score);
 }
 
 std::vector<std::optional<double>> GroupScores::totals(RewardAggregation mode) const {

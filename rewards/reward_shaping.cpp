@@ -57,11 +57,13 @@ ComponentShaping read_component_shaping(const Json& table, const std::string& wh
   return s;
 }
 
+bool gate_open(const ComponentShaping& s, const std::optional<double>& gate_score) {
+  return s.gate_index < 0 || (gate_score && *gate_score >= s.gate_min);
+}
+
 bool passes_gate(const ComponentMatrix& raw, const std::vector<ComponentShaping>& shaping, size_t i, size_t c) {
   const int64_t g = shaping[c].gate_index;
-  if (g < 0) return true;
-  const auto& s = raw[i][static_cast<size_t>(g)];
-  return s && *s >= shaping[c].gate_min;
+  return gate_open(shaping[c], g < 0 ? std::nullopt : raw[i][static_cast<size_t>(g)]);
 }
 
 ComponentMatrix apply_shaping(const ComponentMatrix& raw, const std::vector<ComponentShaping>& shaping) {

@@ -50,7 +50,10 @@ struct ComponentShaping {
 // Throws rlf::Error naming `where` and the key.
 ComponentShaping read_component_shaping(const Json& table, const std::string& where);
 
-// Whether component c counts for sample i: its gate (if any) scored >= gate_min.
+// Whether a component with shaping `s` counts, given its gate's raw score
+// (read only when s has a gate): the gate scored >= gate_min.
+bool gate_open(const ComponentShaping& s, const std::optional<double>& gate_score);
+// The same for component c of sample i of a group's raw scores.
 bool passes_gate(const ComponentMatrix& raw, const std::vector<ComponentShaping>& shaping, size_t i, size_t c);
 
 // The shaped scores of one group (clip, centre, gate), raw[i][c] -> out[i][c].
