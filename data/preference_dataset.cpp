@@ -1,6 +1,8 @@
 // Preference triples from files or the synthetic arithmetic task (see preference_dataset.h).
 #include "data/preference_dataset.h"
 
+#include <cmath>
+
 #include "data/config_keys.h"
 #include "data/jsonl_reader.h"
 #include "data/prompt_dataset.h"
@@ -37,6 +39,64 @@ std::vector<PreferenceExample> synthetic_pairs(const PreferenceDatasetOptions& o
   return out;
 }
 
+// Preset arithmetic with `rated`: the style each prompt asks for decides which attribute wins a pair.
+std::vector<PreferenceExample> rated_pairs(const PreferenceDatasetOptions& o, const TokenizerChat* tokenizer) {
+  const std::string base =
+      o.prompt_template.empty() ? find_dataset_preset("arithmetic").prompt_template : o.prompt_template;
+  std::vector<PromptExample> asks[2];  // 0: " Show your work.", 1: " Answer only." (same problems, same order)
+  for (int s = 0; s < 2; ++s) {
+    PromptDatasetOptions p;
+    p.preset = "arithmetic";
+    p.chat_template = o.chat_template;
+    p.system_prompt = o.system_prompt;
+    p.prompt_template = base + (s == 0 ? " Show your work." : " Answer only.");
+    p.seed = o.seed;
+    p.arithmetic = o.arithmetic;
+    asks[s] = PromptDataset::load(p, tokenizer).train();
+  }
+  // responses[worked ? 0 : 1][wrong ? 1 : 0]
+  std::vector<SftExample> responses[2][2];
+  for (int w = 0; w < 2; ++w)
+    for (int bad = 0; bad < 2; ++bad) {
+      SyntheticSftOptions so;
+      so.worked = w == 0;
+      so.seed = o.seed;
+      so.wrong_fraction = bad;
+      so.style = parse_wrong_style(o.wrong_style);
+      responses[w][bad] = synthetic_sft_examples(asks[0], so);
+    }
+  SeededRng rng(derive_seed(o.seed, "rated pairs"));
+  std::vector<PreferenceExample> out;
+  for (size_t i = 0; i < asks[0].size(); ++i) {
+    const int ask = static_cast<int>(rng.below(2));        // the style the prompt asks for
+    const bool other_style = rng.below(2) == 0;           // rejected: right in the other style, or wrong in this one
+    const int rej_style = other_style ? 1 - ask : ask;
+    const SftExample& good = responses[ask][0][i];
+    const SftExample& bad = responses[rej_style][other_style ? 0 : 1][i];
+    if (!other_style && (bad.correct || bad.response == good.response)) continue;  // drop_carry: no wrong answer
+    PreferenceExample e{good.id, asks[ask][i].prompt, good.response, bad.response, good.where, {}, {}};
+    e.chosen_ratings = {{"correct", 1.0}, {"worked", ask == 0 ? 1.0 : 0.0}, {"short", ask == 0 ? 0.0 : 1.0}};
+    e.rejected_ratings = {{"correct", other_style ? 1.0 : 0.0},
+                          {"worked", rej_style == 0 ? 1.0 : 0.0},
+                          {"short", rej_style == 0 ? 0.0 : 1.0}};
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// A record's optional ratings object: attribute -> finite number.
+std::map<std::string, double> read_ratings(const Json& record, const std::string& field, const std::string& where) {
+  std::map<std::string, double> out;
+  if (!record.contains(field) || record[field].is_null()) return out;
+  check(record[field].is_object(), where, ": '", field, "' must be an object of attribute -> number");
+  for (const auto& [name, v] : record[field].items()) {
+    check(v.is_number() && std::isfinite(v.get<double>()), where, ": '", field, ".", name,
+          "' must be a finite number");
+    out[name] = v.get<double>();
+  }
+  return out;
+}
+
 }  // namespace
 
 PreferenceExample split_shared_dialogue(const std::string& chosen, const std::string& rejected, const std::string& where) {
@@ -67,12 +127,13 @@ PreferenceDataset PreferenceDataset::load(const PreferenceDatasetOptions& o, con
   std::string source;
   if (o.preset == "arithmetic") {
     check(o.path.empty(), "preference data: preset 'arithmetic' generates its own pairs; remove path");
-    all = synthetic_pairs(o, tokenizer);
+    all = o.rated ? rated_pairs(o, tokenizer) : synthetic_pairs(o, tokenizer);
     source = "preferences arithmetic";
   } else {
     check(!o.path.empty(), "preference data: path is required (a JSONL or JSONL.gz file of ",
           o.preset == "hh-rlhf" ? "HH-RLHF chosen/rejected records)" : "prompt/chosen/rejected records)");
-    check(o.wrong_style == "offset" && o.worked, "preference data: wrong_style and worked apply to preset arithmetic only");
+    check(o.wrong_style == "offset" && o.worked && !o.rated,
+          "preference data: wrong_style, worked and rated apply to preset arithmetic only");
     PromptFormatter formatter({o.prompt_template.empty() ? "{prompt}" : o.prompt_template, o.system_prompt,
                                o.chat_template},
                               tokenizer);
@@ -91,6 +152,8 @@ PreferenceDataset PreferenceDataset::load(const PreferenceDatasetOptions& o, con
         e.chosen = chosen;
         e.rejected = rejected;
       }
+      e.chosen_ratings = read_ratings(r.value, "chosen_ratings", r.where);
+      e.rejected_ratings = read_ratings(r.value, "rejected_ratings", r.where);
       check(e.chosen != e.rejected, r.where, ": chosen and rejected are the same text (nothing to prefer)");
       check(!e.chosen.empty() && !e.rejected.empty(), r.where, ": an empty response after the shared prompt");
       e.id = str(file_name, ":", r.line);
@@ -118,7 +181,7 @@ PreferenceDatasetOptions preference_dataset_options_from_json(const Json& t, con
   check_known_keys(t,
                    {"path", "preset", "prompt_field", "chosen_field", "rejected_field", "system_prompt", "chat_template",
                     "prompt_template", "shuffle", "seed", "max_records", "eval_size", "on_bad_record", "wrong_style",
-                    "worked", "arithmetic"},
+                    "worked", "rated", "arithmetic"},
                    src);
   PreferenceDatasetOptions o;
   read_shared_dataset_keys(t, src, o);
@@ -131,6 +194,8 @@ PreferenceDatasetOptions preference_dataset_options_from_json(const Json& t, con
   check(o.wrong_style == "offset" || o.wrong_style == "drop_carry", src,
         ": wrong_style must be \"offset\" or \"drop_carry\" (got \"", o.wrong_style, "\")");
   o.worked = json_get_or(t, "worked", o.worked, src);
+  o.rated = json_get_or(t, "rated", o.rated, src);
+  check(!o.rated || o.worked, src, ": rated = true shows both styles; remove worked = false");
   check(o.preset == "generic" || o.preset == "hh-rlhf" || o.preset == "arithmetic", src, ": preset must be \"generic\", ",
         "\"hh-rlhf\" or \"arithmetic\" (got \"", o.preset, "\")");
   return o;

@@ -14,13 +14,26 @@
 //               the worked correct answer ("37 + 48 = 85. #### 85"), the
 //               rejected one a wrong answer of `wrong_style` (offset: off by
 //               1..10; drop_carry: worked without carries), so a policy that
-//               prefers chosen over rejected has learnt arithmetic
+//               prefers chosen over rejected has learnt arithmetic. With
+//               `rated`, pairs carry per-attribute ratings for multi-objective
+//               reward models (correct, worked, short): each prompt asks for
+//               one style (" Show your work." or " Answer only.", seeded per
+//               problem), the chosen response is right in that style, the
+//               rejected one either right in the other style or wrong in the
+//               asked one (seeded, half each) — so which attribute decides a
+//               pair depends on the prompt (what ArmoRM's gating learns)
+//
+// Ratings (multi-objective reward models, trainer.kind = "rm" with
+// reward_model.attributes): a generic record may carry "chosen_ratings" and
+// "rejected_ratings", objects of attribute name -> number; an attribute a
+// record does not rate is missing (no loss there).
 //
 // The last eval_size pairs (after the optional shuffle) are held out: the
 // preference accuracy before and after training is measured on them.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +49,8 @@ struct PreferenceExample {
   std::string chosen;      // the preferred response (no EOS: the trainer appends it)
   std::string rejected;    // the other one
   std::string where;       // origin, for messages
+  std::map<std::string, double> chosen_ratings;    // attribute -> rating of `chosen` (may be empty)
+  std::map<std::string, double> rejected_ratings;  // of `rejected`
 };
 
 struct PreferenceDatasetOptions {
@@ -54,6 +69,7 @@ struct PreferenceDatasetOptions {
   std::string on_bad_record = "error";  // "error" | "skip" (a record missing a field, or chosen == rejected)
   std::string wrong_style = "offset";   // arithmetic: how the rejected answer is wrong ("offset" | "drop_carry")
   bool worked = true;               // arithmetic: "37 + 48 = 85. #### 85" (true) or "#### 85"
+  bool rated = false;               // arithmetic: style-asking prompts and ratings (correct, worked, short)
   ArithmeticOptions arithmetic;     // preset arithmetic
   CountdownOptions countdown;       // (unused; shared dataset keys)
 };

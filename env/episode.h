@@ -78,6 +78,8 @@ struct Episode {
   std::vector<float> value;               // [tokens] or empty: the critic's values when scored (train/value_model.h)
   std::vector<float> value_target;        // [tokens] or empty: GAE returns (0 off policy tokens; NaN = no target)
   std::vector<int32_t> policy_version;    // [tokens]: optimiser step that sampled the token, -1 elsewhere
+  std::vector<float> ratings;             // [K] or empty: a multi-objective reward model's targets for its K
+                                          // heads at the sequence's last token (NaN = not rated)
   int64_t n_turns = 0;                    // policy turns
   std::vector<std::optional<double>> turn_rewards;  // [n_turns] environment reward after each turn (unset = none)
   std::vector<std::string> turn_feedback; // [n_turns] the environment's feedback text on each turn ("" = none)

@@ -75,6 +75,20 @@ ModelConfig ModelConfig::from_hf_json(const Json& j, const std::string& source) 
     else if (j.contains("id2label") && j["id2label"].is_object()) c.num_labels = static_cast<int64_t>(j["id2label"].size());
     else c.num_labels = 2;
     check(c.num_labels > 0, source, ": 'num_labels' must be > 0 (got ", c.num_labels, ")");
+    // Names other than transformers' default "LABEL_<i>" are kept (a multi-objective model's attributes).
+    if (j.contains("id2label") && j["id2label"].is_object() &&
+        static_cast<int64_t>(j["id2label"].size()) == c.num_labels) {
+      std::vector<std::string> names;
+      bool custom = false;
+      for (int64_t i = 0; i < c.num_labels; ++i) {
+        const std::string key = std::to_string(i);
+        check(j["id2label"].contains(key) && j["id2label"][key].is_string(), source, ": 'id2label' has no name for ",
+              key);
+        names.push_back(j["id2label"][key].get<std::string>());
+        custom = custom || names.back() != "LABEL_" + key;
+      }
+      if (custom) c.label_names = std::move(names);
+    }
   }
   c.model_type = json_get_or<std::string>(j, "model_type", "llama", source);
   c.vocab_size = json_require<int64_t>(j, "vocab_size", source);
@@ -161,13 +175,18 @@ Json ModelConfig::to_hf_json() const {
     j["num_labels"] = num_labels;
     Json id2label = Json::object(), label2id = Json::object();
     for (int64_t i = 0; i < num_labels; ++i) {
-      id2label[std::to_string(i)] = "LABEL_" + std::to_string(i);
-      label2id["LABEL_" + std::to_string(i)] = i;
+      id2label[std::to_string(i)] = label_name(i);
+      label2id[label_name(i)] = i;
     }
     j["id2label"] = id2label;
     j["label2id"] = label2id;
   }
   return j;
+}
+
+std::string ModelConfig::label_name(int64_t i) const {
+  if (i >= 0 && i < static_cast<int64_t>(label_names.size())) return label_names[static_cast<size_t>(i)];
+  return "LABEL_" + std::to_string(i);
 }
 
 ModelConfig ModelConfig::with_labels(int64_t labels) const {
@@ -176,6 +195,7 @@ ModelConfig ModelConfig::with_labels(int64_t labels) const {
   check(!family.empty(), "unsupported architecture '", architecture, "'");
   ModelConfig c = *this;
   c.num_labels = labels;
+  if (static_cast<int64_t>(c.label_names.size()) != labels) c.label_names.clear();
   c.architecture = family + (labels > 0 ? kClassifier : kCausal);
   return c;
 }

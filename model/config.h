@@ -46,6 +46,8 @@ struct ModelConfig {
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;   // eos_token_id: one id or a list (Llama 3)
   int64_t num_labels = 0;               // *ForSequenceClassification: outputs of the score head (> 0); else 0
+  std::vector<std::string> label_names; // id2label's names in order ([] = "LABEL_<i>"): a multi-objective
+                                        // reward model's attributes
 
   // A sequence classifier (reward model): "score.weight" [num_labels, hidden]
   // instead of an LM head; scores are read at a sequence's last token.
@@ -53,6 +55,8 @@ struct ModelConfig {
   // The same backbone as a classifier with `labels` outputs (`labels` > 0) or
   // back as a causal LM (0): the architecture name follows (Llama, Mistral, Qwen2).
   ModelConfig with_labels(int64_t labels) const;
+  // Output i's name: label_names[i], else "LABEL_<i>".
+  std::string label_name(int64_t i) const;
 
   int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : hidden_size / num_attention_heads; }
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "rewards/reward_shaping.h"
-#include "rm/reward_model.h"
+#include "rm/process_reward.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -12,6 +12,7 @@ ModelRewardOptions read_model_reward_options(OptionReader& r) {
   ModelRewardOptions o;
   o.model = r.get_string("model", "");
   o.tokenizer = r.get_string("tokenizer", o.tokenizer);
+  o.label_given = r.has("label");
   o.label = r.get_int("label", o.label);
   o.direction = r.get_doubles("direction", o.direction);
   o.normalize = r.get_string("normalize", o.normalize);
@@ -41,37 +42,39 @@ ModelReward::ModelReward(ModelRewardOptions options) : options_(std::move(option
         ", not a reward model (a *ForSequenceClassification directory)");
   rm_.model()->eval();
   for (auto& p : rm_.model()->parameters()) p.set_requires_grad(false);
-  if (options_.direction.empty())
-    check(options_.label < c.num_labels, "option 'label' = ", options_.label, " but the model has ", c.num_labels,
-          " output(s)");
-  else
-    check(static_cast<int64_t>(options_.direction.size()) == c.num_labels, "option 'direction' has ",
-          options_.direction.size(), " weights but the model has ", c.num_labels, " outputs");
+  readout_.label = options_.label;
+  readout_.direction = options_.direction;
+  if (options_.direction.empty() && !options_.label_given)
+    if (auto g = RewardGating::load(options_.model)) readout_.gating = std::make_shared<const RewardGating>(std::move(*g));
+  readout_.check_fits(c.num_labels, "reward model '" + options_.model + "'");
+  if (readout_.gating)
+    check(readout_.gating->input_dim() == c.hidden_size, "option 'model': the gating layer reads ",
+          readout_.gating->input_dim(), " features but the model's hidden size is ", c.hidden_size);
 }
 
 std::vector<RewardResult> ModelReward::score(const RewardGroup& group) {
   std::vector<RewardResult> out(group.samples.size());
   if (group.samples.empty()) return out;
-  std::vector<std::vector<int32_t>> seqs;
+  std::vector<RewardModelInput> seqs;
   for (const RewardSample& s : group.samples) {
     std::string text = s.completion;
     if (!s.turns.empty()) {
       text.clear();
       for (const TranscriptPart& t : s.turns) text += t.text;
     }
-    seqs.push_back(reward_model_tokens(*rm_.tokenizer, group.prompt, text, options_.add_special_tokens));
+    seqs.push_back(reward_model_input(*rm_.tokenizer, group.prompt, text, options_.add_special_tokens));
   }
   const int64_t limit = rm_.model()->config().max_position_embeddings;
   std::vector<double> v(seqs.size(), 0.0);
   std::vector<size_t> ok;
-  std::vector<std::vector<int32_t>> fit;
+  std::vector<RewardModelInput> fit;
   for (size_t i = 0; i < seqs.size(); ++i) {
-    if (seqs[i].empty()) {
+    if (seqs[i].tokens.empty()) {
       out[i].missing_reason = "reward_model: the prompt and the completion are both empty (no token to score)";
       continue;
     }
-    if (static_cast<int64_t>(seqs[i].size()) > limit) {
-      out[i].missing_reason = str("reward_model: prompt + completion have ", seqs[i].size(),
+    if (static_cast<int64_t>(seqs[i].tokens.size()) > limit) {
+      out[i].missing_reason = str("reward_model: prompt + completion have ", seqs[i].tokens.size(),
                                   " tokens, more than the reward model's context of ", limit);
       continue;
     }
@@ -79,14 +82,8 @@ std::vector<RewardResult> ModelReward::score(const RewardGroup& group) {
     fit.push_back(std::move(seqs[i]));
   }
   if (!fit.empty()) {
-    const auto scores = score_sequences(*rm_.model(), fit, options_.micro_batch_size);
-    for (size_t k = 0; k < ok.size(); ++k) {
-      double s = 0;
-      if (options_.direction.empty()) s = scores[k][static_cast<size_t>(options_.label)];
-      else
-        for (size_t j = 0; j < options_.direction.size(); ++j) s += options_.direction[j] * scores[k][j];
-      v[ok[k]] = s;
-    }
+    const auto r = reward_model_rewards(*rm_.model(), fit, readout_, options_.micro_batch_size);
+    for (size_t k = 0; k < ok.size(); ++k) v[ok[k]] = r[k];
   }
   for (size_t i : ok) {
     out[i].score = v[i];
@@ -97,11 +94,13 @@ std::vector<RewardResult> ModelReward::score(const RewardGroup& group) {
 }
 
 RewardFactories model_reward_factories() {
-  return {{"reward_model", [](OptionReader& reader) -> std::unique_ptr<Reward> {
-             ModelRewardOptions o = read_model_reward_options(reader);
-             reader.finish();
-             return std::make_unique<ModelReward>(std::move(o));
-           }}};
+  RewardFactories f = {{"reward_model", [](OptionReader& reader) -> std::unique_ptr<Reward> {
+                          ModelRewardOptions o = read_model_reward_options(reader);
+                          reader.finish();
+                          return std::make_unique<ModelReward>(std::move(o));
+                        }}};
+  for (auto& [name, make] : process_reward_factories()) f[name] = make;
+  return f;
 }
 
 }  // namespace rlf

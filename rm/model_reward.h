@@ -8,6 +8,8 @@
 //   label = 0                           # which output of the head is the reward
 //   direction = []                      # or a weight per output: reward = direction . scores
 //                                       #   (Directional Preference Alignment); [] = use `label`
+//                                       # A model with a gating layer (ArmoRM, rm/gating.h) is read
+//                                       # through it unless `label` or `direction` is given.
 //   normalize = "none"                  # "none" | "group": (s - group mean) / (group std + 1e-6)
 //   micro_batch_size = 32               # sequences per forward
 //   add_special_tokens = true           # as the prompt was tokenized when the model was trained
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "rewards/registry.h"
+#include "rm/reward_model.h"
 #include "rollout/policy.h"
 
 namespace rlf {
@@ -31,6 +34,7 @@ struct ModelRewardOptions {
   std::string model;
   std::string tokenizer;
   int64_t label = 0;
+  bool label_given = false;  // `label` was written: it wins over a gating layer
   std::vector<double> direction;
   std::string normalize = "none";
   int64_t micro_batch_size = 32;
@@ -51,9 +55,11 @@ class ModelReward final : public Reward {
  private:
   ModelRewardOptions options_;
   Policy rm_;
+  RewardReadout readout_;
 };
 
-// The reward types of this library, for make_reward_set's `extra`.
+// The reward types of this library, for make_reward_set's `extra`:
+// "reward_model" and "process_reward" (rm/process_reward.h).
 RewardFactories model_reward_factories();
 
 }  // namespace rlf

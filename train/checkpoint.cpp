@@ -204,6 +204,7 @@ fs::path save_checkpoint(const fs::path& dir, const TrainerState& state, const C
     model_options.tokenizer_source = options.tokenizer_source;
     model_options.generation = options.generation;
     save_model(*targets.model, tmp / kModelDir, model_options);
+    if (options.model_extras) options.model_extras(tmp / kModelDir);
     stage("model");
 
     Json optimizer_json = nullptr;

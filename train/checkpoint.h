@@ -61,6 +61,9 @@ struct CheckpointOptions {
   bool verify_checksums = true;             // load: check every file's CRC-32 (reads each file once)
   std::filesystem::path tokenizer_source;   // save: tokenizer directory/file copied into model/ ("" = none)
   std::optional<GenerationDefaults> generation;  // save: generation_config.json of model/
+  // save: writes files of the caller's into model/ after the model (e.g. a
+  // reward model's gating layer); they are in the manifest like the rest.
+  std::function<void(const std::filesystem::path& model_dir)> model_extras;
   // Testing hook: called after each stage of a save ("tmp_dir", "model",
   // "optimizer", "rng", "manifest", "trainer_json", "renamed", "latest").
   // Throwing from it simulates a crash at that point.

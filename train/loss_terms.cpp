@@ -260,6 +260,58 @@ torch::Tensor RewardModelTerm::per_token(const TermInput& in, TermSums& sums) co
   return torch::where(on, row_loss.unsqueeze(1).expand_as(w), zero);
 }
 
+torch::Tensor RatingTerm::weights(const MicroBatch& mb) const {
+  if (!mb.ratings.defined()) return torch::zeros_like(mb.weight);
+  const auto rated = mb.ratings.isfinite().any(1).to(mb.weight.dtype());
+  return mb.weight * rated.unsqueeze(1);
+}
+
+torch::Tensor RatingTerm::per_token(const TermInput& in, TermSums& sums) const {
+  const MicroBatch& mb = in.mb;
+  check(in.scores.defined(), "loss term 'rm_rating': the model has no score head (train a reward model: trainer.kind = "
+        "\"rm\")");
+  const auto w = weights(mb);
+  if (!mb.ratings.defined()) return torch::zeros_like(w);
+  check(in.scores.size(2) == mb.ratings.size(1), "loss term 'rm_rating': the episodes rate ", mb.ratings.size(1),
+        " attributes but the score head has ", in.scores.size(2), " outputs");
+  const int64_t B = in.scores.size(0), K = in.scores.size(2);
+  // Each row's scores at its last input position (the response's last token; the EOS is only a target).
+  const auto last = (mb.key_mask.to(torch::kInt64).sum(1) - 1).to(in.scores.device());
+  const auto score = in.scores.gather(1, last.view({B, 1, 1}).expand({B, 1, K})).squeeze(1);  // [B, K]
+  const auto row_loss = algo::rating_regression_loss(score, mb.ratings);
+  const auto on = w > 0;
+  {
+    torch::NoGradGuard ng;
+    const auto rated_rows = on.any(1);
+    sums["rm/rating_mse"] += torch::where(rated_rows, row_loss.detach(), torch::zeros_like(row_loss)).sum().item<double>();
+  }
+  return torch::where(on, row_loss.unsqueeze(1).expand_as(w), torch::zeros({}, in.scores.options()));
+}
+
+torch::Tensor ProcessRewardTerm::weights(const MicroBatch& mb) const {
+  return mb.value_mask.defined() ? mb.weight * mb.value_mask : torch::zeros_like(mb.weight);
+}
+
+torch::Tensor ProcessRewardTerm::per_token(const TermInput& in, TermSums& sums) const {
+  const MicroBatch& mb = in.mb;
+  check(in.scores.defined(), "loss term 'prm': the model has no score head (train a reward model: trainer.kind = "
+        "\"rm\")");
+  const auto w = weights(mb);
+  if (!mb.value_mask.defined()) return torch::zeros_like(w);
+  const auto z = in.scores.select(2, 0);
+  const auto on = w > 0;
+  const auto zero = torch::zeros({}, z.options());
+  const auto loss = torch::where(on, algo::process_reward_loss(z, mb.returns), zero);
+  {
+    torch::NoGradGuard ng;
+    const auto p = torch::sigmoid(z.detach());
+    sums["prm/accuracy"] += weighted_sum(((p > 0.5) == (mb.returns > 0.5)).to(torch::kFloat32), w);
+    sums["prm/p_mean"] += weighted_sum(p, w);
+    sums["prm/label_mean"] += weighted_sum(mb.returns, w);
+  }
+  return loss;
+}
+
 ValueTerm::ValueTerm(double clip, int64_t label) : clip_(clip), label_(label) {
   check(std::isfinite(clip) && clip >= 0, "value.clip must be a finite number >= 0 (got ", clip, "; 0 = no clipping)");
   check(label >= 0, "value head label must be >= 0 (got ", label, ")");

@@ -209,6 +209,42 @@ class RewardModelTerm final : public LossTerm {
   int64_t label_;
 };
 
+// Multi-objective reward models (ArmoRM's first stage): each head k regresses
+// the episodes' ratings Episode::ratings[k] at the sequence's last input
+// position (algo::rating_regression_loss; NaN ratings carry no loss); one
+// loss per rated sequence, averaged over sequences.
+class RatingTerm final : public LossTerm {
+ public:
+  RatingTerm() = default;
+  std::string name() const override { return "rm_rating"; }
+  bool needs_logprobs() const override { return false; }
+  bool needs_scores() const override { return true; }
+  bool sums_per_sequence() const override { return true; }
+  // The loss weights of rows with at least one rating; 0 elsewhere.
+  torch::Tensor weights(const MicroBatch& mb) const override;
+  algo::AggregationOptions aggregation() const override { return {algo::LossAggregation::SeqMeanTokenMean, 0}; }
+  // Diagnostics (per rated sequence): rm/rating_mse.
+  torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
+};
+
+// Process reward models: output 0 of the score head at each step's last
+// token is the step's logit, trained by binary cross-entropy on the step
+// label (algo::process_reward_loss), the label carried as the episode's
+// value target there (train/process_steps.h); one loss per labelled step,
+// averaged over steps.
+class ProcessRewardTerm final : public LossTerm {
+ public:
+  ProcessRewardTerm() = default;
+  std::string name() const override { return "prm"; }
+  bool needs_logprobs() const override { return false; }
+  bool needs_scores() const override { return true; }
+  // The loss weights of labelled step ends; 0 elsewhere.
+  torch::Tensor weights(const MicroBatch& mb) const override;
+  algo::AggregationOptions aggregation() const override { return {algo::LossAggregation::TokenMean, 0}; }
+  // Diagnostics (per labelled step): prm/accuracy ((p > 0.5) == (label > 0.5)), prm/p_mean, prm/label_mean.
+  torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
+};
+
 class ValueTerm final : public LossTerm {
  public:
   // `clip` eps >= 0 of the clipped value loss (value.clip; 0 = unclipped); `label`: the head output trained.

@@ -81,6 +81,17 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
   if (has_shaped) mb.shaped = put(shaped);
   if (has_teacher) mb.teacher_logp = put(teacher), mb.teacher_mask = put(teacher_mask);
   if (has_value) mb.old_value = put(old_value), mb.returns = put(returns), mb.value_mask = put(value_mask);
+  size_t K = 0;
+  for (const Episode* e : eps) K = std::max(K, e->ratings.size());
+  if (K > 0) {
+    std::vector<float> r(static_cast<size_t>(B) * K, std::nanf(""));
+    for (int64_t b = 0; b < B; ++b) {
+      check(eps[b]->ratings.empty() || eps[b]->ratings.size() == K, "the episodes of a micro-batch rate ",
+            eps[b]->ratings.size(), " and ", K, " attributes");
+      std::copy(eps[b]->ratings.begin(), eps[b]->ratings.end(), r.begin() + static_cast<std::ptrdiff_t>(b * K));
+    }
+    mb.ratings = torch::from_blob(r.data(), {B, static_cast<int64_t>(K)}, f32).to(device, false, true);
+  }
   mb.seq_group = torch::empty({B}, i64);
   mb.seq_reward = torch::empty({B}, torch::kFloat64);
   for (int64_t b = 0; b < B; ++b) {

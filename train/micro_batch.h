@@ -30,6 +30,7 @@ struct MicroBatch {
                              // or undefined when no episode has value targets
   torch::Tensor returns;     // [B, T] fp32: GAE return of the target token (with old_value)
   torch::Tensor value_mask;  // [B, T] fp32: 1 on tokens with a (finite) value target (with old_value)
+  torch::Tensor ratings;     // [B, K] fp32: Episode::ratings (NaN = not rated), or undefined when no episode has any
   torch::Tensor seq_group;   // [B] int64 on the CPU: each row's Episode::group
   torch::Tensor seq_reward;  // [B] fp64 on the CPU: each row's Episode::reward (NaN where missing)
   int64_t n_sequences = 0;   // B

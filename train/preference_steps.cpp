@@ -1,5 +1,7 @@
 #include "train/preference_steps.h"
 
+#include <cmath>
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -24,7 +26,7 @@ std::pair<double, double> response_sum(const Episode& e, const std::vector<float
 }  // namespace
 
 std::vector<Episode> preference_episodes(const Policy& policy, const PreferenceExample& pair, bool add_special,
-                                         int64_t group) {
+                                         int64_t group, const std::vector<std::string>& attributes) {
   std::vector<Episode> out;
   for (const std::string* response : {&pair.chosen, &pair.rejected}) {
     SftExample ex;
@@ -34,16 +36,23 @@ std::vector<Episode> preference_episodes(const Policy& policy, const PreferenceE
     Episode e = sft_episode(policy, ex, add_special);
     e.group = group;
     e.reward = response == &pair.chosen ? 1.0 : 0.0;
+    const auto& rated = response == &pair.chosen ? pair.chosen_ratings : pair.rejected_ratings;
+    for (const std::string& a : attributes) {
+      const auto it = rated.find(a);
+      e.ratings.push_back(it == rated.end() ? std::nanf("") : static_cast<float>(it->second));
+    }
     out.push_back(std::move(e));
   }
   return out;
 }
 
 PreferenceSteps::PreferenceSteps(const Policy& policy, const std::vector<PreferenceExample>& pairs, int64_t batch_size,
-                                 uint64_t seed, bool add_special_tokens, CausalLM reference, int64_t micro_batch_size)
+                                 uint64_t seed, bool add_special_tokens, CausalLM reference, int64_t micro_batch_size,
+                                 std::vector<std::string> attributes)
     : policy_(policy),
       pairs_(pairs),
       add_special_(add_special_tokens),
+      attributes_(std::move(attributes)),
       cursor_(pairs.size(), DataCursorOptions{static_cast<size_t>(batch_size), true, seed}) {
   check(!pairs_.empty(), "preference data: no training pairs");
   if (reference.is_empty()) return;
@@ -65,7 +74,7 @@ std::vector<Episode> PreferenceSteps::next() {
   std::vector<Episode> out;
   const std::vector<size_t> batch = cursor_.next_batch();
   for (size_t k = 0; k < batch.size(); ++k) {
-    auto pair = preference_episodes(policy_, pairs_[batch[k]], add_special_, static_cast<int64_t>(k));
+    auto pair = preference_episodes(policy_, pairs_[batch[k]], add_special_, static_cast<int64_t>(k), attributes_);
     if (!ref_logprobs_.empty()) {
       pair[0].ref_logprob = ref_logprobs_[2 * batch[k]];
       pair[1].ref_logprob = ref_logprobs_[2 * batch[k] + 1];

@@ -28,16 +28,20 @@
 
 namespace rlf {
 
-// The two episodes of one pair (chosen first), in `group`.
+// The two episodes of one pair (chosen first), in `group`; with `attributes`,
+// each carries its response's ratings of them (Episode::ratings, NaN where
+// the pair does not rate one).
 std::vector<Episode> preference_episodes(const Policy& policy, const PreferenceExample& pair, bool add_special_tokens,
-                                         int64_t group);
+                                         int64_t group, const std::vector<std::string>& attributes = {});
 
 class PreferenceSteps {
  public:
   // Borrows the policy, the pairs (not empty) and the reference (null for a
   // reference-free loss), whose log-probs of every pair it computes here.
+  // `attributes`: the ratings the episodes carry (multi-objective reward models).
   PreferenceSteps(const Policy& policy, const std::vector<PreferenceExample>& pairs, int64_t batch_size, uint64_t seed,
-                  bool add_special_tokens, CausalLM reference, int64_t micro_batch_size);
+                  bool add_special_tokens, CausalLM reference, int64_t micro_batch_size,
+                  std::vector<std::string> attributes = {});
 
   std::vector<Episode> next();
   DataCursor& cursor() { return cursor_; }
@@ -48,6 +52,7 @@ class PreferenceSteps {
   const Policy& policy_;
   const std::vector<PreferenceExample>& pairs_;
   bool add_special_;
+  std::vector<std::string> attributes_;
   DataCursor cursor_;
   std::vector<std::vector<float>> ref_logprobs_;  // [2 * pair + (0 chosen, 1 rejected)], empty without a reference
   double reference_s_ = 0;

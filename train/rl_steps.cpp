@@ -323,7 +323,7 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) {
   std::vector<double> totals, lengths;
   double counts[4] = {0, 0, 0, 0};  // truncated, correct, judged, episodes
   const size_t C = rewards_.size();
-  std::vector<std::vector<double>> component(C);
+  std::vector<std::vector<double>> component(C), token_sums(C);
   std::vector<double> component_missing(C, 0.0);
   double length_max = 0, length_min = 1e300;
   for (const auto& g : groups) {
@@ -337,9 +337,15 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) {
       counts[0] += e.finish_reason == "length";
       counts[3] += 1;
       for (size_t c = 0; c < C; ++c) {
-        const auto& s = g.scores.results[c][i].score;
-        if (s) component[c].push_back(*s);
+        const RewardResult& rr = g.scores.results[c][i];
+        if (rr.score) component[c].push_back(*rr.score);
         else component_missing[c] += 1;
+        // Per-token rewards (a process reward model's steps): their sum per episode, unweighted.
+        if (rr.score && !rr.token_rewards.empty()) {
+          double sum = 0;
+          for (float v : rr.token_rewards) sum += v;
+          token_sums[c].push_back(sum);
+        }
       }
       const auto& s = g.scores.results[accuracy_component_][i].score;
       if (s) counts[2] += 1, counts[1] += (*s > 0.5);
@@ -363,6 +369,8 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) {
       means[c] = cm.mean;
     }
     m["reward/" + name + "/missing"] = component_missing[c];
+    const GlobalMoments ts = global_moments(token_sums[c], reducer_);
+    if (ts.n > 0) m["reward/" + name + "/token_sum"] = ts.mean;
   }
   // Lagrangian constraints: the multiplier this step used, then one dual-ascent step for the next.
   if (rewards_.has_constraints()) {

@@ -38,7 +38,7 @@ const ConfigSchema& train_config_schema() {
         {"trainer.kind", T::String, trainer_kind_name(d.kind), "",
          "what the run trains: grpo = RL through the environment with rewards; sft = supervised on [sft.data] alone; "
          "dpo = offline preference optimisation on [preference.data] (the DPO family, [preference]); rm = a reward "
-         "model trained on [preference.data] ([reward_model])",
+         "model trained on [preference.data] ([reward_model]), or a process reward model on [process.data]",
          {"grpo", "sft", "dpo", "rm"}},
         // [model]
         {"model.path", T::String, d.model.path, "",
@@ -260,6 +260,25 @@ const ConfigSchema& train_config_schema() {
     s.push_back(SchemaEntry{"preference.batch_size", T::Int, pref.batch_size, "pairs",
                             "preference pairs per step (two sequences each)"}
                     .in(1, 1e6));
+    // [process]
+    s.push_back({"process.data", T::Any, Json::object(), "",
+                 "trainer.kind = \"rm\": step-labelled solutions for a process reward model (docs/data.md, "
+                 "StepDataset): a file of prompt/steps/labels records, or preset arithmetic (chained sums with a "
+                 "wrong step); instead of [preference.data]"});
+    s.push_back(SchemaEntry{"process.batch_size", T::Int, d.process.batch_size, "solutions",
+                            "step-labelled solutions per step"}
+                    .in(1, 1e6));
+    s.push_back({"process.labels", T::String, d.process.labels, "",
+                 "\"given\": the records' labels; \"monte_carlo\": each training step's label is the share of the "
+                 "policy's rollouts from it that the [[reward]] judges right (Math-Shepherd); held-out solutions keep "
+                 "their given labels",
+                 {"given", "monte_carlo"}});
+    s.push_back(SchemaEntry{"process.mc_rollouts", T::Int, d.process.mc_rollouts, "rollouts",
+                            "monte_carlo: rollouts per step"}
+                    .in(1, 4096));
+    s.push_back(SchemaEntry{"process.mc_temperature", T::Float, d.process.mc_temperature, "",
+                            "monte_carlo: the rollouts' sampling temperature"}
+                    .in(0, 100));
     // [reward_model]
     const RewardModelOptions& rm = d.reward_model;
     s.push_back(SchemaEntry{"reward_model.margin", T::Float, rm.margin, "",
@@ -268,6 +287,26 @@ const ConfigSchema& train_config_schema() {
     s.push_back({"reward_model.train_backbone", T::Bool, rm.train_backbone, "",
                  "trainer.kind = \"rm\": false trains only the score head on the frozen backbone (a linear probe, "
                  "the cheap variant)"});
+    s.push_back({"reward_model.attributes", T::StringList, Json(rm.attributes), "",
+                 "trainer.kind = \"rm\": one regression head per attribute, trained on the pairs' ratings "
+                 "(chosen_ratings / rejected_ratings) by least squares — a multi-objective reward model (ArmoRM); "
+                 "[] = one Bradley-Terry head"});
+    s.push_back({"reward_model.gating", T::Bool, rm.gating, "",
+                 "with reward_model.attributes: after the heads, fit a gating layer over the prompt's features that "
+                 "weighs the attributes per prompt (ArmoRM), by the Bradley-Terry loss on the training pairs; saved as "
+                 "gating.safetensors beside the model"});
+    s.push_back(SchemaEntry{"reward_model.gating_hidden", T::Int, rm.gating_options.hidden, "units",
+                            "the gating network's hidden layer (0 = linear)"}
+                    .in(0, 65536));
+    s.push_back(SchemaEntry{"reward_model.gating_steps", T::Int, rm.gating_options.steps, "steps",
+                            "full-batch Adam steps of the gating fit"}
+                    .in(1, 1e7));
+    s.push_back(SchemaEntry{"reward_model.gating_lr", T::Float, rm.gating_options.lr, "",
+                            "Adam's learning rate for the gating fit"}
+                    .in(1e-9, 10));
+    s.push_back(SchemaEntry{"reward_model.gating_temperature", T::Float, rm.gating_options.temperature, "",
+                            "temperature of the gating softmax"}
+                    .in(1e-6, 1e6));
     // [value]
     const ValueOptions& v = d.value;
     s.push_back({"value.model", T::String, v.model, "",
@@ -503,10 +542,32 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     if (!c.has_data && !c.sft.enabled) c.rl.add_special_tokens = c.preference.data.chat_template.empty();
   }
   with_context(source, [&] { c.preference.loss.validate(); });
+  // [process]
+  c.process.batch_size = j.at("process").at("batch_size").get<int64_t>();
+  c.process.labels = j.at("process").at("labels").get<std::string>();
+  c.process.mc_rollouts = j.at("process").at("mc_rollouts").get<int64_t>();
+  c.process.mc_temperature = j.at("process").at("mc_temperature").get<double>();
+  if (!j.at("process").at("data").empty()) {
+    c.process.enabled = true;
+    c.process.data = step_dataset_options_from_json(j.at("process").at("data"), source + " [process.data]");
+    c.process.data.seed = c.rl.seed;
+    c.process.data.labels_optional = c.process.labels == "monte_carlo";
+    if (!c.has_data && !c.sft.enabled) c.rl.add_special_tokens = c.process.data.chat_template.empty();
+  }
   c.reward_model.margin = j.at("reward_model").at("margin").get<double>();
   c.reward_model.train_backbone = j.at("reward_model").at("train_backbone").get<bool>();
+  c.reward_model.attributes = j.at("reward_model").at("attributes").get<std::vector<std::string>>();
+  c.reward_model.gating = j.at("reward_model").at("gating").get<bool>();
+  c.reward_model.gating_options.hidden = j.at("reward_model").at("gating_hidden").get<int64_t>();
+  c.reward_model.gating_options.steps = j.at("reward_model").at("gating_steps").get<int64_t>();
+  c.reward_model.gating_options.lr = j.at("reward_model").at("gating_lr").get<double>();
+  c.reward_model.gating_options.temperature = j.at("reward_model").at("gating_temperature").get<double>();
+  c.reward_model.gating_options.seed = c.rl.seed ^ 0x6A7EULL;
 
   // What each kind needs, and options that do not go together.
+  if (c.kind != TrainerKind::Rm && c.process.enabled)
+    fail_at("[process.data] is the data of trainer.kind = \"rm\" (a process reward model; got \"",
+            trainer_kind_name(c.kind), "\"); set trainer.kind or remove it");
   if (c.kind != TrainerKind::Dpo && c.kind != TrainerKind::Rm && c.preference.enabled)
     fail_at("[preference.data] is the data of trainer.kind = \"dpo\" or \"rm\" (got \"", trainer_kind_name(c.kind),
             "\"); set trainer.kind or remove it");
@@ -560,8 +621,16 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
       fail_at("algorithm.micro_batch_size must be >= 2 with trainer.kind = \"dpo\" (a pair's two sequences share "
               "a micro-batch)");
   } else if (c.kind == TrainerKind::Rm) {
-    if (!c.preference.enabled)
-      fail_at("trainer.kind = \"rm\" needs [preference.data] (the (prompt, chosen, rejected) pairs to train on)");
+    if (c.preference.enabled == c.process.enabled)
+      fail_at("trainer.kind = \"rm\" needs ", c.process.enabled ? "one of " : "",
+              "[preference.data] (the (prompt, chosen, rejected) pairs of an outcome reward model) or [process.data] "
+              "(the step-labelled solutions of a process reward model)", c.process.enabled ? ", not both" : "");
+    if (c.process.enabled && c.process.labels == "monte_carlo" && c.rewards.empty())
+      fail_at("process.labels = \"monte_carlo\" judges the policy's rollouts with the run's [[reward]] (its accuracy "
+              "component, e.g. type = \"math\"); add one");
+    if (c.process.enabled && (!c.reward_model.attributes.empty() || c.reward_model.margin > 0))
+      fail_at("reward_model.attributes and reward_model.margin apply to [preference.data]; a process reward model "
+              "has one head trained on step labels");
     if (c.sft.enabled && (c.sft.steps <= 0 || !(c.sft.lr > 0)))
       fail_at("[sft] with data needs sft.steps > 0 and sft.lr > 0 (the warm start's length and learning rate)");
     if (c.has_data && (!c.sft.enabled || c.rewards.empty()))
@@ -575,6 +644,17 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     if (c.trainer.micro_batch_size < 2)
       fail_at("algorithm.micro_batch_size must be >= 2 with trainer.kind = \"rm\" (a pair's two sequences share "
               "a micro-batch)");
+    std::set<std::string> seen;
+    for (const std::string& a : c.reward_model.attributes)
+      if (a.empty() || !seen.insert(a).second)
+        fail_at("reward_model.attributes has ", a.empty() ? "an empty name" : "'" + a + "' twice",
+                "; name each rated attribute once");
+    if (c.reward_model.gating && c.reward_model.attributes.empty())
+      fail_at("reward_model.gating weighs the heads of reward_model.attributes; list the attributes or set gating = "
+              "false");
+    if (!c.reward_model.attributes.empty() && c.reward_model.margin > 0)
+      fail_at("reward_model.margin is the Bradley-Terry head's; with reward_model.attributes the heads regress "
+              "ratings: drop the margin");
   } else {
     if (!c.sft.enabled) fail_at("trainer.kind = \"sft\" needs [sft.data] (the (prompt, response) pairs to train on)");
     for (const char* key : {"steps", "lr", "stop_at_pass1", "stop_eval_every", "stop_eval_prompts"})

@@ -46,12 +46,14 @@
 #include "algorithms/policy_loss.h"
 #include "algorithms/preference_loss.h"
 #include "data/preference_dataset.h"
+#include "data/step_dataset.h"
 #include "data/prompt_dataset.h"
 #include "data/sft_dataset.h"
 #include "env/env_registry.h"
 #include "feedback/critic_config.h"
 #include "rewards/reward_aggregation.h"
 #include "rollout/sampling.h"
+#include "rm/gating.h"
 #include "train/config_schema.h"
 #include "train/distillation.h"
 #include "train/refinement.h"
@@ -144,10 +146,25 @@ struct PreferenceOptions {
                                       // rollout group's best and worst episode (online / iterative DPO)
 };
 
+// [process]: trainer.kind = "rm" on step-labelled solutions (a process reward model).
+struct ProcessOptions {
+  bool enabled = false;               // process.data present
+  StepDatasetOptions data;            // [process.data]
+  int64_t batch_size = 32;            // solutions per step
+  std::string labels = "given";       // "given" | "monte_carlo": the training solutions' labels estimated by the
+                                      // policy's rollouts (train/process_steps.h), scored by the [[reward]]s
+  int64_t mc_rollouts = 8;            // monte_carlo: rollouts per step
+  double mc_temperature = 1.0;        // monte_carlo: their sampling temperature
+};
+
 // [reward_model]: trainer.kind = "rm".
 struct RewardModelOptions {
   double margin = 0.0;          // m >= 0 in -log sigmoid(r_c - r_r - m)
   bool train_backbone = true;   // false: only the score head learns (a linear probe on the frozen backbone)
+  std::vector<std::string> attributes;  // [] = one Bradley-Terry head; else one regression head per rated
+                                        // attribute (multi-objective: ArmoRM's first stage)
+  bool gating = false;          // with attributes: fit ArmoRM's gating layer on the pairs after the heads
+  GatingOptions gating_options; // gating_hidden, gating_steps, gating_lr, gating_temperature
 };
 
 struct RunOptions {
@@ -190,6 +207,7 @@ struct TrainConfig {
   RunOptions run;
   SftOptions sft;
   PreferenceOptions preference;
+  ProcessOptions process;
   RewardModelOptions reward_model;
   ValueOptions value;             // [value]: PPO's critic (algorithm.credit = "gae")
 

@@ -16,6 +16,7 @@
 #include "rewards/judge_reward.h"
 #include "rewards/registry.h"
 #include "rm/model_reward.h"
+#include "rm/process_reward.h"
 #include "rm/reward_model.h"
 #include "rm/self_certainty_reward.h"
 #include "rollout/policy.h"
@@ -25,6 +26,7 @@
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/preference_steps.h"
+#include "train/process_steps.h"
 #include "train/progress.h"
 #include "train/rl_steps.h"
 #include "train/sft_steps.h"
@@ -56,6 +58,8 @@ struct Run {
   std::unique_ptr<PreferenceDataset> prefs;  // trainer.kind = "dpo" or "rm"
   std::vector<PreferenceExample> pref_train;  // its training pairs outside the held-out eval prompts
   std::vector<PreferenceExample> pref_eval;   // its held-out pairs (that fit the context)
+  std::unique_ptr<StepDataset> steps;         // trainer.kind = "rm" with [process.data]
+  std::vector<StepExample> step_train, step_eval;  // its solutions that fit the context
 
   void say(const std::string& s) const {
     if (!opts.quiet) std::cout << s << std::endl;
@@ -271,7 +275,8 @@ class PreferenceSource final : public StepSource {
  public:
   PreferenceSource(Run& r, CausalLM reference)
       : steps_(r.policy, r.pref_train, r.cfg.preference.batch_size, r.cfg.rl.seed ^ 0xD70ULL,
-               r.cfg.rl.add_special_tokens, std::move(reference), r.cfg.trainer.micro_batch_size) {
+               r.cfg.rl.add_special_tokens, std::move(reference), r.cfg.trainer.micro_batch_size,
+               r.cfg.kind == TrainerKind::Rm ? r.cfg.reward_model.attributes : std::vector<std::string>{}) {
     if (steps_.reference_s() > 0)
       r.say("preference: reference log-probs of " + std::to_string(r.pref_train.size()) + " training pairs in " +
             std::to_string(steps_.reference_s()) + " s");
@@ -286,6 +291,79 @@ class PreferenceSource final : public StepSource {
  private:
   PreferenceSteps steps_;
 };
+
+// ArmoRM's second stage: the gating layer over the prompt's features, fitted
+// on the training pairs with the trained backbone and heads frozen.
+RewardGating fit_reward_gating(Run& r, const GatingOptions& options, Json* report) {
+  const auto t0 = Clock::now();
+  CausalLMImpl& model = *r.policy.model();
+  std::vector<RewardModelInput> inputs;
+  for (const PreferenceExample& p : r.pref_train) {
+    inputs.push_back(reward_model_input(*r.policy.tokenizer, p.prompt, p.chosen, r.cfg.rl.add_special_tokens));
+    inputs.push_back(reward_model_input(*r.policy.tokenizer, p.prompt, p.rejected, r.cfg.rl.add_special_tokens));
+  }
+  std::vector<std::vector<int32_t>> seqs;
+  std::vector<int64_t> ctx;
+  for (const RewardModelInput& in : inputs) seqs.push_back(in.tokens), ctx.push_back(std::max<int64_t>(1, in.prompt_tokens));
+  torch::Tensor context;
+  const bool was_training = model.is_training();
+  model.eval();
+  const auto scores = score_sequences(model, seqs, r.cfg.trainer.micro_batch_size, &ctx, &context);
+  if (was_training) model.train();
+  const auto P = static_cast<int64_t>(r.pref_train.size()), K = model.config().num_labels;
+  auto c = torch::empty({P, K}, torch::kFloat32), rej = torch::empty({P, K}, torch::kFloat32);
+  for (int64_t i = 0; i < P; ++i)
+    for (int64_t k = 0; k < K; ++k)
+      c[i][k] = scores[static_cast<size_t>(2 * i)][static_cast<size_t>(k)],
+      rej[i][k] = scores[static_cast<size_t>(2 * i + 1)][static_cast<size_t>(k)];
+  std::vector<std::string> names;
+  for (int64_t k = 0; k < K; ++k) names.push_back(model.config().label_name(k));
+  RewardGating g(model.config().hidden_size, names, options);
+  // The chosen and rejected responses share the prompt: its features are the chosen row's.
+  const auto idx = torch::arange(0, 2 * P, 2, torch::kInt64);
+  const GatingFit fit = g.fit(context.index_select(0, idx), c, rej);
+  *report = {{"pairs", fit.pairs},           {"loss_before", fit.loss_before},
+             {"loss_after", fit.loss_after}, {"accuracy_before", fit.accuracy_before},
+             {"accuracy_after", fit.accuracy_after}, {"seconds", since(t0)}};
+  r.say("gating: fitted on " + std::to_string(fit.pairs) + " training pairs: " + report->dump());
+  return g;
+}
+
+class ProcessSource final : public StepSource {
+ public:
+  explicit ProcessSource(Run& r)
+      : steps_(r.policy, r.step_train, r.cfg.process.batch_size, r.cfg.rl.seed ^ 0x9F3ULL, r.cfg.process.data.delimiter,
+               r.cfg.rl.add_special_tokens) {}
+  std::vector<Episode> next(int64_t, int32_t, Json& m) override {
+    auto eps = steps_.next();
+    m["prm/solutions"] = static_cast<double>(eps.size());
+    return eps;
+  }
+  DataCursor& cursor() override { return steps_.cursor(); }
+
+ private:
+  ProcessSteps steps_;
+};
+
+// Step-labelled solutions whose prompt + solution + EOS exceed the context
+// are bad records, as preference pairs are.
+std::vector<StepExample> fitting_solutions(const std::vector<StepExample>& in, Run& r, int64_t* n_dropped) {
+  const int64_t limit = r.policy.model()->config().max_position_embeddings;
+  std::vector<StepExample> out;
+  for (const StepExample& e : in) {
+    const int64_t n = static_cast<int64_t>(r.policy.tokenizer->encode(e.prompt, r.cfg.rl.add_special_tokens).size() +
+                                           r.policy.tokenizer->encode(e.response(r.cfg.process.data.delimiter)).size());
+    if (n + 1 <= limit) {
+      out.push_back(e);
+      continue;
+    }
+    check(r.cfg.process.data.on_bad_record == "skip", e.where, ": the prompt and solution (", n,
+          " tokens) do not fit the model's context of ", limit,
+          " tokens; shorten it, or set process.data.on_bad_record = \"skip\"");
+    ++*n_dropped;
+  }
+  return out;
+}
 
 std::vector<std::unique_ptr<LossTerm>> rl_terms(const TrainConfig& cfg) {
   std::vector<std::unique_ptr<LossTerm>> terms;
@@ -453,8 +531,9 @@ Json TrainRunSummary::to_json() const {
   j["pass1_after"] = opt(pass1_after);
   j["pass1_control"] = opt(pass1_control);
   if (pass1_control >= 0) j["control_sft_steps"] = control_sft_steps;
-  if (!preference_before.is_null()) j["preference_before"] = preference_before;
-  if (!preference_after.is_null()) j["preference_after"] = preference_after;
+  const std::string held_out = process ? "process" : "preference";
+  if (!preference_before.is_null()) j[held_out + "_before"] = preference_before;
+  if (!preference_after.is_null()) j[held_out + "_after"] = preference_after;
   j["turns_mean"] = last_metrics.contains("episode/turns_mean") ? last_metrics["episode/turns_mean"] : Json(nullptr);
   j["rollout_tokens"] = rollout_tokens;
   j["out_dir"] = out_dir.string();
@@ -533,7 +612,14 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
           " pairs dropped because their prompt is a held-out eval prompt");
   }
 
-  if (dpo || rm) {
+  if (rm && cfg.process.enabled) {
+    r.steps = std::make_unique<StepDataset>(StepDataset::load(cfg.process.data, &chat));
+    int64_t n_long = 0;
+    r.step_train = fitting_solutions(r.steps->train(), r, &n_long);
+    r.step_eval = fitting_solutions(r.steps->eval(), r, &n_long);
+    check(!r.step_train.empty(), cfg.source, ": [process.data] has no training solutions that fit the context");
+    r.say(r.steps->summary() + (n_long ? "; " + std::to_string(n_long) + " too long for the context skipped" : ""));
+  } else if (dpo || rm) {
     r.prefs = std::make_unique<PreferenceDataset>(PreferenceDataset::load(cfg.preference.data, &chat));
     // Held-out prompts stay held out: pairs whose prompt is a held-out eval prompt are dropped.
     std::set<std::string> held_out;
@@ -606,13 +692,67 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     }
   }
 
+  // Math-Shepherd: the training solutions' step labels from the (warmed) policy's own rollouts.
+  Json mc_report;
+  const fs::path mc_path = cfg.run.out_dir / "monte_carlo_labels.json";
+  if (rm && cfg.process.enabled && cfg.process.labels == "monte_carlo" && resume_from) {
+    // A resumed run trains on the labels the run estimated when it started.
+    check(fs::exists(mc_path), mc_path.string(), " is missing: the run's Monte-Carlo step labels cannot be restored");
+    const Json saved = read_json_file(mc_path.string());
+    for (StepExample& e : r.step_train) {
+      check(saved.contains(e.id), mc_path.string(), " has no labels for ", e.where, " (the data changed?)");
+      e.labels = saved.at(e.id).get<std::vector<double>>();
+    }
+  } else if (rm && cfg.process.enabled && cfg.process.labels == "monte_carlo") {
+    check(!r.policy.model()->config().is_classifier(), cfg.source, ": process.labels = \"monte_carlo\" samples "
+          "rollouts from the model, and ", cfg.model_path().string(), " is a classifier; start from a causal LM");
+    EvalOptions eo;
+    eo.n_samples = cfg.process.mc_rollouts;
+    eo.temperature = cfg.process.mc_temperature;
+    eo.max_new_tokens = cfg.rl.sampling.max_new_tokens;
+    eo.stop = cfg.rl.sampling.stop_strings;
+    eo.accuracy_reward = cfg.rl.accuracy_reward;
+    eo.add_special_tokens = cfg.rl.add_special_tokens;
+    eo.max_batch_rows = cfg.rl.max_batch_rows;
+    eo.seed = cfg.rl.seed ^ 0x3C5ULL;
+    const MonteCarloReport rep =
+        monte_carlo_step_labels(r.policy, r.step_train, r.rewards, cfg.process.data.delimiter, eo);
+    mc_report = rep.to_json();
+    r.say("process: Monte-Carlo step labels " + mc_report.dump());
+    if (r.reducer.writes()) {
+      Json saved = Json::object();
+      for (const StepExample& e : r.step_train) saved[e.id] = e.labels;
+      fs::create_directories(cfg.run.out_dir);
+      write_file_atomic(mc_path, saved.dump());
+    }
+  }
+  if (rm && cfg.process.enabled)
+    for (const StepExample& e : r.step_eval)
+      check(e.labels.size() == e.steps.size(), e.where, ": a held-out solution needs its labels (the gold standard "
+            "the PRM is measured against); give them, or set process.data.eval_size = 0");
+
   // A reward model: the (warmed) backbone with a score head; a classifier loaded as the model trains on.
+  const auto& attributes = cfg.reward_model.attributes;
+  const int64_t n_heads = attributes.empty() ? 1 : static_cast<int64_t>(attributes.size());
   if (rm && !r.policy.model()->config().is_classifier()) {
     CausalLM lm = r.policy.model();
-    r.policy.loaded.model = make_reward_model(*lm, 1, cfg.rl.seed ^ 0x5C0ULL);
+    r.policy.loaded.model = make_reward_model(*lm, n_heads, cfg.rl.seed ^ 0x5C0ULL, attributes);
     r.policy.loaded.config = r.policy.model()->config();
     r.say("reward model: " + r.policy.model()->config().architecture + " on the " +
-          (warmed ? "warmed" : "loaded") + " backbone, score head of 1 output");
+          (warmed ? "warmed" : "loaded") + " backbone, score head of " + std::to_string(n_heads) + " output(s)" +
+          (attributes.empty() ? std::string() : " " + Json(attributes).dump()));
+  }
+  if (rm)
+    check(r.policy.model()->config().num_labels == n_heads, cfg.model_path().string(), ": the classifier has ",
+          r.policy.model()->config().num_labels, " outputs but the run trains ", n_heads,
+          attributes.empty() ? std::string(" (one Bradley-Terry head)") : " (reward_model.attributes)");
+  if (rm && !attributes.empty()) {
+    int64_t rated = 0;
+    for (const PreferenceExample& p : r.pref_train)
+      for (const std::string& a : attributes) rated += p.chosen_ratings.count(a) + p.rejected_ratings.count(a);
+    check(rated > 0, cfg.source, ": reward_model.attributes = ", Json(attributes).dump(),
+          " but no training pair rates any of them (records need chosen_ratings / rejected_ratings objects; preset "
+          "arithmetic: rated = true)");
   }
   if (rm && !cfg.reward_model.train_backbone)
     for (auto& p : r.policy.model()->named_parameters())
@@ -648,9 +788,12 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     to.log_entropy = false;
     to.log_rollout_agreement = false;
     std::vector<std::unique_ptr<LossTerm>> terms;
-    terms.push_back(std::make_unique<RewardModelTerm>(cfg.reward_model.margin));
+    if (cfg.process.enabled) terms.push_back(std::make_unique<ProcessRewardTerm>());
+    else if (attributes.empty()) terms.push_back(std::make_unique<RewardModelTerm>(cfg.reward_model.margin));
+    else terms.push_back(std::make_unique<RatingTerm>());
     trainer = std::make_unique<Trainer>(r.policy.model(), std::move(terms), to, r.reducer);
-    source = std::make_unique<PreferenceSource>(r, CausalLM{nullptr});
+    if (cfg.process.enabled) source = std::make_unique<ProcessSource>(r);
+    else source = std::make_unique<PreferenceSource>(r, CausalLM{nullptr});
   } else {
     TrainerOptions to = cfg.trainer;
     to.micro_batch_size = cfg.sft.micro_batch_size;
@@ -671,6 +814,11 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   CheckpointOptions co;
   co.keep_last = cfg.run.keep_checkpoints;
   co.tokenizer_source = r.policy.tokenizer_path;
+  // ArmoRM's gating layer, fitted after the last step, travels with the model it weighs.
+  std::shared_ptr<RewardGating> gating;
+  co.model_extras = [&](const fs::path& model_dir) {
+    if (gating) gating->save(model_dir);
+  };
   int64_t start = 0, st_extra_tokens = 0;
   if (resume_from) {
     TrainerState st = load_checkpoint(*resume_from, targets, co);
@@ -701,17 +849,26 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   if (!resume_from && !rm) summary.pass1_before = r.greedy_pass1(r.eval);
   if (summary.pass1_before >= 0) r.say("held-out pass@1 before: " + std::to_string(summary.pass1_before));
   // Held-out preference pairs: the implicit-reward accuracy the loss optimises and the policy's own preference.
+  // A multi-objective model without a gating layer is read as the mean of its attributes.
+  RewardReadout readout;
+  if (n_heads > 1) readout.direction.assign(static_cast<size_t>(n_heads), 1.0 / static_cast<double>(n_heads));
+  summary.process = cfg.process.enabled;
   auto measure_prefs = [&] {
+    if (rm && cfg.process.enabled)
+      return measure_process_reward(*r.policy.model(), *r.policy.tokenizer, r.step_eval, cfg.process.data.delimiter,
+                                    cfg.rl.add_special_tokens, cfg.trainer.micro_batch_size)
+          .to_json();
     if (rm)
       return measure_reward_model(*r.policy.model(), *r.policy.tokenizer, r.pref_eval, cfg.rl.add_special_tokens,
-                                  cfg.trainer.micro_batch_size)
+                                  cfg.trainer.micro_batch_size, readout)
           .to_json();
     return measure_preferences(r.policy, *r.policy.model(), reference.is_empty() ? nullptr : reference.get(),
                                r.pref_eval, cfg.preference.loss,
                                cfg.rl.add_special_tokens, cfg.trainer.micro_batch_size)
         .to_json();
   };
-  if ((dpo || rm) && !r.pref_eval.empty() && !resume_from) {
+  const bool held_out = !r.pref_eval.empty() || !r.step_eval.empty();
+  if ((dpo || rm) && held_out && !resume_from) {
     summary.preference_before = measure_prefs();
     r.say("held-out preferences before: " + summary.preference_before.dump());
   }
@@ -792,8 +949,9 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
                                                                              {"acc", m.value("accuracy", 0.0)}}
                             : dpo ? std::vector<std::pair<std::string, double>>{{"loss", m.value("loss/pref", 0.0)},
                                                                              {"acc", m.value("pref/accuracy", 0.0)}}
-                            : rm  ? std::vector<std::pair<std::string, double>>{{"loss", m.value("loss/rm", 0.0)},
-                                                                             {"acc", m.value("rm/accuracy", 0.0)}}
+                            : rm  ? std::vector<std::pair<std::string, double>>{
+                                        {"loss", m.value("loss/rm", m.value("loss/prm", m.value("loss/rm_rating", 0.0)))},
+                                        {"acc", m.value("rm/accuracy", m.value("prm/accuracy", 0.0))}}
                                   : std::vector<std::pair<std::string, double>>{{"loss", m.value("loss/ce", 0.0)}});
     const bool budget_spent = budget > 0 && tokens_used >= budget;
     if (budget_spent) end = step + 1;
@@ -808,14 +966,35 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   if (budget > 0 && end < cfg.run.steps)
     r.say("run.rollout_token_budget = " + std::to_string(budget) + " reached after " + std::to_string(end) + " steps (" +
           std::to_string(tokens_used) + " tokens)");
+  Json gating_fit;
+  if (rm && cfg.reward_model.gating) {
+    if (last_saved == summary.steps && resume_from) {
+      auto g = RewardGating::load(*resume_from / "model");
+      check(g.has_value(), resume_from->string(), ": the finished run's model has no ", kGatingFile);
+      gating = std::make_shared<RewardGating>(std::move(*g));
+    } else {
+      gating = std::make_shared<RewardGating>(fit_reward_gating(r, cfg.reward_model.gating_options, &gating_fit));
+    }
+  }
   // A resume that had nothing left to do keeps the checkpoint it loaded (no re-save).
   if (last_saved != summary.steps) save(summary.steps);
   else if (resume_from) summary.final_model = *resume_from / "model";
 
   // 6. Finish.
   if (!rm) summary.pass1_after = r.greedy_pass1(r.eval);
-  if ((dpo || rm) && !r.pref_eval.empty()) {
+  if ((dpo || rm) && held_out) {
+    Json ungated;
+    if (gating) {
+      ungated = measure_prefs();
+      readout = RewardReadout{};
+      readout.gating = gating;
+    }
     summary.preference_after = measure_prefs();
+    if (!mc_report.is_null()) summary.preference_after["monte_carlo_labels"] = mc_report;
+    if (gating) {
+      summary.preference_after["ungated"] = ungated;
+      if (!gating_fit.is_null()) summary.preference_after["gating_fit"] = gating_fit;
+    }
     r.say("held-out preferences after: " + summary.preference_after.dump());
   }
   if (cfg.run.sft_control && warm.trainer && summary.pass1_after >= 0) {
@@ -829,7 +1008,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     auto records = read_jsonl(cfg.run.out_dir / "metrics.jsonl");
     for (const char* k : {"reward/mean", "accuracy", "eval/pass1", "episode/turns_mean", "completion/length_mean",
                           "policy/entropy", "kl/ref", "loss/ce", "loss/pref", "pref/accuracy", "pref/margin", "loss/rm",
-                          "rm/accuracy", "rm/margin", "loss/value", "value/explained_variance", "kl/beta"})
+                          "rm/accuracy", "rm/margin", "loss/rm_rating", "loss/prm", "prm/accuracy", "loss/value", "value/explained_variance", "kl/beta"})
       if (std::any_of(records.begin(), records.end(), [&](const Json& x) { return x.contains(k) && x[k].is_number(); }))
         keys.push_back(k);
     if (!keys.empty()) write_metrics_plot(cfg.run.out_dir / "metrics.jsonl", cfg.run.out_dir / "plot.html", keys);
@@ -842,13 +1021,24 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
                                                                      "completion/length_mean", "policy/entropy", "time/step_s"}
                                     : dpo ? std::vector<std::string>{"loss/pref", "pref/accuracy", "pref/margin",
                                                                      "pref/chosen_logp", "pref/rejected_logp", "time/step_s"}
+                                    : rm && cfg.process.enabled
+                                        ? std::vector<std::string>{"loss/prm", "prm/accuracy", "time/step_s"}
+                                    : rm && !attributes.empty()
+                                        ? std::vector<std::string>{"loss/rm_rating", "rm/rating_mse", "time/step_s"}
                                     : rm  ? std::vector<std::string>{"loss/rm", "rm/accuracy", "rm/margin", "time/step_s"}
                                           : std::vector<std::string>{"loss/ce", "time/step_s"};
     std::cout << format_metrics_summary(summarize_metrics(records, keys));
     if (summary.pass1_before >= 0)
       std::printf("held-out pass@1: before %.3f  after %.3f\n", summary.pass1_before, summary.pass1_after);
     if (summary.pass1_control >= 0) std::printf("held-out pass@1 of the SFT-only control: %.3f\n", summary.pass1_control);
-    if (rm && summary.preference_before.is_object() && summary.preference_after.is_object())
+    if (summary.process && summary.preference_before.is_object() && summary.preference_after.is_object())
+      std::printf("held-out process reward model: step accuracy before %.3f  after %.3f; solutions judged right "
+                  "%.3f; first wrong step found %.3f\n",
+                  summary.preference_before.value("step_accuracy", 0.0),
+                  summary.preference_after.value("step_accuracy", 0.0),
+                  summary.preference_after.value("solution_accuracy", 0.0),
+                  summary.preference_after.value("first_error", 0.0));
+    else if (rm && summary.preference_before.is_object() && summary.preference_after.is_object())
       std::printf("held-out pairwise accuracy of the reward model: before %.3f  after %.3f (margin %.3f, ECE %.3f)\n",
                   summary.preference_before.value("accuracy", 0.0), summary.preference_after.value("accuracy", 0.0),
                   summary.preference_after.value("margin", 0.0), summary.preference_after.value("ece", 0.0));

@@ -47,7 +47,9 @@ struct TrainRunSummary {
   std::filesystem::path out_dir;
   Json preference_before;       // dpo: held-out preference metrics (train/preference_steps.h PreferenceMetrics),
   Json preference_after;        //   rm: RewardModelPairMetrics (rm/reward_model.h), before and after the steps
-                                //   (null: no held-out pairs)
+                                //   (null: no held-out pairs); a process reward model: ProcessRewardMetrics
+                                //   (rm/process_reward.h), printed as process_before / process_after
+  bool process = false;         // the run trained a process reward model
   std::filesystem::path final_model;  // the model directory of the last checkpoint ("" when none was written)
   Json last_metrics;            // the last step's metrics
   Json to_json() const;         // the object `rlf train --json` prints (turns_mean: the last step's)

@@ -109,7 +109,9 @@ TEST(Cli, GenerateBestOfPrintsEachPromptsBestSampleByTheReward) {
     for (const auto& x : j["scores"]) best = std::max(best, x.get<double>());
     EXPECT_EQ(j["score"].get<double>(), best) << line;
     // The format reward dominates: the pick mentions Lily whenever any sample scored it.
-    if (best >= 100) EXPECT_NE(j["text"].get<std::string>().find("Lily"), std::string::npos) << line;
+    if (best >= 100) {
+      EXPECT_NE(j["text"].get<std::string>().find("Lily"), std::string::npos) << line;
+    }
     EXPECT_NE(j["explanation"].get<std::string>().find("self_certainty="), std::string::npos);
   }
   auto bad = rlf("generate --model " + model + " --prompt x --best-of 2");
@@ -181,6 +183,48 @@ TEST(Cli, EvalRmScoresPreferencePairsAsTheLibraryDoes) {
                  test::shell_quote((dir / "pairs.jsonl").string()));
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.output.find("not a reward model"), std::string::npos) << bad.output;
+  // Rated pairs: each output's correlation with the ratings of its name.
+  {
+    LoadedModel lm = load_model(dir / "lm");
+    SaveOptions so;
+    so.tokenizer_source = test::shared_path("models/stories260K/tok512.bin");
+    save_model(*make_reward_model(*lm.model, 2, 5, {"happy", "warm"}), dir / "mo", so);
+  }
+  std::string rated;
+  for (int i = 0; i < 12; ++i)
+    rated += Json{{"prompt", "Once upon a time, Lily saw a dog number " + std::to_string(i)},
+                  {"chosen", endings[i % 4]},
+                  {"rejected", endings[(i + 1) % 4]},
+                  {"chosen_ratings", {{"happy", i % 4 == 0 ? 1 : 0}, {"warm", i % 4 == 2 ? 1 : 0}}},
+                  {"rejected_ratings", {{"happy", (i + 1) % 4 == 0 ? 1 : 0}}}}
+                 .dump() +
+             "\n";
+  write_file_atomic(dir / "rated.jsonl", rated);
+  auto mo = rlf("eval rm --model " + test::shell_quote((dir / "mo").string()) + " --data " +
+                test::shell_quote((dir / "rated.jsonl").string()) + " --json");
+  ASSERT_EQ(mo.exit_code, 0) << mo.output;
+  const Json jm = parse_json(mo.output, "rlf eval rm (rated)");
+  o.path = (dir / "rated.jsonl").string();
+  Policy mop = load_policy(dir / "mo", "", {});
+  const auto mm = measure_reward_model(*mop.model(), *mop.tokenizer, PreferenceDataset::load(o).train(), true, 32);
+  ASSERT_EQ(mm.attributes.size(), 2u);
+  EXPECT_EQ(jm["attributes"]["happy"]["rated"], 24);
+  EXPECT_EQ(jm["attributes"]["warm"]["rated"], 12);
+  EXPECT_NEAR(jm["attributes"]["happy"]["pearson"].get<double>(), mm.attributes.at("happy").pearson, 1e-9);
+  EXPECT_NEAR(jm["attributes"]["warm"]["spearman"].get<double>(), mm.attributes.at("warm").spearman, 1e-9);
+  EXPECT_EQ(jm["readout"], "label 0");
+  // A process reward model on step-labelled solutions.
+  write_file_atomic(dir / "steps.jsonl",
+                    Json{{"prompt", "Once upon a time"}, {"steps", {" Lily ran", " she was happy"}}, {"labels", {1, 0}}}
+                            .dump() +
+                        "\n");
+  auto prm = rlf("eval rm --process --delimiter . --model " + test::shell_quote((dir / "rm").string()) + " --data " +
+                 test::shell_quote((dir / "steps.jsonl").string()) + " --json");
+  ASSERT_EQ(prm.exit_code, 0) << prm.output;
+  const Json jp = parse_json(prm.output, "rlf eval rm --process");
+  EXPECT_EQ(jp["solutions"], 1);
+  EXPECT_EQ(jp["steps"], 2);
+  EXPECT_EQ(jp["label_mean"], 0.5);
 }
 
 TEST(Cli, MergeAveragesWeightsAndAddsTaskVectors) {

@@ -1,9 +1,11 @@
 // Preference data: prompt/chosen/rejected files, HH-RLHF dialogues split at
 // the last shared assistant turn (the real shipped test set among them), the
 // synthetic arithmetic pairs (chosen verified correct, rejected wrong), the
-// held-out split, and errors naming the record or the key.
+// held-out split, per-attribute ratings (from files and the rated
+// arithmetic preset), and errors naming the record or the key.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "data/preference_dataset.h"
@@ -106,6 +108,66 @@ TEST(PreferenceDataset, ArithmeticPairsPreferTheCorrectAnswer) {
   EXPECT_LT(carry.train().size() + carry.eval().size(), 300u) << "only problems with a carry have a wrong answer";
   o.wrong_style = "sideways";
   EXPECT_NE(test::error_of([&] { PreferenceDataset::load(o); }).find("wrong_style"), std::string::npos);
+}
+
+TEST(PreferenceDataset, RatingsComeFromRecordsAndErrorsNameTheField) {
+  test::TempDir dir;
+  PreferenceDatasetOptions o;
+  o.path = test::write_fixture(dir, "p.jsonl",
+                               "{\"prompt\": \"a\", \"chosen\": \"x\", \"rejected\": \"y\", "
+                               "\"chosen_ratings\": {\"helpful\": 4, \"safe\": 1}, \"rejected_ratings\": {\"helpful\": 2.5}}\n"
+                               "{\"prompt\": \"b\", \"chosen\": \"x\", \"rejected\": \"y\"}\n");
+  PreferenceDataset ds = PreferenceDataset::load(o);
+  ASSERT_EQ(ds.train().size(), 2u);
+  EXPECT_EQ(ds.train()[0].chosen_ratings, (std::map<std::string, double>{{"helpful", 4.0}, {"safe", 1.0}}));
+  EXPECT_EQ(ds.train()[0].rejected_ratings, (std::map<std::string, double>{{"helpful", 2.5}}));
+  EXPECT_TRUE(ds.train()[1].chosen_ratings.empty()) << "a record without ratings rates nothing";
+  o.path = test::write_fixture(dir, "bad.jsonl",
+                               "{\"prompt\": \"a\", \"chosen\": \"x\", \"rejected\": \"y\", "
+                               "\"rejected_ratings\": {\"helpful\": \"high\"}}\n");
+  const std::string e = test::error_of([&] { PreferenceDataset::load(o); });
+  EXPECT_NE(e.find("line 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("'rejected_ratings.helpful' must be a finite number"), std::string::npos) << e;
+}
+
+TEST(PreferenceDataset, RatedArithmeticPairsAskForAStyleAndRateThreeAttributes) {
+  PreferenceDatasetOptions o;
+  o.preset = "arithmetic";
+  o.rated = true;
+  o.prompt_template = "{prompt}";
+  o.arithmetic.n_problems = 400;
+  o.arithmetic.operations = "+";
+  PreferenceDataset ds = PreferenceDataset::load(o);
+  ASSERT_EQ(ds.train().size(), 400u);
+  int64_t work = 0, style_pairs = 0;
+  for (const PreferenceExample& p : ds.train()) {
+    const bool asks_work = p.prompt.find(" Show your work.") != std::string::npos;
+    EXPECT_NE(asks_work, p.prompt.find(" Answer only.") != std::string::npos) << p.prompt;
+    work += asks_work;
+    // The chosen response is right in the asked style.
+    EXPECT_EQ(p.chosen_ratings.at("correct"), 1.0);
+    EXPECT_EQ(p.chosen_ratings.at("worked"), asks_work ? 1.0 : 0.0);
+    EXPECT_EQ(p.chosen_ratings.at("short"), 1.0 - p.chosen_ratings.at("worked"));
+    EXPECT_EQ(p.chosen.find(" = ") != std::string::npos, asks_work) << p.chosen;
+    // The rejected one is right in the other style, or wrong in the asked one.
+    const bool style = p.rejected_ratings.at("correct") == 1.0;
+    style_pairs += style;
+    EXPECT_EQ(p.rejected_ratings.at("worked"), style ? 1.0 - p.chosen_ratings.at("worked") : p.chosen_ratings.at("worked"));
+    EXPECT_EQ(p.rejected.find(" = ") != std::string::npos, p.rejected_ratings.at("worked") == 1.0) << p.rejected;
+    const std::string answer = p.chosen.substr(p.chosen.find("#### "));
+    EXPECT_EQ(p.rejected.find(answer) != std::string::npos, style) << p.chosen << " | " << p.rejected;
+  }
+  // Seeded halves.
+  EXPECT_GT(work, 160);
+  EXPECT_LT(work, 240);
+  EXPECT_GT(style_pairs, 160);
+  EXPECT_LT(style_pairs, 240);
+  EXPECT_EQ(PreferenceDataset::load(o).train()[7].prompt, ds.train()[7].prompt) << "the same seed, the same pairs";
+  EXPECT_NE(test::error_of([&] { preference_dataset_options_from_json(Json{{"preset", "arithmetic"}, {"rated", true},
+                                                                          {"worked", false}},
+                                                                     "cfg"); })
+                .find("rated = true shows both styles"),
+            std::string::npos);
 }
 
 TEST(PreferenceDataset, OptionsFromATableNameUnknownKeys) {

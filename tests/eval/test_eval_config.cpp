@@ -131,7 +131,7 @@ TEST(EvalConfig, ErrorTexts) {
   EXPECT_EQ(error_of([] { from_toml("[model]\npath = \"m\"\n[data]\npath = \"x.jsonl\"\n"); }),
             "run.toml: no reward configured and preset 'generic' has no default reward; add a [[reward]] table or "
             "--reward TYPE (bleu, chrf, code, countdown, env, external, format, judge, keywords, length, majority, math, "
-            "reward_model, rouge_l, self_certainty)");
+            "process_reward, reward_model, rouge_l, self_certainty)");
   EXPECT_EQ(error_of([] { from_toml("[model]\npath = \"\"\n[data]\npreset = \"countdown\"\n"); }),
             "run.toml: key 'model.path' is empty (a Hugging Face directory or a llama2.c .bin)");
 }
@@ -181,7 +181,7 @@ TEST(EvalFlagsTest, BuildTheSameConfig) {
   EXPECT_EQ(error_of([&] { eval_config_from_json(eval_config_json_from_flags(f), "rlf eval"); }),
             "rlf eval: no reward configured and preset 'generic' has no default reward; add a [[reward]] table or "
             "--reward TYPE (bleu, chrf, code, countdown, env, external, format, judge, keywords, length, majority, math, "
-            "reward_model, rouge_l, self_certainty)");
+            "process_reward, reward_model, rouge_l, self_certainty)");
   f.rewards = {"keywords"};
   c = eval_config_from_json(eval_config_json_from_flags(f), "command line");
   EXPECT_EQ(c.data.preset, "generic");
@@ -206,7 +206,7 @@ TEST(EvalFlagsTest, ErrorTexts) {
             "rlf eval: --preset arithmetic generates its own problems; remove --data");
   EXPECT_EQ(err([](EvalFlags& f) { f.rewards = {"maths"}; }),
             "rlf eval: unknown --reward 'maths' (expected one of bleu, chrf, code, countdown, env, external, format, judge, keywords, "
-            "length, majority, math, reward_model, rouge_l, self_certainty)");
+            "length, majority, math, process_reward, reward_model, rouge_l, self_certainty)");
 }
 
 TEST(EvalRewards, DefaultsPerPreset) {

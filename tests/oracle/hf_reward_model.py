@@ -6,7 +6,8 @@ forward (unpadded: the score is read at the last token).
 usage:
   hf_reward_model.py score MODEL_DIR IDS_JSON OUT_JSON
 
-IDS_JSON: {"ids": [[...], ...]}; OUT_JSON: {"architecture": ..., "scores": [[...], ...]}.
+IDS_JSON: {"ids": [[...], ...]}; OUT_JSON: {"architecture": ..., "scores": [[...], ...],
+"id2label": [name of output 0, ...]}.
 """
 import json
 import sys
@@ -29,7 +30,8 @@ def main():
             out = model(torch.tensor([ids]))
             scores.append(out.logits[0].float().tolist())
     with open(out_path, "w") as f:
-        json.dump({"architecture": type(model).__name__, "scores": scores}, f)
+        json.dump({"architecture": type(model).__name__, "scores": scores,
+                   "id2label": [model.config.id2label[i] for i in range(model.config.num_labels)]}, f)
 
 
 if __name__ == "__main__":

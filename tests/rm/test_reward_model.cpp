@@ -40,7 +40,10 @@ TEST(RewardModelOracle, ScoresMatchTransformersSequenceClassification) {
   CausalLM base = make_random_model(tiny_config(), 7, torch::kFloat32, torch::kCPU);
   for (int64_t labels : {1, 3}) {
     SCOPED_TRACE(labels);
-    CausalLM rm = make_reward_model(*base, labels, 11);
+    // Three outputs are a multi-objective model with named attributes (config.json's id2label).
+    const std::vector<std::string> names =
+        labels == 3 ? std::vector<std::string>{"helpful", "correct", "concise"} : std::vector<std::string>{};
+    CausalLM rm = make_reward_model(*base, labels, 11, names);
     const auto out = dir / ("rm" + std::to_string(labels));
     save_model(*rm, out);
     // The directory is a classifier: num_labels in config.json, score.weight and no lm_head.
@@ -58,6 +61,7 @@ TEST(RewardModelOracle, ScoresMatchTransformersSequenceClassification) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const Json hf_out = read_json_file((dir / "hf.json").string());
     EXPECT_EQ(hf_out["architecture"], "LlamaForSequenceClassification");
+    for (int64_t k = 0; k < labels; ++k) EXPECT_EQ(hf_out["id2label"][k], rm->config().label_name(k));
     LoadedModel back = load_reward_model(out, {});
     for (bool fast : {true, false}) {
       back.model->set_fast_cpu_path(fast);

@@ -1,0 +1,70 @@
+// ProcessSteps: where a process-reward-model run's episodes come from
+// (trainer.kind = "rm" with [process.data]). Each step is the next batch of
+// step-labelled solutions from a seeded cursor, one episode each: the prompt
+// (weight 0), the solution and EOS (weight 1), with the step labels as
+// value targets at the steps' last tokens — Episode::value_target[e + 1] =
+// label for a step ending at token e, the position whose hidden state reads
+// the solution up to and including token e (the trainer's alignment of
+// per-token targets, train/micro_batch.h) — and NaN elsewhere. The prm loss
+// term (train/loss_terms.h) trains the PRM's score there.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/data_cursor.h"
+#include "eval/eval_options.h"
+#include "rewards/reward_set.h"
+#include "util/json_util.h"
+#include "data/step_dataset.h"
+#include "env/episode.h"
+#include "rollout/policy.h"
+
+namespace rlf {
+
+// One solution's episode; throws rlf::Error naming example.where when its
+// tokens do not give one end per step (rm/process_reward.h process_input).
+Episode process_episode(const Policy& policy, const StepExample& example, const std::string& delimiter,
+                        bool add_special_tokens);
+
+// Math-Shepherd's Monte-Carlo step labels (Wang et al. 2024): the label of
+// step k < K is the share of `sampling.n_samples` rollouts of the policy,
+// continuing from the prompt and steps 1..k (joined by the delimiter, the
+// delimiter after step k), that the rewards' accuracy component judges
+// correct against the example's reference; the last step's label is
+// whether the solution itself is correct. Every continuation of every
+// example is generated in one batched evaluate() call (eval/evaluator.h),
+// seeded by sampling.seed.
+struct MonteCarloReport {
+  int64_t solutions = 0, steps = 0, rollouts = 0;
+  double label_mean = 0;   // mean estimated label
+  double agreement = -1;   // share of steps with (estimate > 0.5) == (given label > 0.5), over examples that had
+                           // labels; -1 when none had
+  double seconds = 0;
+  Json to_json() const;
+};
+// Replaces every example's labels by the estimates (examples without a
+// reference are an error naming them).
+MonteCarloReport monte_carlo_step_labels(Policy& policy, std::vector<StepExample>& examples, RewardSet& rewards,
+                                         const std::string& delimiter, const EvalOptions& sampling);
+
+class ProcessSteps {
+ public:
+  // Borrows the policy and the examples (not empty); checks every example's
+  // tokenization up front, so a bad record fails before the first step.
+  ProcessSteps(const Policy& policy, const std::vector<StepExample>& examples, int64_t batch_size, uint64_t seed,
+               std::string delimiter, bool add_special_tokens);
+
+  std::vector<Episode> next();
+  DataCursor& cursor() { return cursor_; }
+
+ private:
+  const Policy& policy_;
+  const std::vector<StepExample>& examples_;
+  std::string delimiter_;
+  bool add_special_;
+  DataCursor cursor_;
+};
+
+}  // namespace rlf
