@@ -2,8 +2,10 @@
 #include "data/preference_dataset.h"
 
 #include <cmath>
+#include <tuple>
 
 #include "data/config_keys.h"
+#include "data/held_out.h"
 #include "data/jsonl_reader.h"
 #include "data/prompt_dataset.h"
 #include "data/seeded_rng.h"
@@ -165,13 +167,8 @@ PreferenceDataset PreferenceDataset::load(const PreferenceDatasetOptions& o, con
     check(!all.empty(), source, ": no usable records (", bad.count(), " skipped",
           bad.examples().empty() ? std::string() : "; first: " + bad.examples()[0], ")");
   }
-  if (o.shuffle) SeededRng(derive_seed(o.seed, "shuffle")).shuffle(all);
-  if (o.max_records > 0 && static_cast<size_t>(o.max_records) < all.size()) all.resize(static_cast<size_t>(o.max_records));
-  check(static_cast<size_t>(o.eval_size) < all.size(), source, ": eval_size = ", o.eval_size, " leaves no training pairs (",
-        all.size(), " pairs); lower preference.data.eval_size");
-  const size_t n_train = all.size() - static_cast<size_t>(o.eval_size);
-  ds.train_.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_train));
-  ds.eval_.assign(all.begin() + static_cast<std::ptrdiff_t>(n_train), all.end());
+  std::tie(ds.train_, ds.eval_) = split_held_out(std::move(all), o.shuffle, o.seed, o.max_records, o.eval_size, source,
+                                                 "pairs", "preference.data.eval_size");
   ds.summary_ = str(source, ": ", ds.train_.size(), " training pairs, ", ds.eval_.size(), " held out, ", ds.n_skipped_,
                     " skipped");
   return ds;

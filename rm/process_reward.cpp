@@ -15,20 +15,22 @@ std::vector<int64_t> step_end_positions(const Tokenizer& tokenizer, std::span<co
   check(!delimiter.empty(), "step_end_positions: the delimiter is empty");
   std::vector<int64_t> ends;
   std::string text;
-  size_t searched = 0;  // occurrences starting before this offset are counted
+  size_t searched = 0;   // occurrences starting before this offset are counted
+  int64_t last = -1;     // the last token with text (special tokens such as EOS have none and end no step)
   for (size_t i = 0; i < ids.size(); ++i) {
+    if (tokenizer.is_special(ids[i])) continue;
     text += tokenizer.token_bytes(ids[i]);
+    last = static_cast<int64_t>(i);
     // Every occurrence completed by this token ends a step here (one end per token).
     bool ends_here = false;
     for (size_t at = text.find(delimiter, searched); at != std::string::npos; at = text.find(delimiter, searched)) {
       searched = at + delimiter.size();
       ends_here = true;
     }
-    if (ends_here) ends.push_back(static_cast<int64_t>(i));
+    if (ends_here) ends.push_back(last);
   }
   // The last step: text after the last delimiter.
-  if (!ids.empty() && searched < text.size() && (ends.empty() || ends.back() != static_cast<int64_t>(ids.size()) - 1))
-    ends.push_back(static_cast<int64_t>(ids.size()) - 1);
+  if (last >= 0 && searched < text.size() && (ends.empty() || ends.back() != last)) ends.push_back(last);
   return ends;
 }
 

@@ -50,7 +50,9 @@ namespace rlf {
 
 // Positions (indices into `ids`) of each step's last token: every token that
 // completes an occurrence of `delimiter` in the decoded bytes, then the last
-// token when text follows the last delimiter. Empty for empty `ids`.
+// token with text when text follows the last delimiter. Special tokens (EOS,
+// BOS) have no text and end no step, so a sampled completion ending in EOS
+// gives the ends its text gives. Empty for empty `ids`.
 std::vector<int64_t> step_end_positions(const Tokenizer& tokenizer, std::span<const int32_t> ids,
                                         const std::string& delimiter);
 

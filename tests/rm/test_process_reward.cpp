@@ -36,6 +36,10 @@ TEST(StepEnds, AStepEndsAtTheTokenThatCompletesTheDelimiter) {
   EXPECT_EQ(step_end_positions(*chars, chars->encode("ab; cd; "), "; "), (std::vector<int64_t>{3, 7}));
   EXPECT_EQ(step_end_positions(*chars, chars->encode("abc"), "; "), (std::vector<int64_t>{2}));
   EXPECT_TRUE(step_end_positions(*chars, {}, "; ").empty());
+  // A sampled EOS (special: no text) ends no step: the same ends as without it.
+  auto with_eos = chars->encode("ab; cd; e");
+  with_eos.push_back(*chars->eos_id());
+  EXPECT_EQ(step_end_positions(*chars, with_eos, "; "), (std::vector<int64_t>{3, 7, 8}));
   // SentencePiece pieces may hold several characters: the property holds on the decoded text.
   const auto sp = load_tokenizer(test::shared_path("models/stories260K/tok512.bin").string());
   for (const std::string text : {"Tom ran to the park. Lily sat. The end", "A cat. A dog.", "no delimiter here"}) {

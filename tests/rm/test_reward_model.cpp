@@ -13,6 +13,7 @@
 #include "model/loader.h"
 #include "rm/model_reward.h"
 #include "rm/reward_model.h"
+#include "tests/rm/rm_fixtures.h"
 #include "tests/support/test_env.h"
 #include "train/loss_terms.h"
 #include "train/reducer.h"
@@ -22,13 +23,7 @@
 namespace rlf {
 namespace {
 
-ModelConfig tiny_config() {
-  ModelConfig c;
-  c.vocab_size = 128, c.hidden_size = 64, c.intermediate_size = 96, c.num_hidden_layers = 2;
-  c.num_attention_heads = 4, c.num_key_value_heads = 2, c.max_position_embeddings = 256, c.rms_norm_eps = 1e-6;
-  c.tie_word_embeddings = false;
-  return c;
-}
+ModelConfig tiny_config() { return test::tiny_rm_config(); }
 
 const std::vector<std::vector<int32_t>> kSeqs = {
     {5}, {1, 9, 23, 7, 64}, {2, 44, 81, 6, 11, 90, 33, 4, 5, 6, 7, 1}, {3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
