@@ -63,6 +63,10 @@ void check_tensors(const ModelConfig& config, const TensorMap& tensors, const st
     if (name == "lm_head.weight" && config.tie_word_embeddings && !config.is_classifier() &&
         v.shape == std::vector<int64_t>{config.vocab_size, config.hidden_size})
       continue;
+    // PPO's value head on the policy's trunk (value.shared; CausalLMImpl::add_value_head): loaded by a model
+    // that has one, ignored by every other reader.
+    if (name == "v_head.weight" && !config.is_classifier() && v.shape == std::vector<int64_t>{1, config.hidden_size})
+      continue;
     fail(source, ": unexpected tensor '", name, "' with shape ", shape_string(v.shape),
          " (not a parameter of this model config; wrong config.json?)");
   }

@@ -28,9 +28,10 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config);
 // Checks that `tensors` holds every expected tensor with the expected shape and
 // a weight dtype (F32, F16, BF16). Throws one rlf::Error naming `source`, the
 // tensor, its shape/dtype and the expected one. Extra tensors are an error too
-// (except rotary caches "*.rotary_emb.inv_freq", and "lm_head.weight" in a tied
-// model when it equals the embedding's shape), so a checkpoint for another
-// config never loads silently.
+// (except rotary caches "*.rotary_emb.inv_freq", "lm_head.weight" in a tied
+// model when it equals the embedding's shape, and a causal LM's PPO value head
+// "v_head.weight" [1, hidden]), so a checkpoint for another config never loads
+// silently.
 void check_tensors(const ModelConfig& config, const TensorMap& tensors, const std::string& source);
 
 }  // namespace rlf

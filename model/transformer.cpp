@@ -158,8 +158,18 @@ torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
 }
 
 torch::Tensor CausalLMImpl::scores(const torch::Tensor& hidden) {
+  if (!v_head.is_empty()) return v_head(hidden).to(torch::kFloat32);
   check(config_.is_classifier(), "this model is a ", config_.architecture, ", not a reward model: it has no score head");
   return score(hidden).to(torch::kFloat32);
+}
+
+void CausalLMImpl::add_value_head() {
+  check(!config_.is_classifier(), "add_value_head: ", config_.architecture, " is a classifier (it has a score head)");
+  check(v_head.is_empty(), "add_value_head: the model already has a value head");
+  v_head = register_module("v_head", torch::nn::Linear(torch::nn::LinearOptions(config_.hidden_size, 1).bias(false)));
+  v_head->to(device(), dtype());
+  torch::NoGradGuard ng;
+  v_head->weight.zero_();
 }
 
 torch::Tensor CausalLMImpl::token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets) {

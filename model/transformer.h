@@ -105,8 +105,18 @@ class CausalLMImpl : public torch::nn::Module {
   torch::Tensor logits(const torch::Tensor& hidden);
 
   // A classifier's score head at every position: [B, T, num_labels] fp32
-  // (Hugging Face's *ForSequenceClassification reads the last token's row).
+  // (Hugging Face's *ForSequenceClassification reads the last token's row);
+  // a causal LM with a value head: that head's [B, T, 1].
   torch::Tensor scores(const torch::Tensor& hidden);
+
+  // PPO with a value head on the policy's own trunk (value.shared): adds a
+  // zero-initialised head "v_head" [1, D] (no bias) beside the LM head, in
+  // the model's dtype and device, so scores() gives V(s_t) from the same
+  // hidden states as the token log-probs. Its weight is a parameter like any
+  // other (optimiser, checkpoints: "v_head.weight" in model.safetensors,
+  // which loaders without a value head ignore). Causal LMs only; once.
+  void add_value_head();
+  bool has_value_head() const { return !v_head.is_empty(); }
 
   // log p(targets) [B, T] in fp32, computed chunk by chunk over T so that at
   // most one [B, T, V] fp32 tensor exists (the one autograd keeps).
@@ -147,6 +157,7 @@ class CausalLMImpl : public torch::nn::Module {
   DecoderStack model{nullptr};
   torch::nn::Linear lm_head{nullptr};  // null when tie_word_embeddings or a classifier
   torch::nn::Linear score{nullptr};    // classifiers only: [num_labels, D], no bias ("score.weight")
+  torch::nn::Linear v_head{nullptr};   // add_value_head() only: [1, D], no bias ("v_head.weight")
 
  private:
   torch::Tensor token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets, torch::Tensor* entropy,

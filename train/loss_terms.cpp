@@ -312,7 +312,8 @@ torch::Tensor ProcessRewardTerm::per_token(const TermInput& in, TermSums& sums) 
   return loss;
 }
 
-ValueTerm::ValueTerm(double clip, int64_t label) : clip_(clip), label_(label) {
+ValueTerm::ValueTerm(double clip, int64_t label, double coef) : clip_(clip), label_(label), coef_(coef) {
+  check(std::isfinite(coef) && coef > 0, "value.coef must be > 0 (got ", coef, ")");
   check(std::isfinite(clip) && clip >= 0, "value.clip must be a finite number >= 0 (got ", clip, "; 0 = no clipping)");
   check(label >= 0, "value head label must be >= 0 (got ", label, ")");
 }

@@ -247,9 +247,11 @@ class ProcessRewardTerm final : public LossTerm {
 
 class ValueTerm final : public LossTerm {
  public:
-  // `clip` eps >= 0 of the clipped value loss (value.clip; 0 = unclipped); `label`: the head output trained.
-  explicit ValueTerm(double clip = 0.2, int64_t label = 0);
+  // `clip` eps >= 0 of the clipped value loss (value.clip; 0 = unclipped); `label`: the head output trained;
+  // `coef`: the term's weight in the sum (value.coef when the head shares the policy's trunk).
+  explicit ValueTerm(double clip = 0.2, int64_t label = 0, double coef = 1.0);
   std::string name() const override { return "value"; }
+  double coef() const override { return coef_; }
   bool needs_logprobs() const override { return false; }
   bool needs_scores() const override { return true; }
   // The loss weights of episodes with value targets; 0 elsewhere.
@@ -261,6 +263,7 @@ class ValueTerm final : public LossTerm {
  private:
   double clip_;
   int64_t label_;
+  double coef_;
 };
 
 }  // namespace rlf

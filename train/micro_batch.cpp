@@ -184,9 +184,10 @@ std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const st
 
 std::vector<std::vector<float>> recompute_values(CausalLMImpl& critic, const std::vector<const Episode*>& episodes,
                                                  int64_t micro_batch_size, int64_t label) {
-  check(critic.config().is_classifier(), "recompute_values: the critic is not a classifier (it has no score head)");
-  check(label >= 0 && label < critic.config().num_labels, "recompute_values: label ", label, " outside the head's ",
-        critic.config().num_labels, " outputs");
+  check(critic.config().is_classifier() || critic.has_value_head(),
+        "recompute_values: the critic has no score head (neither a classifier nor a causal LM with a value head)");
+  const int64_t outputs = critic.has_value_head() ? 1 : critic.config().num_labels;
+  check(label >= 0 && label < outputs, "recompute_values: label ", label, " outside the head's ", outputs, " outputs");
   return per_token_pass(critic, episodes, micro_batch_size, [&](const torch::Tensor& hidden, const MicroBatch&) {
     return critic.scores(hidden).select(2, label);
   });

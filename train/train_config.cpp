@@ -315,6 +315,12 @@ const ConfigSchema& train_config_schema() {
     s.push_back(SchemaEntry{"value.lr", T::Float, v.lr, "", "the critic's peak learning rate ([optim]'s schedule)"}.in(1e-12, 10));
     s.push_back(SchemaEntry{"value.clip", T::Float, v.clip, "",
                             "eps of the clipped value loss 1/2 max((V - R)^2, (V_clip - R)^2) (0 = unclipped)"}.in(0, 1e6));
+    s.push_back({"value.shared", T::Bool, v.shared, "",
+                 "true: the critic is a value head on the policy's own trunk (one model, one optimiser; the value "
+                 "term joins the policy's loss with weight value.coef) instead of a separate model"});
+    s.push_back(SchemaEntry{"value.coef", T::Float, v.coef, "",
+                            "value.shared: the value term's weight in the policy's loss (c_1 of PPO)"}
+                    .in(1e-9, 1e6));
     check_schema(s);
     return s;
   }();
@@ -446,6 +452,9 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   c.value.model = get("value", "model").get<std::string>();
   c.value.lr = get("value", "lr").get<double>();
   c.value.clip = get("value", "clip").get<double>();
+  c.value.shared = get("value", "shared").get<bool>();
+  c.value.coef = get("value", "coef").get<double>();
+  with_context(source, [&] { c.value.validate(); });
   r.dynamic_sampling = get("algorithm", "dynamic_sampling").get<bool>();
   r.dynamic_sampling_max_rounds = get("algorithm", "dynamic_sampling_max_rounds").get<int64_t>();
   const int64_t seed = get("run", "seed").get<int64_t>();

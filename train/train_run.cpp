@@ -378,6 +378,9 @@ std::vector<std::unique_ptr<LossTerm>> rl_terms(const TrainConfig& cfg) {
   if (cfg.loss.entropy_coef != 0) terms.push_back(std::make_unique<EntropyTerm>(cfg.loss.entropy_coef, cfg.loss.aggregation));
   if (cfg.rl.distill.enabled)
     terms.push_back(std::make_unique<DistillTerm>(cfg.rl.distill.coef, cfg.rl.distill.estimator, cfg.loss.aggregation));
+  // PPO with a value head on the policy's trunk: the value term is the policy's own.
+  if (cfg.value.enabled && cfg.value.shared)
+    terms.push_back(std::make_unique<ValueTerm>(cfg.value.clip, 0, cfg.value.coef));
   return terms;
 }
 
@@ -760,7 +763,12 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
 
   // PPO's critic: the policy as RL starts with a zero value head, or the classifier loaded above.
   std::unique_ptr<ValueModel> value;
-  if (rl && cfg.value.enabled) {
+  if (rl && cfg.value.enabled && cfg.value.shared) {
+    r.policy.model()->add_value_head();
+    value = std::make_unique<ValueModel>(r.policy.model(), cfg.value, cfg.trainer.micro_batch_size, r.reducer);
+    r.say("value model: a zero value head on the " + std::string(warmed ? "warmed " : "") +
+          "policy's trunk (value.shared)");
+  } else if (rl && cfg.value.enabled) {
     CausalLM critic = loaded_critic ? loaded_critic : critic_from_policy(*r.policy.model());
     critic->set_fast_cpu_path(cfg.model.fast_cpu_path);
     value = std::make_unique<ValueModel>(critic, cfg.value, cfg.trainer, r.reducer);
@@ -810,7 +818,8 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   CheckpointTargets targets;
   targets.model = r.policy.model().get();
   targets.optimizer = &trainer->optimizer();
-  if (value) targets.companions["value"] = CompanionTarget{value->model().get(), &value->trainer().optimizer()};
+  if (value && value->trainer())
+    targets.companions["value"] = CompanionTarget{value->model().get(), &value->trainer()->optimizer()};
   CheckpointOptions co;
   co.keep_last = cfg.run.keep_checkpoints;
   co.tokenizer_source = r.policy.tokenizer_path;
@@ -839,7 +848,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
                                "); after it the rate stays at optim.lr_min";
       std::cerr << note << std::endl;
       trainer->set_lr_horizon(horizon);
-      if (value) value->trainer().set_lr_horizon(horizon);
+      if (value && value->trainer()) value->trainer()->set_lr_horizon(horizon);
     }
   }
   int64_t last_saved = resume_from ? start : -1;

@@ -11,6 +11,9 @@ namespace rlf {
 void ValueOptions::validate() const {
   check(std::isfinite(lr) && lr > 0, "value.lr must be > 0 (got ", lr, ")");
   check(std::isfinite(clip) && clip >= 0, "value.clip must be >= 0 (got ", clip, "; 0 = no clipping)");
+  check(std::isfinite(coef) && coef > 0, "value.coef must be > 0 (got ", coef, ")");
+  check(!shared || model.empty(), "value.model starts a separate critic; with value.shared = true the value head sits "
+        "on the policy's trunk: drop one of them");
 }
 
 CausalLM critic_from_policy(CausalLMImpl& base) {
@@ -34,6 +37,13 @@ ValueModel::ValueModel(CausalLM critic, ValueOptions options, TrainerOptions tra
   std::vector<std::unique_ptr<LossTerm>> terms;
   terms.push_back(std::make_unique<ValueTerm>(options_.clip));
   trainer_ = std::make_unique<Trainer>(critic_, std::move(terms), trainer, reducer_);
+}
+
+ValueModel::ValueModel(CausalLM policy, ValueOptions options, int64_t micro_batch_size, Reducer& reducer)
+    : critic_(std::move(policy)), options_(std::move(options)), reducer_(reducer), micro_batch_size_(micro_batch_size) {
+  options_.validate();
+  check(options_.shared, "ValueModel: this constructor is for value.shared");
+  check(critic_ && critic_->has_value_head(), "value.shared: the policy has no value head (add_value_head)");
 }
 
 void ValueModel::score(const std::vector<Episode*>& episodes) {
@@ -60,12 +70,14 @@ Json ValueModel::update(const std::vector<Episode>& episodes, int64_t step_index
     }
   }
   reducer_.sum(s);
-  Json u = trainer_->update(episodes, step_index);
   Json m;
-  for (const auto& [k, v] : u.items())
-    if (k.rfind("value/", 0) == 0 || k == "loss/value") m[k] = v;
-  m["value/grad_norm"] = u.value("optim/grad_norm", 0.0);
-  m["value/lr"] = u.value("optim/lr", 0.0);
+  if (trainer_) {
+    Json u = trainer_->update(episodes, step_index);
+    for (const auto& [k, v] : u.items())
+      if (k.rfind("value/", 0) == 0 || k == "loss/value") m[k] = v;
+    m["value/grad_norm"] = u.value("optim/grad_norm", 0.0);
+    m["value/lr"] = u.value("optim/lr", 0.0);
+  }
   if (s[0] >= 2) {
     const double var_r = (s[2] - s[1] * s[1] / s[0]) / (s[0] - 1);
     const double var_d = (s[4] - s[3] * s[3] / s[0]) / (s[0] - 1);

@@ -17,6 +17,14 @@
 // (value.model: a trained reward model, InstructGPT's choice). Checkpoints
 // save it and its optimiser (train/checkpoint.h companions, "value/").
 //
+// With value.shared the critic is a value head on the policy's own trunk
+// (CausalLMImpl::add_value_head; the shared-parameter PPO of Schulman et al.
+// 2017, TRL's AutoModelForCausalLMWithValueHead): scoring reads the policy's
+// hidden states, and the value term (weight value.coef) is one more term of
+// the policy's trainer, so its gradient reaches the shared trunk and the
+// policy's optimiser and checkpoints carry the head. update() then only
+// reports the explained variance.
+//
 // Ownership: owns the critic's weights and optimiser; borrows the reducer.
 #pragma once
 
@@ -37,6 +45,8 @@ struct ValueOptions {
   std::string model;      // value.model: "" = the policy as RL starts with a zero head; else a classifier directory
   double lr = 1e-4;       // value.lr: the critic's peak learning rate ([optim]'s schedule and other settings)
   double clip = 0.2;      // value.clip: eps of the clipped value loss (0 = unclipped)
+  bool shared = false;    // value.shared: a value head on the policy's trunk instead of a separate critic
+  double coef = 0.5;      // value.coef: the value term's weight in the policy's loss (shared only)
 
   // Throws rlf::Error naming the key.
   void validate() const;
@@ -48,6 +58,9 @@ class ValueModel {
   // the value); `trainer` gives epochs, mini-batches, micro-batch size, seed,
   // optimiser and schedule (lr replaced by options.lr).
   ValueModel(CausalLM critic, ValueOptions options, TrainerOptions trainer, Reducer& reducer);
+  // value.shared: `policy` (with a value head, add_value_head) is the critic;
+  // the policy's trainer trains the value term.
+  ValueModel(CausalLM policy, ValueOptions options, int64_t micro_batch_size, Reducer& reducer);
 
   // Sets Episode::value of each episode (no gradient).
   void score(const std::vector<Episode*>& episodes);
@@ -59,7 +72,8 @@ class ValueModel {
   Json update(const std::vector<Episode>& episodes, int64_t step_index);
 
   CausalLM model() const { return critic_; }
-  Trainer& trainer() { return *trainer_; }
+  // The critic's own trainer (null with value.shared).
+  Trainer* trainer() { return trainer_.get(); }
   const ValueOptions& options() const { return options_; }
 
  private:

@@ -195,6 +195,16 @@ TEST_F(HfDirOracle, ShapeMismatchNamesTheTensor) {
   EXPECT_EQ(error_of([&] { check_tensors(c, d.tensors(), "dir"); }),
             "dir: unexpected tensor 'model.layers.1.input_layernorm.weight' with shape [16] (not a parameter of "
             "this model config; wrong config.json?)");
+  // A PPO value head on the trunk ([1, hidden], value.shared) is tolerated; another shape is not.
+  c = d.config();
+  TensorMap with_head = d.tensors();
+  TensorView head = with_head.at("model.norm.weight");
+  head.shape = {1, c.hidden_size};
+  with_head["v_head.weight"] = head;
+  EXPECT_NO_THROW(check_tensors(c, with_head, "dir"));
+  with_head["v_head.weight"].shape = {2, c.hidden_size};
+  EXPECT_NE(error_of([&] { check_tensors(c, with_head, "dir"); }).find("unexpected tensor 'v_head.weight'"),
+            std::string::npos);
 }
 
 // ------------------------------------------------------------- without the oracle

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "model/loader.h"
+#include "model/safetensors.h"
 #include "rm/reward_model.h"
 #include "tests/support/test_env.h"
 #include "tests/train/run_fixtures.h"
@@ -67,6 +68,53 @@ TEST(PpoRun, TrainsTheCriticBesideThePolicyAndResumesExactly) {
   auto pb = vb.model->named_parameters();
   for (const auto& p : va.model->named_parameters()) EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
   EXPECT_NE(va.model->score->weight.abs().sum().item<double>(), 0.0) << "the zero head was trained";
+}
+
+// value.shared: the value head sits on the policy's trunk; the value term is
+// a term of the policy's trainer (its gradient reaches the trunk), the head
+// travels in the policy's checkpoint, and a loader without a value head
+// reads the policy as a plain causal LM.
+TEST(PpoRun, AValueHeadOnThePolicysTrunkTrainsWithThePolicyAndResumesExactly) {
+  test::TempDir dir;
+  const auto model = test::make_tiny_model(dir);
+  auto config = [&](const std::filesystem::path& out, int64_t steps) {
+    Json j = ppo_config(model, out, steps);
+    j["value"] = {{"shared", true}, {"coef", 0.5}, {"clip", 0.2}};
+    return train_config_from_json(j, "shared");
+  };
+  auto [ma, mb] = test::straight_and_resumed(config, dir, 4, 2);
+  ASSERT_EQ(ma.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE(i + 1);
+    for (const char* k : {"loss/value", "value/mean", "value/clipfrac", "loss/policy", "optim/grad_norm"}) {
+      ASSERT_TRUE(ma[i].contains(k)) << k;
+      EXPECT_EQ(ma[i][k], mb[i][k]) << k;
+    }
+    EXPECT_FALSE(ma[i].contains("value/lr")) << "no second optimiser";
+  }
+  EXPECT_NEAR(ma[0]["value/explained_variance"].get<double>(), 0.0, 1e-6) << "a zero head explains nothing";
+  EXPECT_NE(ma[3]["value/mean"], ma[0]["value/mean"]);
+  // No companion critic; the head is in the policy's own weights, equal in both runs and trained.
+  EXPECT_FALSE(std::filesystem::exists(dir / "a/checkpoints/step-4/value"));
+  SafetensorsFile fa(dir / "a/checkpoints/step-4/model/model.safetensors"),
+      fb(dir / "b/checkpoints/step-4/model/model.safetensors");
+  const auto ha = tensor_from_view(fa.view("v_head.weight")), hb = tensor_from_view(fb.view("v_head.weight"));
+  EXPECT_TRUE(torch::equal(ha, hb));
+  EXPECT_GT(ha.abs().sum().item<double>(), 0.0) << "the zero head was trained";
+  // A loader without a value head reads the policy (and generates) as before.
+  LoadedModel lm = load_model(dir / "a/checkpoints/step-4/model");
+  EXPECT_FALSE(lm.model->has_value_head());
+  EXPECT_EQ(lm.model->forward(torch::tensor({{1, 5, 9}}, torch::kInt64)).size(2), 512);
+  // The trunk gets the value loss's gradient: with a larger coef the policy's weights end elsewhere.
+  auto coef = [&](const std::filesystem::path& out) {
+    Json j = ppo_config(model, out, 2);
+    j["value"] = {{"shared", true}, {"coef", 5.0}};
+    return train_config_from_json(j, "coef");
+  };
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  run_training(coef(dir / "c"), quiet);
+  test::expect_same_parameters(dir / "c/checkpoints/step-2/model", dir / "b/checkpoints/step-2/model", false);
 }
 
 // Multi-turn: a guessing game (observations between turns, per-turn
@@ -188,6 +236,14 @@ TEST(RewardCombinatorsRun, TheMultiplierMovesAndResumesExactly) {
                 std::max(0.0, ma[i]["reward/has_e/lambda"].get<double>() +
                                   2.0 * (ma[i]["reward/has_e/mean"].get<double>() - 0.05)),
                 1e-12);
+}
+
+TEST(PpoRun, ASharedValueHeadConfigErrorsNameTheKey) {
+  Json j = ppo_config("/m", "/o", 2);
+  j["value"] = {{"shared", true}, {"model", "/rm"}};
+  EXPECT_NE(test::error_of([&] { train_config_from_json(j, "cfg.toml"); }).find("drop one of them"), std::string::npos);
+  j["value"] = {{"shared", true}, {"coef", 0}};
+  EXPECT_NE(test::error_of([&] { train_config_from_json(j, "cfg.toml"); }).find("value.coef"), std::string::npos);
 }
 
 TEST(PpoRun, ConfigErrorsNameTheKey) {
