@@ -23,6 +23,12 @@ optimizer_ms, batch, seq, dtype, params, threads.
 
 Run with Debian's interpreter (python3-torch):
   /usr/bin/python3 bench/pytorch_train_reference.py --threads 2 --dtype fp32 --dtype bf16
+
+On a GPU (--device cuda): autocast runs on CUDA, every phase ends with
+torch.cuda.synchronize(), AdamW is the fused CUDA kernel (fused=True), and
+--attention sdpa swaps the manual attention for
+F.scaled_dot_product_attention (flash / memory-efficient kernels), PyTorch at
+its best without compilation.
 """
 import argparse
 import json
@@ -73,8 +79,9 @@ def apply_rotary_emb(xq, xk, freqs_cis):
 
 
 class Attention(nn.Module):
-    def __init__(self, dim, n_heads, n_kv_heads, max_seq_len):
+    def __init__(self, dim, n_heads, n_kv_heads, max_seq_len, sdpa=False):
         super().__init__()
+        self.sdpa = sdpa
         self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, dim // n_heads
         self.wq = nn.Linear(dim, n_heads * self.head_dim, bias=False)
         self.wk = nn.Linear(dim, n_kv_heads * self.head_dim, bias=False)
@@ -94,6 +101,9 @@ class Attention(nn.Module):
             k = k.repeat_interleave(rep, dim=2)
             v = v.repeat_interleave(rep, dim=2)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B, H, T, hd]
+        if self.sdpa:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.wo(out.transpose(1, 2).contiguous().view(B, T, -1))
         scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
         scores = scores + self.mask[:, :, :T, :T]
         scores = F.softmax(scores.float(), dim=-1).type_as(q)
@@ -117,7 +127,7 @@ class Block(nn.Module):
         super().__init__()
         hidden = 2 * (4 * a["dim"]) // 3
         hidden = a["multiple_of"] * ((hidden + a["multiple_of"] - 1) // a["multiple_of"])
-        self.attention = Attention(a["dim"], a["n_heads"], a["n_kv_heads"], a["max_seq_len"])
+        self.attention = Attention(a["dim"], a["n_heads"], a["n_kv_heads"], a["max_seq_len"], a.get("sdpa", False))
         self.feed_forward = FeedForward(a["dim"], hidden)
         self.attention_norm = RMSNorm(a["dim"])
         self.ffn_norm = RMSNorm(a["dim"])
@@ -151,27 +161,33 @@ class Transformer(nn.Module):
 
 def bench(mode, args):
     torch.manual_seed(args.seed)
-    model = Transformer(SHAPES[args.shape])
+    dev = torch.device(args.device)
+    model = Transformer(dict(SHAPES[args.shape], sdpa=args.attention == "sdpa")).to(dev)
     if mode == "bf16-pure":
         for prm in model.parameters():  # parameters only: freqs_cis stays complex64
             prm.data = prm.data.to(torch.bfloat16)
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                            **({"fused": True} if dev.type == "cuda" else {}))
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     vocab = SHAPES[args.shape]["vocab_size"]
     autocast = mode == "bf16"
 
     def step():
-        tokens = torch.randint(vocab, (args.batch, args.seq + 1))
+        tokens = torch.randint(vocab, (args.batch, args.seq + 1)).to(dev)
+        sync()
         t0 = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=autocast):
             loss = model(tokens[:, :-1], tokens[:, 1:])
         loss_v = loss.item()
         t1 = time.perf_counter()
         loss.backward()
+        sync()
         t2 = time.perf_counter()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
+        sync()
         t3 = time.perf_counter()
         return dict(forward_ms=1e3 * (t1 - t0), backward_ms=1e3 * (t2 - t1), optimizer_ms=1e3 * (t3 - t2),
                     step_ms=1e3 * (t3 - t0), loss=loss_v)
@@ -184,7 +200,7 @@ def bench(mode, args):
     return {
         "impl": "pytorch " + torch.__version__ + " eager (llama2.c model.py)",
         "shape": args.shape, "batch": args.batch, "seq": args.seq, "tokens_per_step": args.batch * args.seq,
-        "dtype": mode, "threads": torch.get_num_threads(),
+        "dtype": mode, "threads": torch.get_num_threads(), "device": args.device, "attention": args.attention,
         "params": sum(p.numel() for p in model.parameters()),
         "steps": args.steps, "warmup": args.warmup,
         "tokens_per_s": args.batch * args.seq / (step_ms / 1e3), "ms_per_step": step_ms,
@@ -207,6 +223,9 @@ def main():
     p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
     p.add_argument("--lr", type=float, default=1e-5)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--attention", default="manual", choices=["manual", "sdpa"],
+                   help="manual (model.py's fallback, as rlf) or F.scaled_dot_product_attention")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     for mode in args.dtype or ["fp32", "bf16"]:

@@ -120,9 +120,18 @@ ModelConfig ModelConfig::from_hf_json(const Json& j, const std::string& source) 
     if (j["eos_token_id"].is_array()) c.eos_token_ids = json_require<std::vector<int64_t>>(j, "eos_token_id", source);
     else c.eos_token_ids = {json_require<int64_t>(j, "eos_token_id", source)};
   }
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
-    const Json& rs = j["rope_scaling"];
-    std::string rs_source = source + " rope_scaling";
+  // transformers >= 5 writes rope_theta and the scaling together as
+  // rope_parameters; older versions rope_theta and rope_scaling at the top.
+  const char* rope_key = "rope_scaling";
+  if (j.contains("rope_parameters") && !j["rope_parameters"].is_null()) {
+    const Json& rp = j["rope_parameters"];
+    check(rp.is_object(), source, " rope_parameters: expected an object");
+    c.rope_theta = json_get_or<double>(rp, "rope_theta", c.rope_theta, source + " rope_parameters");
+    rope_key = "rope_parameters";
+  }
+  if (j.contains(rope_key) && !j[rope_key].is_null()) {
+    const Json& rs = j[rope_key];
+    std::string rs_source = source + " " + rope_key;
     check(rs.is_object(), rs_source, ": expected an object");
     std::string type = json_get_or<std::string>(rs, "rope_type", "", rs_source);
     if (type.empty()) type = json_get_or<std::string>(rs, "type", "", rs_source);

@@ -183,7 +183,7 @@ void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<Gene
     auto positions = torch::arange(P, torch::TensorOptions().dtype(torch::kInt64).device(device)).view({1, P});
     KVCache view = cache_.rows(row0, 1);
     auto hidden = model_->forward_hidden(input, positions, &view);
-    auto last = model_->logits(hidden.narrow(1, P - 1, 1)).to(torch::kFloat32).to(torch::kCPU).contiguous();
+    auto last = model_->logits(hidden.narrow(1, P - 1, 1)).to(torch::kFloat32).contiguous();
     cache_.broadcast_prefix(row0, row0 + 1, n - 1, P);
     stats_.prefill_s += seconds_since(t0);
     stats_.n_prefill_tokens += P;
@@ -232,7 +232,7 @@ void RolloutEngine::decode_step(std::vector<Row>& rows) {
   auto positions = torch::tensor(pos, torch::kInt64).view({n, 1}).to(device);
   KVCache view = cache_.rows(0, n);
   auto hidden = model_->forward_hidden(input, positions, &view);
-  auto logits = model_->logits(hidden).to(torch::kFloat32).to(torch::kCPU).contiguous().view({n, -1});  // [n, V]
+  auto logits = model_->logits(hidden).to(torch::kFloat32).contiguous().view({n, -1});  // [n, V], on the model's device
   sample_rows(logits, rows, 0);
   for (const Row& r : rows) stats_.n_decode_tokens += !r.just_forced;
   stats_.n_fed_tokens += n;
@@ -240,7 +240,78 @@ void RolloutEngine::decode_step(std::vector<Row>& rows) {
   stats_.decode_s += seconds_since(t0);
 }
 
+void RolloutEngine::sample_rows_on_device(const torch::Tensor& logits, std::vector<Row>& rows, int64_t row0) {
+  const int64_t n = logits.size(0), V = logits.size(1);
+  const auto dev = logits.device();
+  std::vector<float> inv_t(static_cast<size_t>(n), 1.0f);
+  std::vector<double> u(static_cast<size_t>(n), 0.0);
+  std::vector<int64_t> plain, other;  // rows drawn on the device / on the CPU
+  for (int64_t i = 0; i < n; ++i) {
+    Row& row = rows[row0 + i];
+    if (row.forced_at < row.forced.size()) continue;
+    const SamplingParams& p = row.req->params;
+    const bool filtered = (p.top_k > 0 && p.top_k < V) || p.top_p < 1 || p.min_p > 0;
+    if (p.temperature == 0 || filtered) {
+      other.push_back(i);
+    } else {
+      plain.push_back(i);
+      inv_t[i] = static_cast<float>(1.0 / p.temperature);
+      u[i] = row.rng.uniform();  // draw_from_weights' one draw
+    }
+  }
+  const auto lse = logits.logsumexp(-1).to(torch::kCPU).contiguous();  // [n]
+  const float* ls = lse.data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i)
+    check(std::isfinite(ls[i]), "the model produced non-finite logits (NaN or Inf) for sequence ", rows[row0 + i].request,
+          "/", rows[row0 + i].sample, ": its weights are probably corrupt or diverged (check the checkpoint)");
+  std::vector<int32_t> ids(static_cast<size_t>(n), 0);
+  std::vector<float> chosen(static_cast<size_t>(n), 0.0f);
+  if (!plain.empty()) {
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+    const auto t = torch::from_blob(inv_t.data(), {n, 1}, f32).to(dev);
+    const auto probs = torch::softmax(logits * t, -1);
+    // The first index whose cumulative probability exceeds u (fp64 sums, as the CPU scan);
+    // rounding that leaves u above the total takes the last positive entry.
+    const auto cdf = probs.to(torch::kFloat64).cumsum(-1);
+    const auto uu = torch::from_blob(u.data(), {n, 1}, torch::TensorOptions().dtype(torch::kFloat64)).to(dev);
+    auto idx = torch::searchsorted(cdf, uu, /*out_int32=*/false, /*right=*/true);  // [n, 1]
+    const auto last_positive =
+        ((probs > 0).to(torch::kInt64) * torch::arange(V, torch::TensorOptions().dtype(torch::kInt64).device(dev)))
+            .amax({-1}, /*keepdim=*/true);
+    idx = torch::where(idx >= V, last_positive, idx);
+    const auto picked = torch::cat({idx.to(torch::kFloat64), logits.gather(1, idx).to(torch::kFloat64)}, 1)
+                            .to(torch::kCPU)
+                            .contiguous();  // [n, 2]: id, logit
+    const double* pk = picked.data_ptr<double>();
+    for (int64_t i : plain) ids[i] = static_cast<int32_t>(pk[2 * i]), chosen[i] = static_cast<float>(pk[2 * i + 1]);
+  }
+  if (!other.empty()) {
+    const auto sel = torch::tensor(other, torch::kInt64).to(dev);
+    const auto host = logits.index_select(0, sel).to(torch::kCPU).contiguous();
+    const float* lg = host.data_ptr<float>();
+    SamplerScratch scratch;
+    for (size_t k = 0; k < other.size(); ++k) {
+      const int64_t i = other[k];
+      ids[i] = sample_token(lg + k * V, V, rows[row0 + i].req->params, rows[row0 + i].rng, scratch).id;
+      chosen[i] = lg[k * V + ids[i]];
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    Row& row = rows[row0 + i];
+    row.just_forced = row.forced_at < row.forced.size();
+    if (row.just_forced) {
+      row.completion.push_back(row.forced[row.forced_at++]);
+      row.logprobs.push_back(0.0f);
+      if (row.forced_at == row.forced.size()) row.forced.clear(), row.forced_at = 0;
+      continue;
+    }
+    row.completion.push_back(ids[i]);
+    row.logprobs.push_back(chosen[i] - ls[i]);
+  }
+}
+
 void RolloutEngine::sample_rows(const torch::Tensor& logits, std::vector<Row>& rows, int64_t row0) {
+  if (!logits.is_cpu() || options_.tensor_sampling) return sample_rows_on_device(logits, rows, row0);
   const int64_t n = logits.size(0), V = logits.size(1);
   // Vectorised over the batch: the temperature-1 normaliser (for log-probs)
   // and the tempered probabilities (for plain sampling); rows with filters

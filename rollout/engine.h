@@ -116,6 +116,8 @@ struct EngineOptions {
   int64_t max_seq_len = 0;        // cache length per row; 0 = the model's max_position_embeddings
   std::vector<int32_t> eos_token_ids;  // ids that end a sequence (from the model/tokenizer; never guessed)
   uint64_t seed = 0;              // seeds requests that carry none (in request order)
+  bool tensor_sampling = false;   // sample with tensor ops as on a GPU (sample_rows_on_device) even on the CPU;
+                                  // a GPU model always does (tests compare the two paths on the CPU)
 
   void validate() const;
 };
@@ -161,10 +163,17 @@ class RolloutEngine {
   // finished or queues the observation to be fed by the next decode steps.
   void end_turn(Row& row, TurnHandler* handler);
   void decode_step(std::vector<Row>& rows);
-  // Samples the next token of rows [row0, row0 + n) from fp32 CPU logits
-  // [n, V] (row i of `logits` belongs to rows[row0 + i]); a row with appended
-  // tokens queued pushes the next of them instead.
+  // Samples the next token of rows [row0, row0 + n) from fp32 logits [n, V]
+  // (row i of `logits` belongs to rows[row0 + i]); a row with appended
+  // tokens queued pushes the next of them instead. CPU logits are sampled
+  // here; logits on a GPU go to sample_rows_on_device.
   void sample_rows(const torch::Tensor& logits, std::vector<Row>& rows, int64_t row0);
+  // The same draws with the logits left on the GPU: plain temperature
+  // sampling inverts the CDF there with the row's own uniform draw (one per
+  // token, as draw_from_weights), and only the chosen ids and their log-probs
+  // come back; greedy and filtered (top-k/top-p/min-p) rows copy their logits
+  // to the CPU path.
+  void sample_rows_on_device(const torch::Tensor& logits, std::vector<Row>& rows, int64_t row0);
   void compact(std::vector<Row>& rows, std::vector<GeneratedSequence>& done);
 
   CausalLM model_;

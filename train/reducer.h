@@ -7,15 +7,16 @@
 //   - the gradient (summed: every rank's loss is already divided by the
 //     global totals, so the sum is the gradient of the global loss; the
 //     norm clip then sees the same global gradient on every rank).
-// In one process it is the identity (LocalReducer). The scale-out issue
-// implements it with c10d (Gloo on CPU, NCCL on GPU); only the rank that
-// writes() writes metrics, samples and checkpoints.
+// In one process it is the identity (LocalReducer); across processes
+// train/c10d_reducer.h implements it with c10d collectives (Gloo). Only the
+// rank that writes() writes metrics, samples and checkpoints.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "algorithms/advantages.h"
@@ -33,8 +34,14 @@ class Reducer {
   virtual void sum(std::span<double> values) = 0;
   // The element-wise maximum across ranks, in place (minima: negate first).
   virtual void max(std::span<double> values) = 0;
-  // Sums the gradients of `params` across ranks, in place (before the optimizer step).
+  // Sums the gradients of `params` across ranks, in place (before the optimizer
+  // step). A parameter with a gradient on some rank gets the sum on every rank
+  // (zeros from the others); one with none anywhere keeps none.
   virtual void sum_gradients(const std::vector<torch::Tensor>& params) = 0;
+  // Every rank's `value`, in rank order (the same result on every rank).
+  virtual std::vector<std::string> all_gather(const std::string& value) = 0;
+  // Bytes this rank has put into collectives so far (payload, not wire traffic; 0 in one process).
+  virtual double payload_bytes() const { return 0; }
   // The batch-statistics hook for algorithms/ (empty when there is one rank).
   algo::BatchSum batch_sum() {
     if (world_size() == 1) return {};
@@ -50,6 +57,17 @@ class LocalReducer final : public Reducer {
   void sum(std::span<double>) override {}
   void max(std::span<double>) override {}
   void sum_gradients(const std::vector<torch::Tensor>&) override {}
+  std::vector<std::string> all_gather(const std::string& value) override { return {value}; }
 };
+
+// Start-up check: every rank runs the same config and rlf build. Throws
+// rlf::Error on every rank, naming the ranks that differ from rank 0, when the
+// fingerprints differ.
+void check_same_config(Reducer& reducer, const std::string& fingerprint);
+
+// Replicas stay identical by construction (the same summed gradient and the
+// same optimizer step everywhere); this compares a checksum of `params` across
+// ranks and throws rlf::Error on every rank, naming `step`, when they differ.
+void check_replicas_agree(Reducer& reducer, const std::vector<torch::Tensor>& params, int64_t step);
 
 }  // namespace rlf

@@ -19,6 +19,27 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// Sums a step's episode statistics over the ranks (wall times: the slowest rank's).
+void reduce_episode_stats(EpisodeStats& s, Reducer& reducer) {
+  double n_attempts = static_cast<double>(s.attempts_judged.size());
+  reducer.max(std::span<double>(&n_attempts, 1));
+  s.attempts_judged.resize(static_cast<size_t>(n_attempts), 0);
+  s.attempts_right.resize(static_cast<size_t>(n_attempts), 0);
+  std::vector<int64_t*> fields = {&s.n_episodes, &s.n_turns, &s.n_policy_tokens, &s.n_observation_tokens,
+                                  &s.n_ended_by_env, &s.n_ended_by_length, &s.n_ended_by_max_turns,
+                                  &s.n_ended_by_context, &s.n_env_errors, &s.n_tool_calls, &s.n_tool_errors,
+                                  &s.n_observations_truncated, &s.n_judged_episodes, &s.n_solved, &s.solve_turns};
+  for (auto& v : s.attempts_judged) fields.push_back(&v);
+  for (auto& v : s.attempts_right) fields.push_back(&v);
+  std::vector<double> v;
+  for (const int64_t* f : fields) v.push_back(static_cast<double>(*f));
+  reducer.sum(v);
+  for (size_t i = 0; i < fields.size(); ++i) *fields[i] = static_cast<int64_t>(v[i]);
+  double t[2] = {s.rollout_s, s.env_s};
+  reducer.max(t);
+  s.rollout_s = t[0], s.env_s = t[1];
+}
+
 // Mean and sample std of values over every rank (two passes through the reducer).
 struct GlobalMoments {
   double n = 0, mean = 0, std = 0;
@@ -112,7 +133,11 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
 
 std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t version, Json& metrics) {
   std::vector<ScoredGroup> kept, dropped;
-  const int64_t n_prompts = options_.prompts_per_step;
+  // Data-parallel: this rank's share of the step's prompts, the positions r
+  // with r % world == rank, each sampled with the seed of its position, so
+  // the ranks together sample what one process samples.
+  const int64_t rank = reducer_.rank(), world = reducer_.world_size();
+  const int64_t n_prompts = options_.prompts_per_step / world + (rank < options_.prompts_per_step % world ? 1 : 0);
   double reward_s = 0;
   int64_t n_dropped = 0, rounds = 0;
   EpisodeStats stats;
@@ -126,6 +151,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
     std::vector<const PromptExample*> tasks;
     std::vector<uint64_t> seeds;
     for (size_t r = 0; r < idx.size(); ++r) {
+      if (static_cast<int64_t>(r) % world != rank) continue;
       tasks.push_back(&examples_[idx[r]]);
       seeds.push_back(mix_seed(options_.seed ^ mix_seed(static_cast<uint64_t>(step) * 1000003u + rounds * 1009u + r)));
     }
@@ -189,14 +215,22 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
   // Out of rounds: fill with dropped groups (they get zero advantage) so the step has its size.
   for (auto& g : dropped)
     if (static_cast<int64_t>(kept.size()) < n_prompts) kept.push_back(std::move(g));
+  // A group's slot in the step, the same numbering on every rank (the trainer's mini-batches).
+  for (size_t k = 0; k < kept.size(); ++k) kept[k].slot = rank + world * static_cast<int64_t>(k);
   producer_.engine().release_cache();  // training reclaims the cache memory
+  double counts[2] = {static_cast<double>(n_dropped), static_cast<double>(rounds)};
+  if (world > 1) {
+    reduce_episode_stats(stats, reducer_);
+    reducer_.sum(std::span<double>(counts, 1));
+    reducer_.max(std::span<double>(counts + 1, 1));
+  }
   metrics.update(stats.to_metrics());
   metrics["time/rollout_s"] = stats.rollout_s;
   metrics["time/reward_s"] = reward_s;
   metrics["rollout/generated_tokens"] = stats.n_policy_tokens;
   metrics["rollout/tokens_per_s"] = stats.rollout_s > 0 ? stats.n_policy_tokens / stats.rollout_s : 0.0;
-  metrics["rollout/rounds"] = rounds;
-  metrics["rollout/groups_dropped"] = n_dropped;
+  metrics["rollout/rounds"] = counts[1];
+  metrics["rollout/groups_dropped"] = counts[0];
   for (const std::string& note : stats.notes) metrics["notes"].push_back(note);
   if (replay_) metrics.update(replay_stats.metrics(reducer_, replay_->size()));
   if (lessons_) {
@@ -251,7 +285,7 @@ void RlSteps::assign_credit(std::vector<ScoredGroup>& groups, Json& metrics) {
     ScoredGroup& sg = groups[gi];
     for (size_t i = 0; i < sg.group.episodes.size(); ++i) {
       Episode& e = sg.group.episodes[i];
-      e.group = static_cast<int64_t>(gi);
+      e.group = sg.slot;
       if (!e.reward) ++n_missing;
       const size_t T = e.tokens.size();
       // Per-token rewards: what rewards scored per token (weighted), and the KL penalty.
@@ -306,7 +340,9 @@ void RlSteps::assign_credit(std::vector<ScoredGroup>& groups, Json& metrics) {
     episodes[k]->advantage = std::move(adv[k]);
     if (value_) episodes[k]->value_target = std::move(returns[k]);
   }
-  metrics["reward/missing"] = n_missing;
+  double missing = static_cast<double>(n_missing);
+  reducer_.sum(std::span<double>(&missing, 1));
+  metrics["reward/missing"] = missing;
   if (kl_in_reward) {
     // The penalty's KL per episode (summed over its tokens), averaged over every rank's episodes.
     double kl_sums[2] = {beta > 0 ? kl_penalty_sum / beta : 0.0, static_cast<double>(n_kl)};

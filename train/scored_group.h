@@ -14,6 +14,8 @@ struct ScoredGroup {
   EpisodeGroup group;
   GroupScores scores;                          // every component's result per episode
   std::vector<std::optional<double>> totals;   // aggregated reward per episode
+  int64_t slot = 0;                            // the group's position in its step, numbered across ranks
+                                               // (Episode::group of its episodes once credit is assigned)
 };
 
 // Episode i of the group is correct: the accuracy component scored it > 0.5

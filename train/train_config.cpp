@@ -321,6 +321,17 @@ const ConfigSchema& train_config_schema() {
     s.push_back(SchemaEntry{"value.coef", T::Float, v.coef, "",
                             "value.shared: the value term's weight in the policy's loss (c_1 of PPO)"}
                     .in(1e-9, 1e6));
+    // [dist]
+    const DistOptions& ds = d.dist;
+    s.push_back(SchemaEntry{"dist.timeout_s", T::Float, ds.timeout_s, "s",
+                            "data-parallel runs (torchrun): the rendezvous and every collective wait at most this "
+                            "long; a rank that died or hung makes the others fail after it"}
+                    .in(0.001, 1e7));
+    s.push_back(SchemaEntry{"dist.check_every", T::Int, ds.check_every, "steps",
+                            "data-parallel runs: compare a checksum of the parameters across ranks every N steps "
+                            "and stop with an error when they differ (0 = never)"}
+                    .in(0, 1e12));
+    s.push_back({"dist.backend", T::String, ds.backend, "", "data-parallel runs: auto or gloo (CPU ranks)"});
     check_schema(s);
     return s;
   }();
@@ -455,6 +466,10 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   c.value.shared = get("value", "shared").get<bool>();
   c.value.coef = get("value", "coef").get<double>();
   with_context(source, [&] { c.value.validate(); });
+  c.dist.timeout_s = get("dist", "timeout_s").get<double>();
+  c.dist.check_every = get("dist", "check_every").get<int64_t>();
+  c.dist.backend = get("dist", "backend").get<std::string>();
+  with_context(source, [&] { c.dist.validate(); });
   r.dynamic_sampling = get("algorithm", "dynamic_sampling").get<bool>();
   r.dynamic_sampling_max_rounds = get("algorithm", "dynamic_sampling_max_rounds").get<int64_t>();
   const int64_t seed = get("run", "seed").get<int64_t>();

@@ -54,6 +54,7 @@
 #include "rewards/reward_aggregation.h"
 #include "rollout/sampling.h"
 #include "rm/gating.h"
+#include "train/c10d_reducer.h"
 #include "train/config_schema.h"
 #include "train/distillation.h"
 #include "train/refinement.h"
@@ -210,6 +211,7 @@ struct TrainConfig {
   ProcessOptions process;
   RewardModelOptions reward_model;
   ValueOptions value;             // [value]: PPO's critic (algorithm.credit = "gae")
+  DistOptions dist;               // [dist]: data-parallel ranks (torchrun)
 
   // The model directory the run loads (model.path, or out_dir/init with random_init).
   std::filesystem::path model_path() const;

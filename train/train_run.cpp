@@ -47,7 +47,7 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 struct Run {
   const TrainConfig& cfg;
   const TrainRunOptions& opts;
-  LocalReducer reducer;
+  Reducer& reducer;  // LocalReducer in one process
   Policy policy;
   std::unique_ptr<PromptDataset> data;
   std::vector<PromptExample> train, eval;  // after the prompt-length check
@@ -539,6 +539,7 @@ Json TrainRunSummary::to_json() const {
   if (!preference_after.is_null()) j[held_out + "_after"] = preference_after;
   j["turns_mean"] = last_metrics.contains("episode/turns_mean") ? last_metrics["episode/turns_mean"] : Json(nullptr);
   j["rollout_tokens"] = rollout_tokens;
+  j["world_size"] = world_size;
   j["out_dir"] = out_dir.string();
   j["final_model"] = final_model.empty() ? Json(nullptr) : Json(final_model.string());
   j["last_metrics"] = last_metrics;
@@ -560,7 +561,24 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   LoadOptions lo;
   lo.dtype = cfg.model.dtype;
   lo.device = cfg.model.device;
-  Run r{cfg, opts, {}, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  LocalReducer one_process;
+  Reducer& reducer = opts.reducer ? *opts.reducer : one_process;
+  const int64_t world = reducer.world_size();
+  summary.world_size = world;
+  if (world > 1) {
+    // Every rank runs the same config and build (checked before anything long runs), and the
+    // run shards what it can: RL steps, whose prompts are split over the ranks.
+    check_same_config(reducer, rlf_build_id() + "\n" + cfg.raw.dump());
+    check(rl, cfg.source, ": trainer.kind = \"", summary.kind, "\" does not shard its data over ranks yet; a data-parallel "
+          "run (WORLD_SIZE = ", world, ") trains the RL kinds (trainer.kind = \"grpo\"); run it as one process");
+    check(!cfg.rl.replay.enabled, cfg.source, ": replay.enabled keeps its buffer in one process; it is not supported "
+          "with WORLD_SIZE = ", world, " yet");
+    check(!cfg.rl.lessons.enabled, cfg.source, ": lessons.enabled keeps its lesson pool in one process; it is not "
+          "supported with WORLD_SIZE = ", world, " yet");
+    check(cfg.rl.prompts_per_step >= world, cfg.source, ": rollout.prompts_per_step = ", cfg.rl.prompts_per_step,
+          " is smaller than WORLD_SIZE = ", world, ": every rank needs at least one prompt per step");
+  }
+  Run r{cfg, opts, reducer, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   r.policy.model()->set_fast_cpu_path(cfg.model.fast_cpu_path);
   TokenizerChat chat = tokenizer_chat_of(*r.policy.tokenizer);
   if (!cfg.rewards.empty()) {
@@ -920,6 +938,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
       break;
     }
     auto t0 = Clock::now();
+    const double payload0 = r.reducer.payload_bytes();
     Json m;
     m["step"] = step + 1;
     const int32_t version = static_cast<int32_t>(trainer->optimizer().step_count());
@@ -929,6 +948,14 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     if (value) m.update(value->update(episodes, step));
     m["time/update_s"] = since(t_update);
     m["time/step_s"] = since(t0);
+    m["dist/world_size"] = world;
+    m["dist/payload_mb"] = (r.reducer.payload_bytes() - payload0) / 1e6;
+    if (world > 1 && cfg.dist.check_every > 0 && (step + 1) % cfg.dist.check_every == 0) {
+      std::vector<torch::Tensor> params = r.policy.model()->parameters();
+      if (value && value->trainer())
+        for (const auto& p : value->model()->parameters()) params.push_back(p);
+      check_replicas_agree(r.reducer, params, step + 1);
+    }
     if (rl) {
       tokens_used += static_cast<int64_t>(m.value("rollout/generated_tokens", 0.0) + m.value("refine/generated_tokens", 0.0) +
                                           m.value("lessons/generated_tokens", 0.0));

@@ -22,6 +22,7 @@
 
 #include <filesystem>
 
+#include "train/reducer.h"
 #include "train/train_config.h"
 #include "util/json_util.h"
 
@@ -31,6 +32,8 @@ struct TrainRunOptions {
   bool resume = false;   // continue from the newest checkpoint in out_dir/checkpoints
   bool quiet = false;    // no progress bar or table (tests)
   EnvLookup read_env;    // reads environment variables (an endpoint critic's API key); the CLI passes getenv
+  Reducer* reducer = nullptr;  // data-parallel: this rank's link to the others (train/c10d_reducer.h), borrowed;
+                               // null = one process
 };
 
 struct TrainRunSummary {
@@ -50,6 +53,7 @@ struct TrainRunSummary {
                                 //   (null: no held-out pairs); a process reward model: ProcessRewardMetrics
                                 //   (rm/process_reward.h), printed as process_before / process_after
   bool process = false;         // the run trained a process reward model
+  int64_t world_size = 1;       // data-parallel ranks that ran it
   std::filesystem::path final_model;  // the model directory of the last checkpoint ("" when none was written)
   Json last_metrics;            // the last step's metrics
   Json to_json() const;         // the object `rlf train --json` prints (turns_mean: the last step's)

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <map>
+#include <set>
+#include <span>
 
 #include "rollout/sampling.h"
 #include "util/error.h"
@@ -41,7 +44,8 @@ bool Trainer::needs_reference() const {
 
 StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
   StepLoss st;
-  if (episodes.empty()) return st;
+  // Across ranks, a rank with no episodes still takes part in every reduction.
+  if (episodes.empty() && reducer_.world_size() == 1) return st;
   const bool entropy_grad = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_entropy(); });
   const bool want_logp = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_logprobs(); });
   const bool want_scores = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_scores(); });
@@ -152,21 +156,62 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
   return st;
 }
 
+namespace {
+
+// Sums (and maxima) of one optimiser step's metrics over the ranks: every
+// rank ends with the global values. Ranks that ran no micro-batch of a term
+// lack its keys, so the key sets are merged first.
+void reduce_step_loss(StepLoss& st, Reducer& reducer) {
+  if (reducer.world_size() == 1) return;
+  std::string keys;
+  for (const auto& [k, v] : st.term_loss) keys += "L" + k + '\x1e';
+  for (const auto& [k, v] : st.sums) keys += "S" + k + '\x1f' + st.sum_owner.at(k) + '\x1e';
+  std::set<std::string> all;
+  for (const std::string& part : reducer.all_gather(keys))
+    for (size_t at = 0, end; (end = part.find('\x1e', at)) != std::string::npos; at = end + 1)
+      all.insert(part.substr(at, end - at));
+  std::vector<double> v;
+  for (const std::string& k : all) {
+    if (k[0] == 'L') v.push_back(st.term_loss.count(k.substr(1)) ? st.term_loss.at(k.substr(1)) : 0.0);
+    else v.push_back(st.sums.count(k.substr(1, k.find('\x1f') - 1)) ? st.sums.at(k.substr(1, k.find('\x1f') - 1)) : 0.0);
+  }
+  v.push_back(st.kl_ref_sum);
+  v.push_back(st.entropy_sum);
+  reducer.sum(v);
+  size_t i = 0;
+  for (const std::string& k : all) {
+    if (k[0] == 'L') {
+      st.term_loss[k.substr(1)] = v[i++];
+    } else {
+      const size_t sep = k.find('\x1f');
+      st.sums[k.substr(1, sep - 1)] = v[i++];
+      st.sum_owner[k.substr(1, sep - 1)] = k.substr(sep + 1);
+    }
+  }
+  st.kl_ref_sum = v[i++];
+  st.entropy_sum = v[i++];
+  double mx = st.logprob_diff_max;
+  reducer.max(std::span<double>(&mx, 1));
+  st.logprob_diff_max = mx;
+}
+
+}  // namespace
+
 Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
-  // Whole groups, in order of first appearance; episodes with nothing to train on are left out.
-  std::vector<int64_t> group_ids;
-  std::vector<std::vector<const Episode*>> groups;
+  // Whole groups by their id (Episode::group: the group's slot in the step,
+  // the same across ranks); episodes with nothing to train on are left out.
+  // The mini-batches are a seeded permutation of the slots 0..G-1 (G over
+  // every rank), so each rank takes its part of the same global mini-batch.
+  std::map<int64_t, std::vector<const Episode*>> groups;
+  double n_slots = 0;
   for (const Episode& e : episodes) {
     if (e.tokens.size() < 2 || e.n_policy_tokens() == 0) continue;
-    auto it = std::find(group_ids.begin(), group_ids.end(), e.group);
-    if (it == group_ids.end()) {
-      group_ids.push_back(e.group);
-      groups.emplace_back();
-      it = group_ids.end() - 1;
-    }
-    groups[static_cast<size_t>(it - group_ids.begin())].push_back(&e);
+    check(e.group >= 0, "trainer: an episode has a negative group id (", e.group, ")");
+    groups[e.group].push_back(&e);
+    n_slots = std::max(n_slots, static_cast<double>(e.group + 1));
   }
-  std::vector<size_t> order(groups.size());
+  reducer_.max(std::span<double>(&n_slots, 1));
+  std::vector<int64_t> order(static_cast<size_t>(n_slots));
   std::iota(order.begin(), order.end(), 0);
   Rng rng(mix_seed(options_.seed ^ 0xA5A5A5A5ULL ^ static_cast<uint64_t>(step_index)));
 
@@ -182,13 +227,18 @@ Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
     for (int64_t mb = 0; mb < options_.mini_batches; ++mb) {
       std::vector<const Episode*> eps;
       for (size_t j = static_cast<size_t>(mb); j < order.size(); j += static_cast<size_t>(options_.mini_batches))
-        for (const Episode* e : groups[order[j]]) eps.push_back(e);
-      if (eps.empty()) continue;
+        if (auto it = groups.find(order[j]); it != groups.end())
+          for (const Episode* e : it->second) eps.push_back(e);
+      double n_eps = static_cast<double>(eps.size());
+      reducer_.sum(std::span<double>(&n_eps, 1));  // empty on every rank: no optimiser step
+      if (n_eps == 0) continue;
       optimizer_->zero_grad();
       StepLoss st = accumulate(eps);
       double flags[2] = {st.finite ? 0.0 : 1.0, st.loss};
       reducer_.sum(flags);  // a NaN anywhere skips the step everywhere
       const bool finite = flags[0] == 0.0;
+      st.loss = flags[1];
+      reduce_step_loss(st, reducer_);
       if (!have_first) logprob_diff_first = st.logprob_diff_max, have_first = true;
       StepResult r;
       if (finite) {

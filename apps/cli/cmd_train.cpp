@@ -1,10 +1,14 @@
 // rlf train: a whole RL run from a TOML config (see train/train_run.h and train/train_config.cpp).
+#include <algorithm>
 #include <cstdlib>
+#include <memory>
+#include <thread>
 #include <optional>
 #include <iostream>
 
 #include "apps/cli/commands.h"
 #include "apps/cli/runtime.h"
+#include "train/c10d_reducer.h"
 #include "train/train_run.h"
 
 namespace rlf::cli {
@@ -23,14 +27,31 @@ CommandSpec make_train_command() {
   };
   c.run = [](const Args& a) {
     TrainConfig cfg = load_train_config(a.positional().at(0), a.list("set"));
-    if (a.given("threads") || cfg.run.threads == 0) configure_threads(a, cfg.model.dtype, cfg.model.device);
-    else configure_threads(static_cast<int>(cfg.run.threads), cfg.model.dtype, cfg.model.device);
+    // Launched as one of several ranks (torchrun's variables): join the others first.
+    const std::optional<DistEnv> dist = DistEnv::from_environment();
+    std::unique_ptr<Reducer> reducer;
+    if (dist && dist->world_size > 1)
+      reducer = make_c10d_reducer(*dist, cfg.dist, parse_device(cfg.model.device));
+    const int64_t local_ranks = dist ? dist->local_world_size : 1;
+    if (a.given("threads")) {
+      configure_threads(a, cfg.model.dtype, cfg.model.device);
+    } else if (cfg.run.threads == 0 && local_ranks > 1) {
+      // Ranks on one machine share its cores.
+      const int64_t cores = std::max<unsigned>(1, std::thread::hardware_concurrency());
+      configure_threads(static_cast<int>(std::max<int64_t>(1, cores / local_ranks)), cfg.model.dtype, cfg.model.device);
+    } else if (cfg.run.threads == 0) {
+      configure_threads(a, cfg.model.dtype, cfg.model.device);
+    } else {
+      configure_threads(static_cast<int>(cfg.run.threads), cfg.model.dtype, cfg.model.device);
+    }
     TrainRunOptions ro;
     ro.resume = a.flag("resume");
-    ro.quiet = a.flag("quiet") || a.flag("json");
+    const bool writer = !reducer || reducer->writes();
+    ro.quiet = a.flag("quiet") || a.flag("json") || !writer;
     ro.read_env = read_process_env;
+    ro.reducer = reducer.get();
     TrainRunSummary s = run_training(cfg, ro);
-    if (a.flag("json")) std::cout << s.to_json().dump() << "\n";
+    if (a.flag("json") && writer) std::cout << s.to_json().dump() << "\n";
     return 0;
   };
   return c;

@@ -47,6 +47,32 @@ TEST(ModelConfig, ReadsLlama32) {
   EXPECT_EQ(back.to_hf_json(), c.to_hf_json());
 }
 
+// transformers >= 5 (5.17.0 here) writes rope_theta and the scaling as one
+// rope_parameters object: the same model as the 4.x layout above.
+TEST(ModelConfig, ReadsTransformers5RopeParameters) {
+  Json j = Json::parse(kLlama32);
+  Json rp = j["rope_scaling"];
+  rp["rope_theta"] = 500000.0;
+  j.erase("rope_scaling");
+  j.erase("rope_theta");
+  j["rope_parameters"] = rp;
+  ModelConfig c = ModelConfig::from_hf_json(j, "config.json");
+  ModelConfig old = ModelConfig::from_hf_json(Json::parse(kLlama32), "config.json");
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.rope_scaling.type, "llama3");
+  EXPECT_EQ(c.to_hf_json(), old.to_hf_json());
+  // Qwen2 in 5.x: default rope with its own theta.
+  Json q = {{"architectures", {"Qwen2ForCausalLM"}}, {"model_type", "qwen2"}, {"vocab_size", 100},
+            {"hidden_size", 16}, {"intermediate_size", 40}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+            {"rope_parameters", {{"rope_theta", 1000000.0}, {"rope_type", "default"}}}};
+  ModelConfig qc = ModelConfig::from_hf_json(q, "q.json");
+  EXPECT_EQ(qc.rope_theta, 1000000.0);
+  EXPECT_TRUE(qc.rope_scaling.type.empty());
+  q["rope_parameters"] = 3;
+  EXPECT_EQ(test::error_of([&] { ModelConfig::from_hf_json(q, "q.json"); }),
+            "q.json rope_parameters: expected an object");
+}
+
 TEST(ModelConfig, Qwen2AlwaysHasQkvBiases) {
   Json j = {{"architectures", {"Qwen2ForCausalLM"}}, {"model_type", "qwen2"}, {"vocab_size", 100},
             {"hidden_size", 16}, {"intermediate_size", 40}, {"num_hidden_layers", 2},

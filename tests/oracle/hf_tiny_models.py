@@ -3,7 +3,7 @@ writes their logits, or reloads a directory rlf saved and writes its logits.
 
 usage:
   hf_tiny_models.py make KIND OUT_DIR      # KIND: llama | llama3 | qwen2 | mistral
-  hf_tiny_models.py logits MODEL_DIR IDS_JSON OUT_JSON
+  hf_tiny_models.py logits MODEL_DIR IDS_JSON OUT_JSON [DEVICE]   # DEVICE: cpu (default) | cuda
 
 `make` saves the model with save_pretrained (safetensors) and writes
 OUT_DIR/oracle_logits.json: {"ids": [[...]], "logits": [[[...]]]} for fixed ids.
@@ -50,9 +50,9 @@ def make(kind, out_dir):
     write_logits(model, IDS, out_dir + "/oracle_logits.json")
 
 
-def write_logits(model, ids, path):
+def write_logits(model, ids, path, device="cpu"):
     with torch.no_grad():
-        logits = model(torch.tensor(ids)).logits.float()
+        logits = model(torch.tensor(ids, device=device)).logits.float().cpu()
     with open(path, "w") as f:
         json.dump({"ids": ids, "logits": logits.tolist()}, f)
 
@@ -61,11 +61,12 @@ def main():
     if sys.argv[1] == "make":
         make(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "logits":
-        model = AutoModelForCausalLM.from_pretrained(sys.argv[2], torch_dtype=torch.float32)
+        device = sys.argv[5] if len(sys.argv) > 5 else "cpu"
+        model = AutoModelForCausalLM.from_pretrained(sys.argv[2], torch_dtype=torch.float32).to(device)
         model.eval()
         with open(sys.argv[3]) as f:
             ids = json.load(f)
-        write_logits(model, ids, sys.argv[4])
+        write_logits(model, ids, sys.argv[4], device)
 
 
 if __name__ == "__main__":

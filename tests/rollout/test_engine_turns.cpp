@@ -76,6 +76,24 @@ std::vector<float> full_forward_logprobs(CausalLM& model, const std::vector<int3
   return out;
 }
 
+// Conversations through the GPU's sampling path (run on the CPU): appended
+// tokens are pushed as given, the turns' draws equal the CPU scan's.
+TEST(EngineTurns, TensorSamplingKeepsConversationsExact) {
+  auto model = tiny_model();
+  EngineOptions tensor;
+  tensor.tensor_sampling = true;
+  FixedTurns h1(3, 4), h2(3, 4);
+  auto a = RolloutEngine(model, nullptr, {}).generate({request(ids(9, 1), 3, 7, 5, 60)}, &h1);
+  auto b = RolloutEngine(model, nullptr, tensor).generate({request(ids(9, 1), 3, 7, 5, 60)}, &h2);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].completion_ids, b[i].completion_ids);
+    ASSERT_EQ(a[i].logprobs.size(), b[i].logprobs.size());
+    for (size_t t = 0; t < a[i].logprobs.size(); ++t) EXPECT_NEAR(a[i].logprobs[t], b[i].logprobs[t], 1e-5);
+    EXPECT_EQ(a[i].segments.size(), 5u);
+  }
+}
+
 TEST(EngineTurns, ContinuesFromTheCacheAndKeepsTheSequenceExact) {
   for (bool fast : {true, false}) {
     SCOPED_TRACE(fast ? "fast path" : "module path");
