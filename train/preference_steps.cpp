@@ -74,6 +74,7 @@ std::vector<Episode> PreferenceSteps::next() {
   std::vector<Episode> out;
   const std::vector<size_t> batch = cursor_.next_batch();
   for (size_t k = 0; k < batch.size(); ++k) {
+    if (!shard_.owns(k)) continue;
     auto pair = preference_episodes(policy_, pairs_[batch[k]], add_special_, static_cast<int64_t>(k), attributes_);
     if (!ref_logprobs_.empty()) {
       pair[0].ref_logprob = ref_logprobs_[2 * batch[k]];

@@ -24,6 +24,7 @@
 #include "env/episode.h"
 #include "model/transformer.h"
 #include "rollout/policy.h"
+#include "train/reducer.h"
 #include "util/json_util.h"
 
 namespace rlf {
@@ -44,6 +45,8 @@ class PreferenceSteps {
                   std::vector<std::string> attributes = {});
 
   std::vector<Episode> next();
+  // Data-parallel: keep this rank's positions of each batch (group id = position).
+  void set_shard(Shard shard) { shard_ = shard; }
   DataCursor& cursor() { return cursor_; }
   // Seconds spent computing the reference log-probs (0 without a reference).
   double reference_s() const { return reference_s_; }
@@ -53,6 +56,7 @@ class PreferenceSteps {
   const std::vector<PreferenceExample>& pairs_;
   bool add_special_;
   std::vector<std::string> attributes_;
+  Shard shard_;
   DataCursor cursor_;
   std::vector<std::vector<float>> ref_logprobs_;  // [2 * pair + (0 chosen, 1 rejected)], empty without a reference
   double reference_s_ = 0;

@@ -112,6 +112,7 @@ std::vector<Episode> ProcessSteps::next() {
   std::vector<Episode> out;
   const std::vector<size_t> batch = cursor_.next_batch();
   for (size_t k = 0; k < batch.size(); ++k) {
+    if (!shard_.owns(k)) continue;
     out.push_back(process_episode(policy_, examples_[batch[k]], delimiter_, add_special_));
     out.back().group = static_cast<int64_t>(k);
   }

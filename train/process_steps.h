@@ -20,6 +20,7 @@
 #include "data/step_dataset.h"
 #include "env/episode.h"
 #include "rollout/policy.h"
+#include "train/reducer.h"
 
 namespace rlf {
 
@@ -58,12 +59,15 @@ class ProcessSteps {
 
   std::vector<Episode> next();
   DataCursor& cursor() { return cursor_; }
+  // Data-parallel: keep this rank's positions of each batch (group id = position).
+  void set_shard(Shard shard) { shard_ = shard; }
 
  private:
   const Policy& policy_;
   const std::vector<StepExample>& examples_;
   std::string delimiter_;
   bool add_special_;
+  Shard shard_;
   DataCursor cursor_;
 };
 

@@ -60,6 +60,18 @@ class LocalReducer final : public Reducer {
   std::vector<std::string> all_gather(const std::string& value) override { return {value}; }
 };
 
+// A rank's share of a step's batch: the positions p with p % world == rank.
+// Every step source draws the same global batch on every rank and keeps its
+// share, with the position as the group id (Trainer::update's slots).
+struct Shard {
+  int64_t rank = 0;
+  int64_t world = 1;
+  bool owns(size_t position) const { return static_cast<int64_t>(position % static_cast<size_t>(world)) == rank; }
+  // Positions [0, n) this rank owns.
+  int64_t count(int64_t n) const { return n / world + (rank < n % world ? 1 : 0); }
+};
+inline Shard shard_of(const Reducer& r) { return {r.rank(), r.world_size()}; }
+
 // Start-up check: every rank runs the same config and rlf build. Throws
 // rlf::Error on every rank, naming the ranks that differ from rank 0, when the
 // fingerprints differ.

@@ -136,8 +136,9 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
   // Data-parallel: this rank's share of the step's prompts, the positions r
   // with r % world == rank, each sampled with the seed of its position, so
   // the ranks together sample what one process samples.
-  const int64_t rank = reducer_.rank(), world = reducer_.world_size();
-  const int64_t n_prompts = options_.prompts_per_step / world + (rank < options_.prompts_per_step % world ? 1 : 0);
+  const Shard shard = shard_of(reducer_);
+  const int64_t rank = shard.rank, world = shard.world;
+  const int64_t n_prompts = shard.count(options_.prompts_per_step);
   double reward_s = 0;
   int64_t n_dropped = 0, rounds = 0;
   EpisodeStats stats;
@@ -151,7 +152,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
     std::vector<const PromptExample*> tasks;
     std::vector<uint64_t> seeds;
     for (size_t r = 0; r < idx.size(); ++r) {
-      if (static_cast<int64_t>(r) % world != rank) continue;
+      if (!shard.owns(r)) continue;
       tasks.push_back(&examples_[idx[r]]);
       seeds.push_back(mix_seed(options_.seed ^ mix_seed(static_cast<uint64_t>(step) * 1000003u + rounds * 1009u + r)));
     }

@@ -13,6 +13,7 @@
 #include "data/data_cursor.h"
 #include "data/examples.h"
 #include "env/episode.h"
+#include "train/reducer.h"
 #include "rollout/policy.h"
 
 namespace rlf {
@@ -28,7 +29,7 @@ class SftSteps {
   // optimiser step per batch); otherwise each pair is its own group, so
   // algorithm.mini_batches and epochs split and revisit a batch.
   SftSteps(const Policy& policy, const std::vector<SftExample>& examples, int64_t batch_size, uint64_t seed,
-           bool add_special_tokens, bool one_group = true);
+           bool add_special_tokens, bool one_group = true, Shard shard = {});
 
   std::vector<Episode> next();
 
@@ -39,6 +40,7 @@ class SftSteps {
   const std::vector<SftExample>& examples_;
   bool add_special_;
   bool one_group_;
+  Shard shard_;  // data-parallel: this rank keeps its positions of each batch
   DataCursor cursor_;
 };
 

@@ -247,13 +247,15 @@ class SftSource final : public StepSource {
   // `reference` (optional): the KL reference whose log-probs the episodes carry (SFT runs with a kl term).
   SftSource(Run& r, int64_t batch_size, uint64_t seed, bool one_group, CausalLM reference = nullptr,
             int64_t micro_batch_size = 8)
-      : steps_(r.policy, r.sft_examples, batch_size, seed, r.cfg.rl.add_special_tokens, one_group),
+      : steps_(r.policy, r.sft_examples, batch_size, seed, r.cfg.rl.add_special_tokens, one_group, shard_of(r.reducer)),
+        reducer_(r.reducer),
         reference_(std::move(reference)),
         micro_batch_size_(micro_batch_size) {}
   std::vector<Episode> next(int64_t, int32_t, Json& m) override {
     auto eps = steps_.next();
-    int64_t n = 0;
-    for (const auto& e : eps) n += e.n_policy_tokens();
+    double n = 0;
+    for (const auto& e : eps) n += static_cast<double>(e.n_policy_tokens());
+    reducer_.sum(std::span<double>(&n, 1));
     m["sft/tokens"] = n;
     if (reference_) {
       std::vector<const Episode*> view;
@@ -267,6 +269,7 @@ class SftSource final : public StepSource {
 
  private:
   SftSteps steps_;
+  Reducer& reducer_;
   CausalLM reference_;
   int64_t micro_batch_size_;
 };
@@ -276,20 +279,25 @@ class PreferenceSource final : public StepSource {
   PreferenceSource(Run& r, CausalLM reference)
       : steps_(r.policy, r.pref_train, r.cfg.preference.batch_size, r.cfg.rl.seed ^ 0xD70ULL,
                r.cfg.rl.add_special_tokens, std::move(reference), r.cfg.trainer.micro_batch_size,
-               r.cfg.kind == TrainerKind::Rm ? r.cfg.reward_model.attributes : std::vector<std::string>{}) {
+               r.cfg.kind == TrainerKind::Rm ? r.cfg.reward_model.attributes : std::vector<std::string>{}),
+        reducer_(r.reducer) {
+    steps_.set_shard(shard_of(r.reducer));
     if (steps_.reference_s() > 0)
       r.say("preference: reference log-probs of " + std::to_string(r.pref_train.size()) + " training pairs in " +
             std::to_string(steps_.reference_s()) + " s");
   }
   std::vector<Episode> next(int64_t, int32_t, Json& m) override {
     auto eps = steps_.next();
-    m["pref/pairs"] = static_cast<double>(eps.size() / 2);
+    double pairs = static_cast<double>(eps.size() / 2);
+    reducer_.sum(std::span<double>(&pairs, 1));
+    m["pref/pairs"] = pairs;
     return eps;
   }
   DataCursor& cursor() override { return steps_.cursor(); }
 
  private:
   PreferenceSteps steps_;
+  Reducer& reducer_;
 };
 
 // ArmoRM's second stage: the gating layer over the prompt's features, fitted
@@ -333,16 +341,22 @@ class ProcessSource final : public StepSource {
  public:
   explicit ProcessSource(Run& r)
       : steps_(r.policy, r.step_train, r.cfg.process.batch_size, r.cfg.rl.seed ^ 0x9F3ULL, r.cfg.process.data.delimiter,
-               r.cfg.rl.add_special_tokens) {}
+               r.cfg.rl.add_special_tokens),
+        reducer_(r.reducer) {
+    steps_.set_shard(shard_of(r.reducer));
+  }
   std::vector<Episode> next(int64_t, int32_t, Json& m) override {
     auto eps = steps_.next();
-    m["prm/solutions"] = static_cast<double>(eps.size());
+    double n = static_cast<double>(eps.size());
+    reducer_.sum(std::span<double>(&n, 1));
+    m["prm/solutions"] = n;
     return eps;
   }
   DataCursor& cursor() override { return steps_.cursor(); }
 
  private:
   ProcessSteps steps_;
+  Reducer& reducer_;
 };
 
 // Step-labelled solutions whose prompt + solution + EOS exceed the context
@@ -566,16 +580,14 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   const int64_t world = reducer.world_size();
   summary.world_size = world;
   if (world > 1) {
-    // Every rank runs the same config and build (checked before anything long runs), and the
-    // run shards what it can: RL steps, whose prompts are split over the ranks.
+    // Every rank runs the same config and build (checked before anything long runs); every
+    // step source splits its batch over the ranks (Shard).
     check_same_config(reducer, rlf_build_id() + "\n" + cfg.raw.dump());
-    check(rl, cfg.source, ": trainer.kind = \"", summary.kind, "\" does not shard its data over ranks yet; a data-parallel "
-          "run (WORLD_SIZE = ", world, ") trains the RL kinds (trainer.kind = \"grpo\"); run it as one process");
     check(!cfg.rl.replay.enabled, cfg.source, ": replay.enabled keeps its buffer in one process; it is not supported "
           "with WORLD_SIZE = ", world, " yet");
     check(!cfg.rl.lessons.enabled, cfg.source, ": lessons.enabled keeps its lesson pool in one process; it is not "
           "supported with WORLD_SIZE = ", world, " yet");
-    check(cfg.rl.prompts_per_step >= world, cfg.source, ": rollout.prompts_per_step = ", cfg.rl.prompts_per_step,
+    check(!rl || cfg.rl.prompts_per_step >= world, cfg.source, ": rollout.prompts_per_step = ", cfg.rl.prompts_per_step,
           " is smaller than WORLD_SIZE = ", world, ": every rank needs at least one prompt per step");
   }
   Run r{cfg, opts, reducer, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};

@@ -200,6 +200,41 @@ TEST(Dist, ResumeContinuesExactlyWithTheSameRanksAndCloselyWithOthers) {
   EXPECT_LT(max_weight_diff(dir / "straight/checkpoints/step-3/model", dir / "resumed1/checkpoints/step-3/model"), 1e-3);
 }
 
+// Preference and SFT runs shard their batches the same way (positions p % world == rank).
+TEST(Dist, DpoAndSftRunsShardTheirBatches) {
+  test::TempDir dir;
+  const std::string model = test::shared_path("models/stories260K/stories260K.bin").string();
+  std::ofstream(dir / "dpo.toml")
+      << "[trainer]\nkind = \"dpo\"\n[model]\npath = \"" << model << "\"\n"
+      << "[preference]\nbeta = 0.1\nbatch_size = 6\n[preference.data]\npreset = \"arithmetic\"\neval_size = 4\n"
+         "[preference.data.arithmetic]\nn_problems = 40\n[algorithm]\nmicro_batch_size = 4\nmini_batches = 2\n"
+         "[optim]\nlr = 0.001\n[run]\nseed = 3\nthreads = 1\n[dist]\ncheck_every = 1\n";
+  std::ofstream(dir / "sft.toml")
+      << "[trainer]\nkind = \"sft\"\n[model]\npath = \"" << model << "\"\n"
+      << "[sft]\nbatch_size = 5\n[sft.data]\npreset = \"arithmetic\"\n[sft.data.arithmetic]\nn_problems = 40\n"
+         "[algorithm]\nmicro_batch_size = 4\n[optim]\nlr = 0.001\n[run]\nseed = 3\nthreads = 1\n";
+  for (const char* kind : {"dpo", "sft"}) {
+    SCOPED_TRACE(kind);
+    const fs::path cfg = dir / (std::string(kind) + ".toml");
+    Proc one = spawn(train_args(cfg, dir / (std::string(kind) + "1"), 3), {}, dir / "one.log");
+    wait_for(one, 240);
+    ASSERT_EQ(one.exit_code, 0) << one.output();
+    for (auto& p : run_ranks(2, train_args(cfg, dir / (std::string(kind) + "2"), 3), dir.path()))
+      ASSERT_EQ(p.exit_code, 0) << p.output();
+    const auto m1 = read_jsonl(dir / (std::string(kind) + "1/metrics.jsonl"));
+    const auto m2 = read_jsonl(dir / (std::string(kind) + "2/metrics.jsonl"));
+    ASSERT_EQ(m1.size(), 3u);
+    ASSERT_EQ(m2.size(), 3u);
+    const std::string counted = std::string(kind) == "dpo" ? "pref/pairs" : "sft/tokens";
+    EXPECT_EQ(m1[0][counted], m2[0][counted]);  // the whole batch, counted over the ranks
+    EXPECT_NEAR(m1[0]["loss"].get<double>(), m2[0]["loss"].get<double>(), 1e-5);
+    const std::string last = "/checkpoints/step-3/model";
+    const double d = max_weight_diff(dir / (std::string(kind) + "1" + last), dir / (std::string(kind) + "2" + last));
+    std::cout << "[ dist ] " << kind << ": 1 process vs 2 ranks, 3 steps: max |weight difference| = " << d << "\n";
+    EXPECT_LT(d, 1e-3);
+  }
+}
+
 // Rank 1 is stopped (`signal`) once rank 0 has logged a step; rank 0 must fail
 // within dist.timeout_s (20 s) plus slack, with an error that says why.
 void expect_rank0_fails_when_rank1(int signal, const char* what) {
