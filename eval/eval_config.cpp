@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "data/prompt_format.h"
+#include "model/cpu_features.h"
 #include "rewards/env_reward.h"
 #include "rewards/registry.h"
 #include "rewards/reward_options.h"
@@ -55,8 +56,9 @@ const ConfigSchema& eval_config_schema() {
         {"model.path", OptionType::String, "", "", "the model: a Hugging Face directory or a llama2.c .bin"},
         {"model.tokenizer", OptionType::String, d.tokenizer, "",
          "tokenizer.json, a directory with one, or a llama2.c tok*.bin; \"\" = the model's own"},
-        {"model.dtype", OptionType::String, d.dtype, "", "compute dtype; \"\" = fp32 on CPU",
-         {"", "fp32", "bf16", "fp16"}},
+        {"model.dtype", OptionType::String, d.dtype, "",
+         "compute dtype; \"\" = fp32 on CPU; auto = bf16 where it is native (a GPU, AMX or AVX512_BF16), else fp32",
+         {"", "fp32", "bf16", "fp16", "auto"}},
         {"model.device", OptionType::String, d.device, "", "where the model runs: cpu, cuda or cuda:N"},
         {"model.fast_cpu_path", OptionType::Bool, true, "",
          "fp32 on CPU: fused kernels (docs/DESIGN.md); read so a training config evaluates as is"},
@@ -92,6 +94,7 @@ EvalConfig eval_config_from_json(const Json& config, const std::string& source) 
   c.model.tokenizer = v["model"]["tokenizer"].get<std::string>();
   c.model.dtype = v["model"]["dtype"].get<std::string>();
   c.model.device = v["model"]["device"].get<std::string>();
+  c.model.dtype = resolve_dtype(c.model.dtype, c.model.device);
   c.data = prompt_dataset_options_from_json(v["data"], source + " [data]");
   c.env = env_config_from_json(v["env"], source + " [env]");
   c.rewards = v["reward"];

@@ -19,6 +19,16 @@ CpuFeatures cpu_features() {
 
 bool cpu_bf16_matmul_fast() { return cpu_features().avx512; }
 
+std::string fast_dtype(const std::string& device) {
+  if (device.rfind("cuda", 0) == 0) return "bf16";
+  const CpuFeatures f = cpu_features();
+  return f.amx_bf16 || (f.avx512 && f.avx512_bf16) ? "bf16" : "fp32";
+}
+
+std::string resolve_dtype(const std::string& dtype, const std::string& device) {
+  return dtype == "auto" ? fast_dtype(device) : dtype;
+}
+
 std::string dtype_speed_warning(const std::string& dtype, const std::string& device) {
   const bool cpu = device.empty() || device == "cpu";
   const bool bf16 = dtype == "bf16" || dtype == "bfloat16";

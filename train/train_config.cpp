@@ -1,5 +1,6 @@
 #include "train/train_config.h"
 
+#include "model/cpu_features.h"
 #include "train/toml_config.h"
 #include "util/error.h"
 
@@ -45,8 +46,10 @@ const ConfigSchema& train_config_schema() {
          "policy to train: a Hugging Face directory or a llama2.c .bin (required unless model.random_init)"},
         {"model.tokenizer", T::String, d.model.tokenizer, "",
          "tokenizer.json, a directory with one, or tok*.bin (\"\" = the model's)"},
-        {"model.dtype", T::String, d.model.dtype, "", "compute dtype; bf16 keeps fp32 master weights in the optimizer",
-         {"fp32", "bf16"}},
+        {"model.dtype", T::String, d.model.dtype, "",
+         "compute dtype; bf16 keeps fp32 master weights in the optimizer; auto = bf16 where it is native (a GPU, "
+         "AMX or AVX512_BF16), else fp32. The default stays fp32: rollout and trainer log-probs then agree to 2e-5",
+         {"fp32", "bf16", "auto"}},
         {"model.device", T::String, d.model.device, "", "cpu, cuda or cuda:N"},
         {"model.fast_cpu_path", T::Bool, d.model.fast_cpu_path, "",
          "fp32 on CPU: fused kernels for RMSNorm, RoPE + attention and SwiGLU in rollouts and updates (docs/DESIGN.md); "
@@ -382,6 +385,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   c.model.tokenizer = get("model", "tokenizer").get<std::string>();
   c.model.dtype = get("model", "dtype").get<std::string>();
   c.model.device = get("model", "device").get<std::string>();
+  c.model.dtype = resolve_dtype(c.model.dtype, c.model.device);
   c.model.fast_cpu_path = get("model", "fast_cpu_path").get<bool>();
   c.model.random_init = get("model", "random_init").get<std::string>();
   if (c.model.path.empty() && c.model.random_init.empty())

@@ -3,6 +3,7 @@
 
 #include "apps/cli/commands.h"
 #include "apps/cli/runtime.h"
+#include "model/cpu_features.h"
 #include "bench/generate_bench.h"
 
 namespace rlf::cli {
@@ -14,7 +15,7 @@ CommandSpec make_bench_generate_command() {
   c.options = {
       {"shape", OptKind::String, "stories110M", "stories260K|stories15M|stories42M|stories110M (random weights) or a model path", "SHAPE"},
       {"batch", OptKind::Int, "16", "concurrent sequences", "N", 1, 4096},
-      {"dtype", OptKind::String, "bf16", "fp32 or bf16", "DTYPE"},
+      {"dtype", OptKind::String, "auto", "auto (bf16 where native: GPU, AMX, AVX512_BF16; else fp32), fp32 or bf16", "DTYPE"},
       {"new-tokens", OptKind::Int, "128", "tokens generated per sequence", "N", 1, 1e6},
       {"prompt-len", OptKind::Int, "16", "random prompt tokens per sequence", "N", 1, 1e6},
       {"repeats", OptKind::Int, "3", "timed runs (median reported) after one warm-up", "N", 1, 1000},
@@ -26,7 +27,7 @@ CommandSpec make_bench_generate_command() {
     GenerateBenchOptions o;
     o.shape = a.str("shape");
     o.batch = a.integer("batch");
-    o.dtype = a.str("dtype");
+    o.dtype = resolve_dtype(a.str("dtype"), a.str("device"));
     o.device = a.str("device");
     o.new_tokens = a.integer("new-tokens");
     o.prompt_len = a.integer("prompt-len");

@@ -4,6 +4,7 @@
 
 #include "apps/cli/commands.h"
 #include "apps/cli/runtime.h"
+#include "model/cpu_features.h"
 #include "bench/train_bench.h"
 
 namespace rlf::cli {
@@ -16,7 +17,7 @@ CommandSpec make_bench_train_command() {
       {"shape", OptKind::String, "stories110M", "stories260K|stories15M|stories42M|stories110M (random weights) or a model path", "SHAPE"},
       {"batch", OptKind::Int, "4", "rows per step", "N", 1, 4096},
       {"seq", OptKind::Int, "256", "tokens per row", "N", 2, 1e6},
-      {"dtype", OptKind::String, "bf16", "fp32, or bf16 (bf16 forward/backward with fp32 master weights)", "DTYPE"},
+      {"dtype", OptKind::String, "auto", "auto (bf16 where native: GPU, AMX, AVX512_BF16; else fp32), fp32, or bf16 (bf16 forward/backward with fp32 master weights)", "DTYPE"},
       {"steps", OptKind::Int, "5", "timed steps (medians reported)", "N", 1, 1e6},
       {"warmup", OptKind::Int, "1", "untimed steps before timing", "N", 0, 1e6},
       {"lr", OptKind::Float, "1e-5", "AdamW learning rate", "LR", 1e-12, 1},
@@ -29,7 +30,7 @@ CommandSpec make_bench_train_command() {
     o.shape = a.str("shape");
     o.batch = a.integer("batch");
     o.seq = a.integer("seq");
-    o.dtype = a.str("dtype");
+    o.dtype = resolve_dtype(a.str("dtype"), a.str("device"));
     o.device = a.str("device");
     o.steps = a.integer("steps");
     o.warmup = a.integer("warmup");

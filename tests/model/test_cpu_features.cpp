@@ -53,6 +53,19 @@ TEST(CpuFeatures, Bf16WarningOnlyWhereBf16IsSlow) {
   EXPECT_EQ(dtype_speed_warning("bfloat16", "cpu"), w);
 }
 
+// "auto" picks bf16 where it is native (GPU, AMX, AVX512_BF16), fp32 elsewhere,
+// and never a dtype the speed warning would object to.
+TEST(CpuFeatures, AutoDtypeIsTheFastOneHere) {
+  EXPECT_EQ(fast_dtype("cuda"), "bf16");
+  EXPECT_EQ(fast_dtype("cuda:1"), "bf16");
+  const CpuFeatures f = cpu_features();
+  EXPECT_EQ(fast_dtype("cpu"), f.amx_bf16 || (f.avx512 && f.avx512_bf16) ? "bf16" : "fp32");
+  EXPECT_EQ(dtype_speed_warning(fast_dtype("cpu"), "cpu"), "");
+  EXPECT_EQ(resolve_dtype("auto", "cpu"), fast_dtype("cpu"));
+  EXPECT_EQ(resolve_dtype("fp32", "cuda"), "fp32");
+  EXPECT_EQ(resolve_dtype("bf16", "cpu"), "bf16");
+}
+
 TEST(CpuThreads, PlanGivesCoresToThePoolThatDoesTheMatmuls) {
   const CpuThreadPlan bf16 = plan_cpu_threads(3, "bf16", "cpu");
   EXPECT_EQ(bf16.torch_threads, 3);
