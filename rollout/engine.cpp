@@ -47,7 +47,35 @@ struct RolloutEngine::Row {
   std::string stop;
 
   int64_t length() const { return static_cast<int64_t>(req->prompt_ids.size() + completion.size()); }
+
+  // With an appended token queued, pushes it as given (log-prob 0, nothing drawn) and returns true.
+  bool push_forced() {
+    just_forced = forced_at < forced.size();
+    if (!just_forced) return false;
+    completion.push_back(forced[forced_at++]);
+    logprobs.push_back(0.0f);
+    if (forced_at == forced.size()) forced.clear(), forced_at = 0;
+    return true;
+  }
 };
+
+namespace {
+
+// Top-k, top-p or min-p restrict the support: such rows take the sorted path on their logits.
+bool has_filters(const SamplingParams& p, int64_t vocab) {
+  return (p.top_k > 0 && p.top_k < vocab) || p.top_p < 1 || p.min_p > 0;
+}
+
+// The temperature-1 normalisers of rows [row0, row0 + n): a non-finite one means corrupt weights.
+template <class RowT>
+void check_finite_normalisers(const float* lse, int64_t n, const std::vector<RowT>& rows, int64_t row0) {
+  for (int64_t i = 0; i < n; ++i)
+    check(std::isfinite(lse[i]), "the model produced non-finite logits (NaN or Inf) for sequence ",
+          rows[row0 + i].request, "/", rows[row0 + i].sample,
+          ": its weights are probably corrupt or diverged (check the checkpoint)");
+}
+
+}  // namespace
 
 // Groups waiting for rows: (request, first sample, count).
 struct Queue {
@@ -250,7 +278,7 @@ void RolloutEngine::sample_rows_on_device(const torch::Tensor& logits, std::vect
     Row& row = rows[row0 + i];
     if (row.forced_at < row.forced.size()) continue;
     const SamplingParams& p = row.req->params;
-    const bool filtered = (p.top_k > 0 && p.top_k < V) || p.top_p < 1 || p.min_p > 0;
+    const bool filtered = has_filters(p, V);
     if (p.temperature == 0 || filtered) {
       other.push_back(i);
     } else {
@@ -261,9 +289,7 @@ void RolloutEngine::sample_rows_on_device(const torch::Tensor& logits, std::vect
   }
   const auto lse = logits.logsumexp(-1).to(torch::kCPU).contiguous();  // [n]
   const float* ls = lse.data_ptr<float>();
-  for (int64_t i = 0; i < n; ++i)
-    check(std::isfinite(ls[i]), "the model produced non-finite logits (NaN or Inf) for sequence ", rows[row0 + i].request,
-          "/", rows[row0 + i].sample, ": its weights are probably corrupt or diverged (check the checkpoint)");
+  check_finite_normalisers(ls, n, rows, row0);
   std::vector<int32_t> ids(static_cast<size_t>(n), 0);
   std::vector<float> chosen(static_cast<size_t>(n), 0.0f);
   if (!plain.empty()) {
@@ -298,13 +324,7 @@ void RolloutEngine::sample_rows_on_device(const torch::Tensor& logits, std::vect
   }
   for (int64_t i = 0; i < n; ++i) {
     Row& row = rows[row0 + i];
-    row.just_forced = row.forced_at < row.forced.size();
-    if (row.just_forced) {
-      row.completion.push_back(row.forced[row.forced_at++]);
-      row.logprobs.push_back(0.0f);
-      if (row.forced_at == row.forced.size()) row.forced.clear(), row.forced_at = 0;
-      continue;
-    }
+    if (row.push_forced()) continue;
     row.completion.push_back(ids[i]);
     row.logprobs.push_back(chosen[i] - ls[i]);
   }
@@ -322,12 +342,7 @@ void RolloutEngine::sample_rows(const torch::Tensor& logits, std::vector<Row>& r
     inv_t[i] = t > 0 ? static_cast<float>(1.0 / t) : 1.0f;
   }
   auto lse = logits.logsumexp(-1).contiguous();  // [n]
-  {
-    const float* l = lse.data_ptr<float>();
-    for (int64_t i = 0; i < n; ++i)
-      check(std::isfinite(l[i]), "the model produced non-finite logits (NaN or Inf) for sequence ", rows[row0 + i].request,
-            "/", rows[row0 + i].sample, ": its weights are probably corrupt or diverged (check the checkpoint)");
-  }
+  check_finite_normalisers(lse.data_ptr<float>(), n, rows, row0);
   auto probs = torch::softmax(logits * torch::from_blob(inv_t.data(), {n, 1}, torch::kFloat32), -1).contiguous();
   const float* lg = logits.data_ptr<float>();
   const float* pr = probs.data_ptr<float>();
@@ -336,15 +351,9 @@ void RolloutEngine::sample_rows(const torch::Tensor& logits, std::vector<Row>& r
     thread_local SamplerScratch scratch;
     for (int64_t i = begin; i < end; ++i) {
       Row& row = rows[row0 + i];
-      row.just_forced = row.forced_at < row.forced.size();
-      if (row.just_forced) {  // an appended token: pushed as given, nothing drawn
-        row.completion.push_back(row.forced[row.forced_at++]);
-        row.logprobs.push_back(0.0f);
-        if (row.forced_at == row.forced.size()) row.forced.clear(), row.forced_at = 0;
-        continue;
-      }
+      if (row.push_forced()) continue;  // an appended token: pushed as given, nothing drawn
       const SamplingParams& p = row.req->params;
-      const bool filtered = (p.top_k > 0 && p.top_k < V) || p.top_p < 1 || p.min_p > 0;
+      const bool filtered = has_filters(p, V);
       int32_t id = 0;
       if (p.temperature == 0 || filtered) id = sample_token(lg + i * V, V, p, row.rng, scratch).id;
       else id = draw_from_weights(pr + i * V, V, 1.0, row.rng);

@@ -20,6 +20,8 @@
 #include "model/loader.h"
 #include "rollout/engine.h"
 #include "rollout/policy.h"
+#include "tests/model/oracle_logits.h"
+#include "tests/rollout/stories260k_fixture.h"
 #include "tests/support/test_env.h"
 #include "tests/train/run_fixtures.h"
 #include "train/config_schema.h"
@@ -39,23 +41,7 @@
 namespace rlf {
 namespace {
 
-torch::Tensor json_to_tensor(const Json& j) {
-  std::vector<float> flat;
-  std::vector<int64_t> shape;
-  const Json* cur = &j;
-  while (cur->is_array()) {
-    shape.push_back(static_cast<int64_t>(cur->size()));
-    cur = &(*cur)[0];
-  }
-  std::function<void(const Json&)> walk = [&](const Json& x) {
-    if (x.is_array())
-      for (const auto& e : x) walk(e);
-    else
-      flat.push_back(x.get<float>());
-  };
-  walk(j);
-  return torch::tensor(flat).view(shape);
-}
+using test::json_to_tensor;
 
 std::string oracle(const std::string& args) {
   return test::shell_quote(test::oracle_python()) + " " +
@@ -109,21 +95,11 @@ INSTANTIATE_TEST_SUITE_P(Architectures, CudaHfOracle, ::testing::Values("llama",
 
 TEST(Cuda, Stories260KGreedyMatchesLlama2cRunC) {
   RLF_REQUIRE_CUDA();
-  const std::string reference =
-      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw "
-      "a big, red ball. She wanted to play with it, but it was too high.";
   LoadOptions lo;
   lo.dtype = "fp32";
   lo.device = "cuda";
-  Policy p = load_policy(test::shared_path("models/stories260K/stories260K.bin"), "", lo);
-  EngineOptions eo;
-  eo.eos_token_ids = p.eos_token_ids;
-  RolloutEngine engine(p.model(), p.tokenizer, eo);
-  GenerationRequest r;
-  r.prompt_ids = p.tokenizer->encode("Once upon a time", /*add_special=*/true);
-  r.params.temperature = 0;
-  r.params.max_new_tokens = 120;
-  const std::string text = "Once upon a time" + engine.generate({r})[0].text;
+  const std::string text = test::greedy_story(test::shared_path("models/stories260K/stories260K.bin"), lo);
+  const std::string reference = test::kStories260KReference;
   EXPECT_EQ(text.substr(0, reference.size()), reference) << text;
 }
 
@@ -173,21 +149,12 @@ TEST(Cuda, RolloutLogProbsEqualTheTrainersOnTheGpuAndTheCpu) {
             << " on the GPU, " << gap_cpu << " against the CPU\n";
 }
 
+// The GRPO run of tests/train/test_grpo_run.cpp, on the GPU in `dtype`.
 Json grpo_config(const std::filesystem::path& model, const std::filesystem::path& out, int64_t steps,
                  const std::string& dtype) {
-  Json j = Json::parse(R"({
-    "data": {"preset": "arithmetic", "eval_size": 4, "arithmetic": {"n_problems": 40}},
-    "reward": [{"type": "math", "answer_format": "gsm8k"}, {"type": "format", "name": "has_e", "pattern": "e", "match": "search", "weight": 0.5}],
-    "rollout": {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 8},
-    "algorithm": {"micro_batch_size": 3, "epochs": 2},
-    "optim": {"lr": 0.001},
-    "run": {"checkpoint_every": 2, "samples_every": 1, "seed": 7}
-  })");
-  j["model"]["path"] = model.string();
+  Json j = test::grpo_run_config(model, out, steps);
   j["model"]["device"] = "cuda";
   j["model"]["dtype"] = dtype;
-  j["run"]["out_dir"] = out.string();
-  j["run"]["steps"] = steps;
   return j;
 }
 

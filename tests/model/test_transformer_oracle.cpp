@@ -7,29 +7,14 @@
 #include <fstream>
 
 #include "model/loader.h"
+#include "tests/model/oracle_logits.h"
 #include "tests/support/test_env.h"
 #include "util/json_util.h"
 
 namespace rlf {
 namespace {
 
-torch::Tensor json_to_tensor(const Json& j) {
-  std::vector<float> flat;
-  std::vector<int64_t> shape;
-  const Json* cur = &j;
-  while (cur->is_array()) {
-    shape.push_back(static_cast<int64_t>(cur->size()));
-    cur = &(*cur)[0];
-  }
-  std::function<void(const Json&)> walk = [&](const Json& x) {
-    if (x.is_array())
-      for (const auto& e : x) walk(e);
-    else
-      flat.push_back(x.get<float>());
-  };
-  walk(j);
-  return torch::tensor(flat).view(shape);
-}
+using test::json_to_tensor;
 
 std::string oracle_script() { return test::source_path("tests/oracle/hf_tiny_models.py").string(); }
 

@@ -30,6 +30,23 @@ inline std::filesystem::path make_tiny_model(const TempDir& dir) {
   return dir / "tiny";
 }
 
+// A GRPO run on the synthetic arithmetic task (math reward + a format reward),
+// 2 prompts x 4 samples, 2 epochs, a checkpoint every 2 steps, seed 7.
+inline Json grpo_run_config(const std::filesystem::path& model, const std::filesystem::path& out, int64_t steps) {
+  Json j = Json::parse(R"({
+    "data": {"preset": "arithmetic", "eval_size": 4, "arithmetic": {"n_problems": 40}},
+    "reward": [{"type": "math", "answer_format": "gsm8k"}, {"type": "format", "name": "has_e", "pattern": "e", "match": "search", "weight": 0.5}],
+    "rollout": {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 8},
+    "algorithm": {"micro_batch_size": 3, "epochs": 2},
+    "optim": {"lr": 0.001},
+    "run": {"checkpoint_every": 2, "samples_every": 1, "seed": 7}
+  })");
+  j["model"]["path"] = model.string();
+  j["run"]["out_dir"] = out.string();
+  j["run"]["steps"] = steps;
+  return j;
+}
+
 // Pairs whose preference is one learnable rule: the chosen story is about a
 // happy cat, the rejected one about a sad cat; the rest of the words vary.
 inline std::filesystem::path write_cat_pairs(const TempDir& dir, int n) {

@@ -23,23 +23,10 @@ namespace {
 
 using test::ConfigAt;
 using test::expect_same_parameters;
+using test::grpo_run_config;
 using test::make_tiny_model;
 using test::straight_and_resumed;
 
-Json make(const std::filesystem::path& model, const std::filesystem::path& out, int64_t steps) {
-  Json j = Json::parse(R"({
-    "data": {"preset": "arithmetic", "eval_size": 4, "arithmetic": {"n_problems": 40}},
-    "reward": [{"type": "math", "answer_format": "gsm8k"}, {"type": "format", "name": "has_e", "pattern": "e", "match": "search", "weight": 0.5}],
-    "rollout": {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 8},
-    "algorithm": {"micro_batch_size": 3, "epochs": 2},
-    "optim": {"lr": 0.001},
-    "run": {"checkpoint_every": 2, "samples_every": 1, "seed": 7}
-  })");
-  j["model"]["path"] = model.string();
-  j["run"]["out_dir"] = out.string();
-  j["run"]["steps"] = steps;
-  return j;
-}
 
 TEST(GrpoRun, ResumeContinuesExactly) {
   test::TempDir dir;
@@ -47,12 +34,12 @@ TEST(GrpoRun, ResumeContinuesExactly) {
   TrainRunOptions quiet;
   quiet.quiet = true;
 
-  auto straight = run_training(train_config_from_json(make(model, dir / "a", 4), "straight"), quiet);
+  auto straight = run_training(train_config_from_json(grpo_run_config(model, dir / "a", 4), "straight"), quiet);
   EXPECT_EQ(straight.steps, 4);
-  run_training(train_config_from_json(make(model, dir / "b", 2), "first half"), quiet);
+  run_training(train_config_from_json(grpo_run_config(model, dir / "b", 2), "first half"), quiet);
   TrainRunOptions resume = quiet;
   resume.resume = true;
-  auto resumed = run_training(train_config_from_json(make(model, dir / "b", 4), "second half"), resume);
+  auto resumed = run_training(train_config_from_json(grpo_run_config(model, dir / "b", 4), "second half"), resume);
   EXPECT_EQ(resumed.steps, 4);
 
   LoadedModel a = load_model(dir / "a/checkpoints/step-4/model");
@@ -88,7 +75,7 @@ TEST(GrpoRun, ConfigErrorsNameTheKey) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  Json ok = make("/m", "/o", 2);
+  Json ok = grpo_run_config("/m", "/o", 2);
   Json bad = ok;
   bad["rollout"]["group_sise"] = 4;
   expect_error(bad, "unknown key 'rollout.group_sise'");
@@ -114,7 +101,7 @@ Json sft_table() {
 TEST(GrpoRun, Bf16WarmStartKeepsTheWarmedWeightsAndTheReferenceIsThePolicyAsRlStarts) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);
-  Json j = make(model, dir / "run", 1);
+  Json j = grpo_run_config(model, dir / "run", 1);
   j["model"]["dtype"] = "bf16";
   j["sft"] = sft_table();
   j["optim"]["lr"] = 1e-30;  // the RL step moves nothing: what it writes back is the optimiser's masters
@@ -137,7 +124,7 @@ TEST(GrpoRun, KlToTheRlStartIsZeroAtTheFirstStepAndInitialIsTheLoadedModel) {
   quiet.quiet = true;
   double kl[2];
   for (int k = 0; k < 2; ++k) {
-    Json j = make(model, dir / ("run" + std::to_string(k)), 1);
+    Json j = grpo_run_config(model, dir / ("run" + std::to_string(k)), 1);
     j["sft"] = sft_table();
     j["algorithm"]["kl_beta"] = 0.1;
     j["algorithm"]["epochs"] = 1;
@@ -159,7 +146,7 @@ TEST(GrpoRun, ACachedWarmStartGivesTheSameRun) {
   TrainRunOptions quiet;
   quiet.quiet = true;
   auto config = [&](const std::string& out, bool cache) {
-    Json j = make(model, dir / out, 2);
+    Json j = grpo_run_config(model, dir / out, 2);
     j["sft"] = sft_table();
     j["algorithm"]["kl_beta"] = 0.1;
     if (cache) j["run"]["warm_start_cache"] = (dir / "cache").string();
@@ -182,7 +169,7 @@ TEST(GrpoRun, ACachedWarmStartGivesTheSameRun) {
 TEST(TrainKinds, SftRunsOnItsOwn) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);
-  Json j = make(model, dir / "sft", 6);
+  Json j = grpo_run_config(model, dir / "sft", 6);
   j["trainer"]["kind"] = "sft";
   j["sft"] = {{"data", {{"preset", "arithmetic"}, {"arithmetic", {{"n_problems", 40}}}}}, {"batch_size", 8},
               {"micro_batch_size", 3}};
@@ -263,7 +250,7 @@ TEST(GrpoRun, MultiTurnRunResumesExactly) {
 // groups, the run resumes bit for bit, the samples log shows refinements with
 // their critiques.
 Json refine_config(const std::filesystem::path& model, const std::filesystem::path& out, int64_t steps) {
-  Json j = make(model, out, steps);
+  Json j = grpo_run_config(model, out, steps);
   j["algorithm"]["accuracy_reward"] = "has_e";
   j["refine"] = {{"enabled", true}};
   j["critic"] = {{"type", "text"}};
@@ -313,7 +300,7 @@ TEST(GrpoRun, ReplayRunResumesExactlyWithItsBuffer) {
   TrainRunOptions quiet;
   quiet.quiet = true;
   auto config = [&](const std::filesystem::path& out, int64_t steps) {
-    Json j = make(model, out, steps);
+    Json j = grpo_run_config(model, out, steps);
     j["data"]["arithmetic"]["n_problems"] = 8;  // 4 training tasks, 2 per step: each comes back every 2 steps
     j["algorithm"]["accuracy_reward"] = "has_e";
     j["algorithm"]["off_policy_ratio_cap"] = 2.0;
@@ -334,7 +321,7 @@ TEST(GrpoRun, ReplayRunResumesExactlyWithItsBuffer) {
   // A run without replay cannot be resumed with it.
   TrainRunOptions resume = quiet;
   resume.resume = true;
-  Json j = make(model, dir / "c", 2);
+  Json j = grpo_run_config(model, dir / "c", 2);
   run_training(train_config_from_json(j, "plain"), quiet);
   j["run"]["steps"] = 4;
   j["replay"] = {{"enabled", true}};
@@ -353,7 +340,7 @@ TEST(GrpoRun, LessonRunShowsLessonsAndResumesExactlyWithItsPool) {
   TrainRunOptions quiet;
   quiet.quiet = true;
   auto config = [&](const std::filesystem::path& out, int64_t steps) {
-    Json j = make(model, out, steps);
+    Json j = grpo_run_config(model, out, steps);
     j["lessons"] = {{"enabled", true}, {"k", 2}, {"min_similarity", 0.0}};
     j["critic"] = {{"type", "simple_gt"}};
     return train_config_from_json(j, "lessons");
@@ -378,7 +365,7 @@ TEST(GrpoRun, LessonRunShowsLessonsAndResumesExactlyWithItsPool) {
   // A run without lessons cannot be resumed with them.
   TrainRunOptions resume = quiet;
   resume.resume = true;
-  Json j = make(model, dir / "c", 2);
+  Json j = grpo_run_config(model, dir / "c", 2);
   run_training(train_config_from_json(j, "plain"), quiet);
   j["run"]["steps"] = 4;
   j["lessons"] = {{"enabled", true}};
@@ -398,7 +385,7 @@ TEST(GrpoRun, SelfDistillationRunResumesExactly) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);
   auto config = [&](const std::filesystem::path& out, int64_t steps) {
-    Json j = make(model, out, steps);
+    Json j = grpo_run_config(model, out, steps);
     j["distill"] = {{"enabled", true}, {"coef", 0.5}, {"context", "The answer is {reference}. {prompt}"}};
     return train_config_from_json(j, "distill");
   };
@@ -418,7 +405,7 @@ TEST(GrpoRun, RolloutTokenBudgetEndsTheRunAndSurvivesResume) {
   auto model = make_tiny_model(dir);
   TrainRunOptions quiet;
   quiet.quiet = true;
-  Json j = make(model, dir / "a", 50);
+  Json j = grpo_run_config(model, dir / "a", 50);
   j["run"]["rollout_token_budget"] = 100;  // a step generates at most 2 x 4 x 8 = 64 tokens
   auto s = run_training(train_config_from_json(j, "budget"), quiet);
   EXPECT_GE(s.rollout_tokens, 100);
@@ -441,12 +428,12 @@ TEST(GrpoRun, ResumingAFinishedRunWritesNoCheckpoint) {
   auto model = make_tiny_model(dir);
   TrainRunOptions quiet;
   quiet.quiet = true;
-  run_training(train_config_from_json(make(model, dir / "r", 2), "first"), quiet);
+  run_training(train_config_from_json(grpo_run_config(model, dir / "r", 2), "first"), quiet);
   const auto trainer_json = dir / "r/checkpoints/step-2/trainer.json";
   const auto before = std::filesystem::last_write_time(trainer_json);
   TrainRunOptions resume = quiet;
   resume.resume = true;
-  auto s = run_training(train_config_from_json(make(model, dir / "r", 2), "again"), resume);
+  auto s = run_training(train_config_from_json(grpo_run_config(model, dir / "r", 2), "again"), resume);
   EXPECT_EQ(s.steps, 2);
   EXPECT_EQ(std::filesystem::last_write_time(trainer_json), before) << "the finished checkpoint was written again";
 }
@@ -460,7 +447,7 @@ TEST(GrpoRun, PromptsTooLongForTheContextAreBadRecords) {
     lines += "{\"prompt\": \"What is 3 + 3?\", \"answer\": \"6\"}\n";
     write_file_atomic(dir / "data.jsonl", lines);
   }
-  Json j = make(model, dir / "long", 1);
+  Json j = grpo_run_config(model, dir / "long", 1);
   j["data"] = {{"path", (dir / "data.jsonl").string()}};
   j["reward"] = Json::parse(R"([{"type": "math"}])");
   TrainRunOptions quiet;
@@ -476,7 +463,7 @@ TEST(GrpoRun, PromptsTooLongForTheContextAreBadRecords) {
 TEST(GrpoRun, TheCountdownTaskTrainsWithRlfTrain) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);
-  Json j = make(model, dir / "cd", 1);
+  Json j = grpo_run_config(model, dir / "cd", 1);
   j["data"] = Json::parse(R"({"preset": "countdown", "eval_size": 4, "countdown": {"n_problems": 30}})");
   j["reward"] = Json::parse(R"([{"type": "countdown"}])");
   TrainRunOptions quiet;
@@ -487,7 +474,7 @@ TEST(GrpoRun, TheCountdownTaskTrainsWithRlfTrain) {
 }
 
 TEST(ConfigKeys, EveryNumericKeyHasARangeAndRejectsValuesOutsideIt) {
-  const Json ok = make("/m", "/o", 2);
+  const Json ok = grpo_run_config("/m", "/o", 2);
   int checked = 0;
   for (const SchemaEntry& e : train_config_schema()) {
     if (e.type != OptionType::Int && e.type != OptionType::Float) continue;
@@ -519,7 +506,7 @@ TEST(GrpoRun, IncompatibleOptionsAreRefusedAtLoad) {
     const std::string e = test::error_of([&] { train_config_from_json(j, "cfg.toml"); });
     EXPECT_NE(e.find(needle), std::string::npos) << e;
   };
-  Json ok = make("/m", "/o", 2);
+  Json ok = grpo_run_config("/m", "/o", 2);
   Json bad = ok;
   bad["rollout"]["group_size"] = 1;
   expect_error(bad, "rollout.group_size = 1 gives every episode a group of its own, so algorithm.advantage = \"grpo\"");
@@ -570,7 +557,7 @@ TEST(GrpoRun, ResumingWithMoreStepsKeepsTheScheduleHorizon) {
   auto model = make_tiny_model(dir);
   TrainRunOptions quiet;
   quiet.quiet = true;
-  Json j = make(model, dir / "r", 2);
+  Json j = grpo_run_config(model, dir / "r", 2);
   j["optim"]["schedule"] = "cosine";
   j["optim"]["lr_min"] = 1e-4;
   run_training(train_config_from_json(j, "first"), quiet);  // 2 steps x 2 epochs: a horizon of 4 optimiser steps
@@ -586,7 +573,7 @@ TEST(GrpoRun, ResumingWithMoreStepsKeepsTheScheduleHorizon) {
 TEST(GrpoRun, AStepWithNoRewardReportsItMissingNotZero) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);
-  Json j = make(model, dir / "m", 1);
+  Json j = grpo_run_config(model, dir / "m", 1);
   // A scorer that can judge nothing: every score null.
   j["reward"] = Json::array({{{"type", "external"},
                               {"command", {"/usr/bin/python3", "-c",
