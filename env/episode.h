@@ -7,7 +7,9 @@
 //   loss_weight     0 for every token the policy did not write; 1 (or a
 //                   shaped weight) for policy tokens
 //   old_logprob     log-prob under the behaviour policy that produced the
-//                   token (the rollout's, or replay storage's)
+//                   token (the rollout's, or replay storage's); with
+//                   algorithm.recompute_old_logprobs the trainer's own
+//                   recomputation, the rollout's kept in behaviour_logprob
 //   ref_logprob     log-prob under the frozen reference (empty when unused)
 //   teacher_logprob log-prob under a distillation teacher (empty when unused)
 //   advantage       set by credit assignment (algorithms/credit.h)
@@ -71,6 +73,8 @@ struct Episode {
   std::vector<Segment> segments;          // in order, covering tokens exactly
   std::vector<float> loss_weight;         // [tokens]
   std::vector<float> old_logprob;         // [tokens] (meaningful where loss_weight > 0)
+  std::vector<float> behaviour_logprob;   // [tokens] or empty: the rollout's log-probs when old_logprob holds the
+                                          // trainer's recomputation (rollout correction, algorithms/rollout_correction.h)
   std::vector<float> ref_logprob;         // [tokens] or empty
   std::vector<float> teacher_logprob;     // [tokens] or empty: the distillation teacher's (train/distillation.h)
   std::vector<float> advantage;           // [tokens] (0 where loss_weight == 0), or empty before credit
@@ -84,6 +88,8 @@ struct Episode {
   std::vector<std::optional<double>> turn_rewards;  // [n_turns] environment reward after each turn (unset = none)
   std::vector<std::string> turn_feedback; // [n_turns] the environment's feedback text on each turn ("" = none)
   std::optional<double> reward;           // aggregated episode reward (unset = missing: no gradient)
+  std::optional<bool> correct;            // the accuracy reward's verdict (score > 0.5); unset = unknown
+  double group_accuracy = -1;             // share of correct episodes in its group (NFT's r_q); < 0 = unknown
   bool on_policy = true;                  // false: replayed or produced under another context
   EpisodeSource source = EpisodeSource::Rollout;
   std::string finish_reason;              // the last policy turn's: "stop" | "length"

@@ -19,9 +19,10 @@ double weighted_sum(const torch::Tensor& x, const torch::Tensor& w) {
 }  // namespace
 
 PolicyGradientTerm::PolicyGradientTerm(algo::PolicyLossOptions loss, algo::AggregationOptions aggregation,
-                                       double shaping_gamma)
-    : loss_(loss), aggregation_(aggregation), shaping_gamma_(shaping_gamma) {
+                                       double shaping_gamma, algo::RolloutCorrectionOptions correction)
+    : loss_(loss), aggregation_(aggregation), shaping_gamma_(shaping_gamma), correction_(correction) {
   loss_.validate();
+  correction_.validate();
   aggregation_.validate();
   check(std::isfinite(shaping_gamma_) && shaping_gamma_ > 0, "refine.gamma must be > 0 (got ", shaping_gamma_,
         "; Critique-GRPO uses 0.1)");
@@ -38,6 +39,19 @@ torch::Tensor PolicyGradientTerm::per_token(const TermInput& in, TermSums& sums)
   }
   algo::PolicyLossResult pl =
       algo::policy_loss(in.logp, in.mb.old_logp, in.mb.advantages, clipped_mask, loss_, guard);
+  if (correction_.active() && in.mb.behaviour_logp.defined()) {
+    // Rows whose old log-probs the trainer recomputed (rollout episodes; NaN elsewhere). Their tokens count
+    // as off-policy in later mini-batches and epochs of the step, yet both numbers belong to the sampling weights.
+    const auto rollout_mask = clipped_mask * (in.mb.behaviour_logp == in.mb.behaviour_logp).to(clipped_mask.scalar_type());
+    const auto rc = algo::rollout_correction(in.mb.old_logp, in.mb.behaviour_logp, rollout_mask, correction_);
+    pl.per_token = torch::where(rollout_mask != 0, pl.per_token * rc.weight, pl.per_token);
+    const double n = rc.stats.n_tokens;
+    sums["mismatch/tis_weight_mean"] += rc.stats.weight_mean * n;
+    sums["mismatch/capped_frac"] += rc.stats.capped_frac * n;
+    sums["mismatch/kl"] += rc.stats.kl * n;
+    torch::NoGradGuard ng;
+    sums["mismatch/masked_frac"] += ((rc.weight == 0) & (rollout_mask != 0)).sum().item<double>();
+  }
   if (shaped_mask.defined()) {
     pl.per_token = pl.per_token + algo::shaped_policy_loss(in.logp, in.mb.advantages, shaped_mask, shaping_gamma_);
     torch::NoGradGuard ng;
@@ -55,7 +69,33 @@ torch::Tensor PolicyGradientTerm::per_token(const TermInput& in, TermSums& sums)
     sums["policy/off_policy_capped_frac"] += s.capped_frac * n;
     sums["policy/off_policy_masked_frac"] += s.masked_frac * n;
   }
+  if (loss_.objective == algo::PolicyObjective::DppoTv || loss_.objective == algo::PolicyObjective::DppoKl)
+    sums["policy/region_frac"] += s.region_frac * n;
+  if (loss_.objective == algo::PolicyObjective::ClipCov || loss_.objective == algo::PolicyObjective::KlCov)
+    sums["policy/cov_frac"] += s.cov_frac * n;
   return pl.per_token;
+}
+
+NftTerm::NftTerm(algo::NftOptions options, algo::AggregationOptions aggregation)
+    : options_(options), aggregation_(aggregation) {
+  options_.validate();
+  aggregation_.validate();
+}
+
+torch::Tensor NftTerm::weights(const MicroBatch& mb) const {
+  check(mb.seq_accuracy.defined() && mb.seq_correct.defined(), "loss term 'nft': the micro-batch has no verdicts");
+  const auto rows = algo::nft_rows(mb.seq_accuracy) * (mb.seq_correct == mb.seq_correct).to(torch::kFloat32);
+  return mb.weight * rows.unsqueeze(1).to(mb.weight.device());
+}
+
+torch::Tensor NftTerm::per_token(const TermInput& in, TermSums& sums) const {
+  const auto w = weights(in.mb);
+  const auto r = algo::nft_loss(in.logp, in.mb.old_logp, torch::nan_to_num(in.mb.seq_correct, 0.0), in.mb.seq_accuracy,
+                                w, options_);
+  sums["nft/loss"] += weighted_sum(r.per_token, w);
+  sums["nft/clamped_frac"] += r.stats.clamped_frac * r.stats.n_tokens;
+  sums["nft/ratio_mean"] += r.stats.ratio_mean * r.stats.n_tokens;
+  return r.per_token;
 }
 
 torch::Tensor CrossEntropyTerm::per_token(const TermInput& in, TermSums& sums) const {

@@ -8,11 +8,17 @@
 // the Reducer). A method adds a term (preference, value, distillation...),
 // never a loop. The terms here (math and papers in docs/algorithms.md):
 //
-//   policy   clipped policy-gradient surrogate with per-token advantages
-//            (GRPO, DAPO, Dr.GRPO, RLOO, REINFORCE++, GSPO, dual clip), the
-//            off-policy safeguards on tokens of off-policy episodes; tokens of
-//            refinement episodes (Critique-GRPO) take the shaped objective
-//            -A * p/(p + gamma) instead (algorithms/policy_shaping.h)
+//   policy   policy-gradient objective with per-token advantages: the
+//            clipped surrogate (GRPO, DAPO, Dr.GRPO, RLOO, REINFORCE++, GSPO,
+//            dual clip), CISPO, DPPO, Clip-Cov or KL-Cov
+//            (algorithms/policy_loss.h), the off-policy safeguards on tokens
+//            of off-policy episodes, the rollout correction (TIS, sequence
+//            masking) on tokens whose old log-probs the trainer recomputed
+//            (algorithms/rollout_correction.h); tokens of refinement episodes
+//            (Critique-GRPO) take the shaped objective -A * p/(p + gamma)
+//            instead (algorithms/policy_shaping.h)
+//   nft      negative-aware fine-tuning (algorithms/nft_loss.h): instead of
+//            the policy term, on rows whose group's correct rate is in (0, 1)
 //   ce       cross-entropy on the weighted tokens: -log p (SFT is this term alone)
 //   kl       beta * k(logp, ref_logp), k1/k2/k3, to the frozen reference
 //   entropy  -coef * H(p) on the weighted tokens (an entropy bonus)
@@ -48,7 +54,9 @@
 
 #include "algorithms/kl.h"
 #include "algorithms/loss_aggregation.h"
+#include "algorithms/nft_loss.h"
 #include "algorithms/policy_loss.h"
+#include "algorithms/rollout_correction.h"
 #include "algorithms/preference_loss.h"
 #include "train/micro_batch.h"
 
@@ -99,16 +107,38 @@ class LossTerm {
 
 class PolicyGradientTerm final : public LossTerm {
  public:
-  // `shaping_gamma`: gamma of the shaped objective on refinement tokens (refine.gamma).
-  PolicyGradientTerm(algo::PolicyLossOptions loss, algo::AggregationOptions aggregation, double shaping_gamma = 0.1);
+  // `shaping_gamma`: gamma of the shaped objective on refinement tokens (refine.gamma);
+  // `correction`: TIS / sequence masking on rows with behaviour log-probs (MicroBatch::behaviour_logp).
+  PolicyGradientTerm(algo::PolicyLossOptions loss, algo::AggregationOptions aggregation, double shaping_gamma = 0.1,
+                     algo::RolloutCorrectionOptions correction = {});
   std::string name() const override { return "policy"; }
   algo::AggregationOptions aggregation() const override { return aggregation_; }
+  // Diagnostics per loss token: policy/* (clip fractions, ratio, approx_kl;
+  // policy/region_frac for dppo_*, policy/cov_frac for clip_cov and kl_cov),
+  // mismatch/* with the rollout correction (tis_weight_mean, capped_frac,
+  // masked_frac: tokens of masked sequences, kl: k3 of KL(rollout || trainer)).
   torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
 
  private:
   algo::PolicyLossOptions loss_;
   algo::AggregationOptions aggregation_;
   double shaping_gamma_;
+  algo::RolloutCorrectionOptions correction_;
+};
+
+class NftTerm final : public LossTerm {
+ public:
+  NftTerm(algo::NftOptions options, algo::AggregationOptions aggregation);
+  std::string name() const override { return "nft"; }
+  algo::AggregationOptions aggregation() const override { return aggregation_; }
+  // The loss weights of rows whose group's correct rate lies in (0, 1) and whose verdict is known; 0 elsewhere.
+  torch::Tensor weights(const MicroBatch& mb) const override;
+  // Diagnostics per token: nft/clamped_frac, nft/ratio_mean.
+  torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
+
+ private:
+  algo::NftOptions options_;
+  algo::AggregationOptions aggregation_;
 };
 
 class CrossEntropyTerm final : public LossTerm {

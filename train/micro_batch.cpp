@@ -23,6 +23,8 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
   const bool has_adv = std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->advantage.empty(); });
   const bool has_teacher = std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->teacher_logprob.empty(); });
   const bool has_value = std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->value_target.empty(); });
+  const bool has_behaviour =
+      std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->behaviour_logprob.empty(); });
   const bool has_shaped = std::any_of(eps.begin(), eps.end(),
                                       [](const Episode* e) { return e->source == EpisodeSource::Refinement; });
   std::vector<int64_t> ids(B * T, 0), tgt(B * T, 0), pos(B * T, 0);
@@ -30,7 +32,7 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
   std::vector<float> weight(B * T, 0), old(B * T, 0), ref(has_ref ? B * T : 0, 0), adv(has_adv ? B * T : 0, 0),
       off(B * T, 0), shaped(has_shaped ? B * T : 0, 0), teacher(has_teacher ? B * T : 0, 0),
       teacher_mask(has_teacher ? B * T : 0, 0), old_value(has_value ? B * T : 0, 0), returns(has_value ? B * T : 0, 0),
-      value_mask(has_value ? B * T : 0, 0);
+      value_mask(has_value ? B * T : 0, 0), behaviour(has_behaviour ? B * T : 0, 0);
   for (int64_t b = 0; b < B; ++b) {
     const Episode& e = *eps[b];
     const int64_t L = static_cast<int64_t>(e.tokens.size()) - 1;
@@ -43,6 +45,11 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
       valid[k] = 1;
       weight[k] = e.loss_weight[t + 1];
       old[k] = e.old_logprob[t + 1];
+      if (has_behaviour) {
+        check(e.behaviour_logprob.empty() || e.behaviour_logprob.size() == e.tokens.size(),
+              "an episode's behaviour_logprob must have one entry per token");
+        behaviour[k] = e.behaviour_logprob.empty() ? std::nanf("") : e.behaviour_logprob[t + 1];
+      }
       if (has_ref) ref[k] = e.ref_logprob[t + 1];
       if (has_adv && !e.advantage.empty()) adv[k] = e.advantage[t + 1];
       const bool stale = current_version >= 0 && !e.policy_version.empty() && e.policy_version[t + 1] >= 0 &&
@@ -76,6 +83,7 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
   mb.weight = put(weight);
   mb.old_logp = put(old);
   if (has_ref) mb.ref_logp = put(ref);
+  if (has_behaviour) mb.behaviour_logp = put(behaviour);
   if (has_adv) mb.advantages = put(adv);
   mb.off_policy = put(off);
   if (has_shaped) mb.shaped = put(shaped);
@@ -94,10 +102,15 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
   }
   mb.seq_group = torch::empty({B}, i64);
   mb.seq_reward = torch::empty({B}, torch::kFloat64);
+  std::vector<float> correct(B), accuracy(B);
   for (int64_t b = 0; b < B; ++b) {
     mb.seq_group[b] = eps[b]->group;
     mb.seq_reward[b] = eps[b]->reward ? *eps[b]->reward : std::nan("");
+    correct[b] = eps[b]->correct ? (*eps[b]->correct ? 1.0f : 0.0f) : std::nanf("");
+    accuracy[b] = eps[b]->group_accuracy >= 0 ? static_cast<float>(eps[b]->group_accuracy) : std::nanf("");
   }
+  mb.seq_correct = torch::from_blob(correct.data(), {B}, f32).to(device, false, true);
+  mb.seq_accuracy = torch::from_blob(accuracy.data(), {B}, f32).to(device, false, true);
   mb.n_sequences = B;
   return mb;
 }

@@ -19,6 +19,8 @@ struct MicroBatch {
   torch::Tensor targets;     // [B, T] int64
   torch::Tensor weight;      // [B, T] fp32: loss weight of the target token (0 on prompt, observations, padding)
   torch::Tensor old_logp;    // [B, T] fp32: behaviour log-prob of the target token
+  torch::Tensor behaviour_logp;  // [B, T] fp32: the rollout's log-probs where the trainer recomputed old_logp
+                                 // (NaN on other rows), or undefined when no episode has any
   torch::Tensor ref_logp;    // [B, T] fp32, or undefined when the episodes carry none
   torch::Tensor advantages;  // [B, T] fp32, or undefined when the episodes carry none
   torch::Tensor off_policy;  // [B, T] fp32: 1 on off-policy tokens (see make_micro_batch)
@@ -33,6 +35,8 @@ struct MicroBatch {
   torch::Tensor ratings;     // [B, K] fp32: Episode::ratings (NaN = not rated), or undefined when no episode has any
   torch::Tensor seq_group;   // [B] int64 on the CPU: each row's Episode::group
   torch::Tensor seq_reward;  // [B] fp64 on the CPU: each row's Episode::reward (NaN where missing)
+  torch::Tensor seq_correct;   // [B] fp32 on the device: 1 correct, 0 not, NaN unknown (Episode::correct)
+  torch::Tensor seq_accuracy;  // [B] fp32 on the device: Episode::group_accuracy (NaN unknown)
   int64_t n_sequences = 0;   // B
 };
 

@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "algorithms/credit.h"
+#include "algorithms/semantic_entropy.h"
+#include "rewards/math/majority_vote.h"
 #include "algorithms/kl.h"
 #include "env/episode_rewards.h"
 #include "train/diagnostics.h"
@@ -284,9 +286,18 @@ void RlSteps::assign_credit(std::vector<ScoredGroup>& groups, Json& metrics) {
   }
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     ScoredGroup& sg = groups[gi];
+    // The accuracy reward's verdicts and the group's correct rate (NFT's r_q).
+    double n_known = 0, n_correct = 0;
+    for (size_t i = 0; i < sg.group.episodes.size(); ++i) {
+      if (!sg.scores.results[accuracy_component_][i].score) continue;
+      ++n_known;
+      if (is_correct(sg, accuracy_component_, i)) ++n_correct;
+    }
     for (size_t i = 0; i < sg.group.episodes.size(); ++i) {
       Episode& e = sg.group.episodes[i];
       e.group = sg.slot;
+      if (sg.scores.results[accuracy_component_][i].score) e.correct = is_correct(sg, accuracy_component_, i);
+      e.group_accuracy = n_known > 0 ? n_correct / n_known : -1.0;
       if (!e.reward) ++n_missing;
       const size_t T = e.tokens.size();
       // Per-token rewards: what rewards scored per token (weighted), and the KL penalty.
@@ -341,6 +352,7 @@ void RlSteps::assign_credit(std::vector<ScoredGroup>& groups, Json& metrics) {
     episodes[k]->advantage = std::move(adv[k]);
     if (value_) episodes[k]->value_target = std::move(returns[k]);
   }
+  if (options_.seed_alpha > 0) scale_by_semantic_entropy(groups, metrics);
   double missing = static_cast<double>(n_missing);
   reducer_.sum(std::span<double>(&missing, 1));
   metrics["reward/missing"] = missing;
@@ -428,9 +440,57 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) {
   m.update(diagnostics_from_sums(diag));
 }
 
+void RlSteps::recompute_old_logprobs(std::vector<ScoredGroup>& groups, Json& metrics) {
+  std::vector<Episode*> all;
+  std::vector<const Episode*> view;
+  for (auto& g : groups)
+    for (auto& e : g.group.episodes) {
+      if (!e.on_policy || e.tokens.size() < 2 || e.n_policy_tokens() == 0) continue;
+      all.push_back(&e);
+      view.push_back(&e);
+    }
+  auto lp = recompute_logprobs(*policy_.model(), view, options_.reference_micro_batch_size);
+  double diff_max = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    Episode& e = *all[i];
+    e.behaviour_logprob = e.old_logprob;
+    for (size_t t = 0; t < e.tokens.size(); ++t) {
+      if (e.loss_weight[t] <= 0) continue;
+      diff_max = std::max(diff_max, std::abs(static_cast<double>(lp[i][t]) - e.old_logprob[t]));
+      e.old_logprob[t] = lp[i][t];
+    }
+  }
+  reducer_.max(std::span<double>(&diff_max, 1));
+  metrics["mismatch/logprob_diff_max"] = diff_max;  // |trainer - rollout| on policy tokens, before the update
+}
+
+void RlSteps::scale_by_semantic_entropy(std::vector<ScoredGroup>& groups, Json& metrics) {
+  double sums[3] = {0, 0, 0};  // entropy, scale, groups
+  for (auto& g : groups) {
+    auto& eps = g.group.episodes;
+    if (eps.size() < 2) continue;
+    std::vector<std::string> texts;
+    for (const auto& e : eps) texts.push_back(e.completion_text);
+    const auto clusters = cluster_answers(extract_answers(texts, math::AnswerFormat::Auto));
+    std::vector<int> ids;
+    for (int c : clusters) ids.push_back(c == kNoAnswer ? algo::kNoCluster : c);
+    const double se = algo::semantic_entropy(ids);
+    const double scale = algo::seed_scale(se, eps.size(), options_.seed_alpha);
+    for (auto& e : eps)
+      for (auto& a : e.advantage) a = static_cast<float>(a * scale);
+    sums[0] += se, sums[1] += scale, sums[2] += 1;
+  }
+  reducer_.sum(sums);
+  if (sums[2] > 0) {
+    metrics["seed/semantic_entropy"] = sums[0] / sums[2];  // mean over the step's groups
+    metrics["seed/scale"] = sums[1] / sums[2];
+  }
+}
+
 std::vector<Episode> RlSteps::next(int64_t step, int32_t version, Json& metrics) {
   auto groups = collect_and_score(step, version, metrics);
   add_reference_logprobs(groups);
+  if (options_.recompute_old_logprobs) recompute_old_logprobs(groups, metrics);
   if (teacher_) metrics.update(teacher_->add_teacher_logprobs(groups).metrics(reducer_));
   assign_credit(groups, metrics);
   reward_metrics(groups, metrics);

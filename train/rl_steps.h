@@ -17,13 +17,18 @@
 //   4. reference  — log-probs under the frozen reference (when a loss term or
 //                   the KL-in-reward needs them), and under the distillation
 //                   teacher (distill.enabled, train/distillation.h)
+//   4b. old log-probs — algorithm.recompute_old_logprobs: the trainer's own
+//                   log-probs of the rollout tokens become old_logprob, the
+//                   rollout's behaviour_logprob (rollout correction)
 //   5. credit     — per-token advantages (algorithms/credit.h): episode,
 //                   turn or token credit from the totals, the environment's
 //                   per-turn rewards, per-token rewards and the KL penalty
 //                   (its coefficient fixed or adaptive, algorithms/
 //                   kl_controller.h); PPO's gae credit first scores the
 //                   episodes with the critic (train/value_model.h) and sets
-//                   their value targets
+//                   their value targets; the accuracy reward's verdicts and
+//                   each group's correct rate (NFT); SEED-GRPO's scale of each
+//                   group's advantages by its semantic entropy (seed_alpha)
 // and the step's metrics (rewards per component, accuracy, lengths, turns,
 // environment outcomes). The trainer (train/trainer.h) then updates the
 // policy on the returned episodes. The engine's KV cache is released before
@@ -89,6 +94,8 @@ class RlSteps {
  private:
   std::vector<ScoredGroup> collect_and_score(int64_t step, int32_t version, Json& metrics);
   void add_reference_logprobs(std::vector<ScoredGroup>& groups);
+  void recompute_old_logprobs(std::vector<ScoredGroup>& groups, Json& metrics);
+  void scale_by_semantic_entropy(std::vector<ScoredGroup>& groups, Json& metrics);
   void assign_credit(std::vector<ScoredGroup>& groups, Json& metrics);
   void reward_metrics(const std::vector<ScoredGroup>& groups, Json& metrics);
 

@@ -74,6 +74,9 @@ const ConfigSchema& train_config_schema() {
         {"rollout.stop", T::StringList, Json(r.sampling.stop_strings), "",
          "stop strings ending a turn (excluded from its text; the environment may add its own)"},
         SchemaEntry{"rollout.max_batch_rows", T::Int, r.max_batch_rows, "sequences", "sequences decoded together"}.in(1, 65536),
+        SchemaEntry{"rollout.max_staleness", T::Int, r.max_staleness, "steps",
+         "asynchronous rollouts: the rollouts of the next steps overlap this step's update, sampled with weights at "
+         "most this many steps old (docs/training.md; 0 = synchronous)"}.in(0, 64),
         // [algorithm]
         {"algorithm.advantage", T::String, std::string(algo::advantage_estimator_name(r.credit.advantage.estimator)), "",
          "advantage estimator (docs/algorithms.md)", names_of_estimators()},
@@ -96,8 +99,12 @@ const ConfigSchema& train_config_schema() {
         {"algorithm.gold_reward", T::String, r.gold_reward, "",
          "a held-out reward component (weight 0: it never trains) logged as diag/gold_reward; a warning when the "
          "trained reward rises while it falls over 20 steps (\"\" = off)"},
-        SchemaEntry{"algorithm.eps_low", T::Float, d.loss.policy.eps_low, "", "lower clip of the importance ratio (1 - eps_low)"}.in(0, 0.999999),
-        SchemaEntry{"algorithm.eps_high", T::Float, d.loss.policy.eps_high, "", "upper clip (1 + eps_high); DAPO clip-higher uses 0.28"}.in(0, 100),
+        {"algorithm.policy_loss", T::String, std::string(algo::policy_objective_name(d.loss.policy.objective)), "",
+         "the policy objective (docs/algorithms.md): PPO/GRPO's clipped surrogate, CISPO, DPPO's trust region "
+         "(binary TV or KL), Clip-Cov, KL-Cov, or negative-aware fine-tuning",
+         {"clip", "cispo", "dppo_tv", "dppo_kl", "clip_cov", "kl_cov", "nft"}},
+        SchemaEntry{"algorithm.eps_low", T::Float, d.loss.policy.eps_low, "", "lower clip of the importance ratio (1 - eps_low); cispo: of the IS weight; dppo_*: the trust region's delta for A <= 0"}.in(0, 0.999999),
+        SchemaEntry{"algorithm.eps_high", T::Float, d.loss.policy.eps_high, "", "upper clip (1 + eps_high); DAPO clip-higher uses 0.28; cispo: of the IS weight; dppo_*: delta for A > 0"}.in(0, 100),
         SchemaEntry{"algorithm.dual_clip", T::Float, d.loss.policy.dual_clip, "",
          "dual-clip bound c > 1 for negative advantages (0 = off)"}.in(0, 1e6),
         {"algorithm.ratio_level", T::String, std::string(algo::ratio_level_name(d.loss.policy.ratio_level)), "",
@@ -108,6 +115,36 @@ const ConfigSchema& train_config_schema() {
          "off-policy tokens: drop tokens whose ratio is below this (0 = off)"}.in(0, 0.999999),
         SchemaEntry{"algorithm.off_policy_mask_high", T::Float, d.loss.policy.mask_high, "",
          "off-policy tokens: drop tokens whose ratio is above this (0 = off)"}.in(0, 1e6),
+        SchemaEntry{"algorithm.dppo_ratio_cap", T::Float, d.loss.policy.dppo_ratio_cap, "",
+         "dppo_tv, dppo_kl: truncation of the detached importance weight"}.in(1e-9, 1e9),
+        SchemaEntry{"algorithm.clip_cov_fraction", T::Float, d.loss.policy.clip_cov_fraction, "",
+         "clip_cov: share of loss tokens detached (at least one)"}.in(1e-12, 1),
+        SchemaEntry{"algorithm.clip_cov_low", T::Float, d.loss.policy.clip_cov_low, "",
+         "clip_cov: detached tokens have a covariance above this"}.in(-1e12, 1e12),
+        SchemaEntry{"algorithm.clip_cov_high", T::Float, d.loss.policy.clip_cov_high, "",
+         "clip_cov: ... and below this"}.in(-1e12, 1e12),
+        SchemaEntry{"algorithm.kl_cov_fraction", T::Float, d.loss.policy.kl_cov_fraction, "",
+         "kl_cov: share of loss tokens (the largest covariances, at least one) penalised"}.in(1e-12, 1),
+        SchemaEntry{"algorithm.kl_cov_coef", T::Float, d.loss.policy.kl_cov_coef, "",
+         "kl_cov: weight of the penalty |log pi - log pi_old|"}.in(0, 1e6),
+        SchemaEntry{"algorithm.nft_neg_weight", T::Float, d.loss.nft_options.neg_weight, "",
+         "nft: weight of the incorrect samples' loss (0 = fine-tuning on correct samples alone)"}.in(0, 1e6),
+        SchemaEntry{"algorithm.nft_clamp_negative", T::Float, d.loss.nft_options.clamp_negative, "",
+         "nft: floor of the implicit negative policy's ratio (value clamped, gradient kept)"}.in(1e-9, 1e6),
+        {"algorithm.recompute_old_logprobs", T::Bool, r.recompute_old_logprobs, "",
+         "the trainer recomputes the rollout episodes' old log-probs before the update (one more forward); the "
+         "rollout's are kept for the rollout correction"},
+        SchemaEntry{"algorithm.tis_cap", T::Float, d.loss.correction.tis_cap, "",
+         "truncated importance sampling: each rollout token's loss times min(pi_old / pi_rollout, tis_cap) "
+         "(0 = off; needs recompute_old_logprobs)"}.in(0, 1e6),
+        SchemaEntry{"algorithm.mismatch_mask_low", T::Float, d.loss.correction.mask_low, "",
+         "sequences whose geometric-mean pi_old / pi_rollout is below this carry no loss (0 = off; needs "
+         "recompute_old_logprobs)"}.in(0, 0.999999),
+        SchemaEntry{"algorithm.mismatch_mask_high", T::Float, d.loss.correction.mask_high, "",
+         "... or above this (0 = off)"}.in(0, 1e6),
+        SchemaEntry{"algorithm.seed_alpha", T::Float, r.seed_alpha, "",
+         "SEED-GRPO: each group's advantages times 1 - alpha * SE / log G, SE the entropy over clusters of "
+         "equivalent final answers (0 = off)"}.in(0, 1),
         {"algorithm.loss_aggregation", T::String, std::string(algo::loss_aggregation_name(d.loss.aggregation.mode)), "",
          "per-token losses to one number", {"token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"}},
         SchemaEntry{"algorithm.kl_beta", T::Float, r.kl_beta, "", "weight of the KL to the frozen reference (0 = no reference loaded)"}.in(0, 1e6),
@@ -475,6 +512,9 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   c.dist.backend = get("dist", "backend").get<std::string>();
   with_context(source, [&] { c.dist.validate(); });
   r.dynamic_sampling = get("algorithm", "dynamic_sampling").get<bool>();
+  r.max_staleness = get("rollout", "max_staleness").get<int64_t>();
+  r.recompute_old_logprobs = get("algorithm", "recompute_old_logprobs").get<bool>();
+  r.seed_alpha = get("algorithm", "seed_alpha").get<double>();
   r.dynamic_sampling_max_rounds = get("algorithm", "dynamic_sampling_max_rounds").get<int64_t>();
   const int64_t seed = get("run", "seed").get<int64_t>();
   if (seed < 0) fail_at("run.seed must be >= 0 (got ", seed, ")");
@@ -489,6 +529,22 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   l.policy.ratio_cap = get("algorithm", "off_policy_ratio_cap").get<double>();
   l.policy.mask_low = get("algorithm", "off_policy_mask_low").get<double>();
   l.policy.mask_high = get("algorithm", "off_policy_mask_high").get<double>();
+  {
+    const auto objective = get("algorithm", "policy_loss").get<std::string>();
+    l.nft = objective == "nft";
+    if (!l.nft) l.policy.objective = algo::parse_policy_objective(objective);
+  }
+  l.policy.dppo_ratio_cap = get("algorithm", "dppo_ratio_cap").get<double>();
+  l.policy.clip_cov_fraction = get("algorithm", "clip_cov_fraction").get<double>();
+  l.policy.clip_cov_low = get("algorithm", "clip_cov_low").get<double>();
+  l.policy.clip_cov_high = get("algorithm", "clip_cov_high").get<double>();
+  l.policy.kl_cov_fraction = get("algorithm", "kl_cov_fraction").get<double>();
+  l.policy.kl_cov_coef = get("algorithm", "kl_cov_coef").get<double>();
+  l.nft_options.neg_weight = get("algorithm", "nft_neg_weight").get<double>();
+  l.nft_options.clamp_negative = get("algorithm", "nft_clamp_negative").get<double>();
+  l.correction.tis_cap = get("algorithm", "tis_cap").get<double>();
+  l.correction.mask_low = get("algorithm", "mismatch_mask_low").get<double>();
+  l.correction.mask_high = get("algorithm", "mismatch_mask_high").get<double>();
   l.aggregation.mode = algo::parse_loss_aggregation(get("algorithm", "loss_aggregation").get<std::string>());
   l.aggregation.max_tokens = r.env.episode.episode_budget(r.sampling.max_new_tokens, r.env.type == "single_turn");
   l.entropy_coef = get("algorithm", "entropy_coef").get<double>();
@@ -705,6 +761,27 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     c.rl.validate();
     c.trainer.validate();
     c.loss.policy.validate();
+    c.loss.correction.validate();
+    c.loss.nft_options.validate();
+    if (c.loss.correction.active() && !c.rl.recompute_old_logprobs)
+      fail("algorithm.tis_cap / mismatch_mask_low / mismatch_mask_high correct the rollout's log-probs towards the "
+           "trainer's recomputation: set algorithm.recompute_old_logprobs = true");
+    if (c.loss.nft && (c.rl.raft.enabled || c.preference.online))
+      fail("algorithm.policy_loss = \"nft\" replaces the policy term; raft.enabled and online preference training "
+           "replace it too: choose one");
+    if (c.rl.max_staleness > 0) {
+      const char* why = c.kind != TrainerKind::Grpo ? "trainer.kind must be \"grpo\" (rollouts are RL's)"
+                        : c.value.enabled           ? "[value] trains a critic that the rollouts also read"
+                        : c.rl.refine.enabled       ? "refine.enabled: critiques and refinements read the live policy"
+                        : c.rl.lessons.enabled      ? "lessons.enabled: lesson critiques read the live policy"
+                        : c.rl.distill.enabled      ? "distill.enabled: the teacher reads the live policy"
+                                                    : nullptr;
+      if (why) fail("rollout.max_staleness = ", c.rl.max_staleness, " (asynchronous rollouts) is not supported here: ", why,
+                    "; set rollout.max_staleness = 0");
+    }
+    if (c.rl.seed_alpha > 0 && c.rl.credit.mode == algo::CreditMode::Gae)
+      fail("algorithm.seed_alpha scales group advantages; algorithm.credit = \"gae\" has no groups (its critic is the "
+           "baseline): use episode, turn or token credit");
     c.loss.aggregation.validate();
     c.value.validate();
     check(std::isfinite(c.loss.entropy_coef), "algorithm.entropy_coef must be finite");

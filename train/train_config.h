@@ -43,7 +43,9 @@
 #include "algorithms/kl.h"
 #include "algorithms/kl_controller.h"
 #include "algorithms/loss_aggregation.h"
+#include "algorithms/nft_loss.h"
 #include "algorithms/policy_loss.h"
+#include "algorithms/rollout_correction.h"
 #include "algorithms/preference_loss.h"
 #include "data/preference_dataset.h"
 #include "data/step_dataset.h"
@@ -82,6 +84,8 @@ struct RlStepOptions {
     return p;
   }();
   int64_t max_batch_rows = 64;           // sequences the engine decodes together
+  int64_t max_staleness = 0;             // asynchronous rollouts: batches sampled up to this many steps ahead of
+                                         // the update, on a copy of the weights (train/rollout_pipeline.h); 0 = synchronous
   RewardAggregation reward_aggregation = RewardAggregation::sum_then_normalize;
   std::string accuracy_reward;           // component whose score > 0.5 counts as correct ("" = the first)
   std::string gold_reward;               // a held-out component (weight 0) watched for over-optimisation ("" = off;
@@ -93,6 +97,10 @@ struct RlStepOptions {
   double kl_target = 0.0;                // > 0: adaptive kl_beta towards this KL per episode (algorithms/kl_controller.h)
   double kl_horizon = 10000;             // episodes over which the adaptive controller's full error moves beta by 100%
   bool dynamic_sampling = false;         // DAPO: drop zero-variance groups and refill
+  bool recompute_old_logprobs = false;   // the trainer recomputes the on-policy episodes' old log-probs before the
+                                         // update; the rollout's become Episode::behaviour_logprob (rollout correction)
+  double seed_alpha = 0.0;               // SEED-GRPO: advantages times 1 - alpha * SE / log G (0 = off;
+                                         // algorithms/semantic_entropy.h)
   int64_t dynamic_sampling_max_rounds = 4;
   uint64_t seed = 0;                     // seeds sampling and the data order
   bool add_special_tokens = true;        // add BOS when encoding prompts (false when a chat template wrote it)
@@ -111,7 +119,10 @@ struct RlStepOptions {
 
 // The loss terms of an RL run ([algorithm]).
 struct RlLossOptions {
-  algo::PolicyLossOptions policy;        // clipping, ratio level, off-policy safeguards
+  algo::PolicyLossOptions policy;        // objective, clipping, ratio level, off-policy safeguards
+  algo::RolloutCorrectionOptions correction;  // TIS / sequence masking against the rollout's log-probs
+  bool nft = false;                      // algorithm.policy_loss = "nft": the nft term replaces the policy term
+  algo::NftOptions nft_options;          // its negative weight and clamp
   algo::AggregationOptions aggregation;  // token_mean | seq_mean_token_mean | seq_mean_token_sum_norm
   double entropy_coef = 0.0;             // entropy bonus (0 = off)
   std::string kl_reference = "rl_start"; // "rl_start": the policy as RL starts (after any SFT warm start);

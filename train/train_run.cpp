@@ -29,6 +29,7 @@
 #include "train/process_steps.h"
 #include "train/progress.h"
 #include "train/rl_steps.h"
+#include "train/rollout_pipeline.h"
 #include "train/sft_steps.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -167,8 +168,9 @@ class StepSource {
 
 class RlSource final : public StepSource {
  public:
-  RlSource(Run& r, CausalLM reference, ValueModel* value)
-      : steps_(r.policy, r.train, r.rewards, *r.env, r.cfg.rl, r.reducer, std::move(reference), r.critic.get(), value),
+  // `policy`: the one the rollouts sample with (r.policy, or the rollout copy of asynchronous rollouts).
+  RlSource(Run& r, Policy& policy, CausalLM reference, ValueModel* value)
+      : steps_(policy, r.train, r.rewards, *r.env, r.cfg.rl, r.reducer, std::move(reference), r.critic.get(), value),
         train_(r.train),
         raft_(r.cfg.rl.raft) {}
   std::vector<Episode> next(int64_t step, int32_t version, Json& m) override {
@@ -385,8 +387,11 @@ std::vector<std::unique_ptr<LossTerm>> rl_terms(const TrainConfig& cfg) {
     terms.push_back(std::make_unique<PreferenceTerm>(cfg.preference.loss));
   else if (cfg.rl.raft.enabled)  // rejection sampling: the ce term on the kept episodes (RlSource filters them)
     terms.push_back(std::make_unique<CrossEntropyTerm>());
+  else if (cfg.loss.nft)  // negative-aware fine-tuning: correct and incorrect samples by their group's correct rate
+    terms.push_back(std::make_unique<NftTerm>(cfg.loss.nft_options, cfg.loss.aggregation));
   else
-    terms.push_back(std::make_unique<PolicyGradientTerm>(cfg.loss.policy, cfg.loss.aggregation, cfg.rl.refine.gamma));
+    terms.push_back(std::make_unique<PolicyGradientTerm>(cfg.loss.policy, cfg.loss.aggregation, cfg.rl.refine.gamma,
+                                                         cfg.loss.correction));
   if (cfg.rl.kl_beta > 0 && !cfg.rl.kl_in_reward)
     terms.push_back(std::make_unique<KlTerm>(cfg.rl.kl_beta, cfg.rl.kl_estimator, cfg.loss.aggregation));
   if (cfg.loss.entropy_coef != 0) terms.push_back(std::make_unique<EntropyTerm>(cfg.loss.entropy_coef, cfg.loss.aggregation));
@@ -809,10 +814,18 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
 
   // The trainer, after the warm start: its optimizer snapshots the warmed weights.
   std::unique_ptr<Trainer> trainer;
+  std::unique_ptr<Policy> rollout_policy;  // asynchronous rollouts: the copy the rollouts sample with
   std::unique_ptr<StepSource> source;
   if (rl) {
     trainer = std::make_unique<Trainer>(r.policy.model(), rl_terms(cfg), cfg.trainer, r.reducer);
-    source = std::make_unique<RlSource>(r, reference, value.get());
+    if (cfg.rl.max_staleness > 0) {
+      // Asynchronous rollouts sample with a copy of the weights (train/rollout_pipeline.h).
+      check(world == 1, cfg.source, ": rollout.max_staleness > 0 (asynchronous rollouts) runs in one process; it is not "
+            "supported with WORLD_SIZE = ", world, " yet");
+      rollout_policy = std::make_unique<Policy>(r.policy);
+      rollout_policy->loaded.model = frozen_copy(*r.policy.model());
+    }
+    source = std::make_unique<RlSource>(r, rollout_policy ? *rollout_policy : r.policy, reference, value.get());
   } else if (dpo) {
     TrainerOptions to = cfg.trainer;
     to.log_entropy = false;
@@ -941,6 +954,21 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     last_saved = step;
   };
 
+  // Asynchronous rollouts: batches sampled ahead on the rollout copy; nothing in flight across the first step
+  // or a checkpoint boundary, so a resumed run is an uninterrupted one.
+  std::unique_ptr<RolloutPipeline> pipeline;
+  if (rollout_policy) {
+    const int64_t every = cfg.run.checkpoint_every;
+    pipeline = std::make_unique<RolloutPipeline>(
+        r.policy.model(), rollout_policy->model(), cfg.rl.max_staleness,
+        [start, every](int64_t s) { return s == start || (every > 0 && s % every == 0); }, cfg.run.steps,
+        [&](int64_t s, int32_t version) {
+          RolloutBatch b;
+          b.episodes = source->next(s, version, b.metrics);
+          if (samples && samples->due(s + 1)) b.samples = source->samples();
+          return b;
+        });
+  }
   int64_t notes_shown = 0;
   const int64_t budget = cfg.run.rollout_token_budget;
   int64_t end = std::max(start, cfg.run.steps);
@@ -954,7 +982,18 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     Json m;
     m["step"] = step + 1;
     const int32_t version = static_cast<int32_t>(trainer->optimizer().step_count());
-    std::vector<Episode> episodes = source->next(step, version, m);
+    std::vector<Episode> episodes;
+    std::vector<SampleRecord> batch_samples;
+    if (pipeline) {
+      RolloutBatch b = pipeline->take(step, version);
+      episodes = std::move(b.episodes);
+      batch_samples = std::move(b.samples);
+      m.update(b.metrics);
+      m["rollout/staleness"] = step - b.sampled_at;  // trainer steps between the sampling weights and these
+      m["time/rollout_wait_s"] = since(t0);          // what the rollouts still cost the step after overlapping
+    } else {
+      episodes = source->next(step, version, m);
+    }
     auto t_update = Clock::now();
     m.update(trainer->update(episodes, step));
     if (value) m.update(value->update(episodes, step));
@@ -987,11 +1026,13 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
         if (notes_shown++ < 20) r.say("step " + std::to_string(step + 1) + ": " + n.get<std::string>());
       m.erase("notes");
     }
-    if (!rm && cfg.run.eval_every > 0 && (step + 1) % cfg.run.eval_every == 0 && !r.eval.empty())
+    if (!rm && cfg.run.eval_every > 0 && (step + 1) % cfg.run.eval_every == 0 && !r.eval.empty()) {
+      if (pipeline) pipeline->wait_idle();  // the environment and rewards are the rollouts' too
       m["eval/pass1"] = r.greedy_pass1(r.eval);
+    }
     if (r.data) m["data/skipped_records"] = static_cast<double>(r.data->n_skipped() + n_too_long);
     if (metrics) metrics->write_step(step + 1, numeric(m));
-    if (samples && samples->due(step + 1)) samples->write(step + 1, source->samples());
+    if (samples && samples->due(step + 1)) samples->write(step + 1, pipeline ? batch_samples : source->samples());
     if (bar)
       bar->update(step + 1, rl    ? std::vector<std::pair<std::string, double>>{{"reward", m.value("reward/mean", 0.0)},
                                                                              {"acc", m.value("accuracy", 0.0)}}
@@ -1009,6 +1050,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     summary.last_metrics = m;
   }
   if (bar) bar->finish();
+  if (pipeline) pipeline->wait_idle();  // batches launched past the end are discarded; the state is read below
   summary.steps = end;
   summary.rollout_tokens = tokens_used;
   if (budget > 0 && end < cfg.run.steps)

@@ -1,11 +1,13 @@
 // Every shipped example config loads and validates (no key typo, no value
 // out of range, no combination a run would refuse), and the feedback
-// comparison's configs share one rollout-token budget, as `rlf compare`
+// and recipe comparisons' configs each share one rollout-token budget, as `rlf compare`
 // requires.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
+#include <string>
 
 #include "tests/support/test_env.h"
 #include "eval/eval_config.h"
@@ -18,7 +20,7 @@ namespace {
 TEST(Examples, EveryShippedConfigLoads) {
   const std::filesystem::path root = test::source_path("examples");
   int64_t n = 0;
-  std::set<int64_t> budgets;
+  std::map<std::string, std::set<int64_t>> budgets;  // per compared folder
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
     if (entry.path().extension() != ".toml") continue;
     ++n;
@@ -33,12 +35,15 @@ TEST(Examples, EveryShippedConfigLoads) {
     }
     TrainConfig c;
     EXPECT_NO_THROW(c = load_train_config(entry.path(), {})) << test::error_of([&] { load_train_config(entry.path(), {}); });
-    if (entry.path().parent_path().filename() == "feedback" && entry.path().parent_path().parent_path() == root)
-      budgets.insert(c.run.rollout_token_budget);
+    const auto folder = entry.path().parent_path();
+    if (folder.parent_path() == root && (folder.filename() == "feedback" || folder.filename() == "recipes"))
+      budgets[folder.filename().string()].insert(c.run.rollout_token_budget);
   }
-  EXPECT_GE(n, 14);
-  EXPECT_EQ(budgets.size(), 1u) << "examples/feedback/*.toml must share run.rollout_token_budget";
-  EXPECT_GT(*budgets.begin(), 0);
+  EXPECT_GE(n, 22);
+  for (const char* folder : {"feedback", "recipes"}) {
+    EXPECT_EQ(budgets[folder].size(), 1u) << "examples/" << folder << "/*.toml must share run.rollout_token_budget";
+    if (!budgets[folder].empty()) EXPECT_GT(*budgets[folder].begin(), 0);
+  }
 }
 
 }  // namespace
