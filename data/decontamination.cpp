@@ -112,26 +112,28 @@ OverlapMatch NgramIndex::match(const std::string& text) const {
 }
 
 std::string DecontaminationResult::summary() const {
-  return str("decontamination: ", n_dropped(), " of ", n_checked, " training prompts dropped (",
+  return str("decontamination: ", n_dropped(), " of ", n_checked, " ", report.value("what", std::string()), " dropped (",
              report.value("ngram", int64_t{0}), "-gram overlap > ", report.value("overlap_threshold", 0.0), " with ",
              report.value("n_eval_items", int64_t{0}), " evaluation items); ", n_too_short,
              " too short to compare");
 }
 
 DecontaminationResult decontaminate(const std::vector<PromptExample>& train, const std::vector<EvalText>& eval,
-                                    const DecontaminationOptions& options) {
+                                    const DecontaminationOptions& options, const std::string& what) {
   options.validate();
   const NgramIndex index(eval, options.ngram);
   DecontaminationResult r;
   Json dropped = Json::array();
   Json per_source = Json::object();
   for (const EvalText& e : eval) per_source[e.source] = per_source.value(e.source, int64_t{0}) + 1;
-  for (const PromptExample& p : train) {
+  for (size_t k = 0; k < train.size(); ++k) {
+    const PromptExample& p = train[k];
     ++r.n_checked;
     const OverlapMatch m = index.match(p.raw_prompt);
     if (m.n_ngrams == 0) ++r.n_too_short;
     if (m.n_ngrams == 0 || m.overlap <= options.overlap_threshold) {
       r.kept.push_back(p);
+      r.kept_index.push_back(k);
       continue;
     }
     const EvalText& e = eval[static_cast<size_t>(m.item)];
@@ -148,6 +150,7 @@ DecontaminationResult decontaminate(const std::vector<PromptExample>& train, con
   }
   r.report = {{"format", "rlf.decontamination"},
               {"version", 1},
+              {"what", what},
               {"ngram", options.ngram},
               {"overlap_threshold", options.overlap_threshold},
               {"sources", options.sources},

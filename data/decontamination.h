@@ -81,6 +81,7 @@ class NgramIndex {
 // The training prompts kept, and the report of those dropped.
 struct DecontaminationResult {
   std::vector<PromptExample> kept;
+  std::vector<size_t> kept_index;  // their positions in the input
   int64_t n_checked = 0;
   int64_t n_too_short = 0;  // fewer than ngram words: never dropped
   Json report;              // {"ngram", "overlap_threshold", "sources", "n_checked", "n_dropped", "dropped": [...]}
@@ -89,7 +90,8 @@ struct DecontaminationResult {
 };
 
 // Drops the prompts of `train` whose overlap exceeds the threshold (order kept).
+// `what` names them in the summary ("training prompts", "SFT pairs").
 DecontaminationResult decontaminate(const std::vector<PromptExample>& train, const std::vector<EvalText>& eval,
-                                    const DecontaminationOptions& options);
+                                    const DecontaminationOptions& options, const std::string& what = "training prompts");
 
 }  // namespace rlf

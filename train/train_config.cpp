@@ -198,8 +198,8 @@ const ConfigSchema& train_config_schema() {
         // [curation] (docs/curation.md)
         {"curation.decontaminate", T::Any, d.decontamination.sources, "",
          "evaluation sets whose items training prompts must not overlap: each \"path\", \"preset:path\" or a table "
-         "like [data]; overlapping training prompts are dropped at load and listed in "
-         "run.out_dir/curation/decontamination.json ([] = off)"},
+         "like [data]; overlapping [data] training prompts and [sft.data] pairs are dropped at load and listed in "
+         "run.out_dir/curation/decontamination.json and decontamination_sft.json ([] = off)"},
         SchemaEntry{"curation.ngram", T::Int, d.decontamination.ngram, "words",
          "decontamination: words per n-gram (lower-cased letter/digit runs)"}.in(1, 1000),
         SchemaEntry{"curation.overlap_threshold", T::Float, d.decontamination.overlap_threshold, "",
@@ -740,8 +740,9 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   if (c.rl.pool.enabled() && c.kind != TrainerKind::Grpo)
     fail_at("curation.difficulty_pool and curation.reward_disagreement decide which prompts RL samples: they need "
             "trainer.kind = \"grpo\"");
-  if (c.decontamination.enabled() && !c.has_data)
-    fail_at("curation.decontaminate drops [data] training prompts: add [data] or set curation.decontaminate = []");
+  if (c.decontamination.enabled() && !c.has_data && !c.sft.enabled)
+    fail_at("curation.decontaminate drops [data] training prompts and [sft.data] pairs: add one or set "
+            "curation.decontaminate = []");
   if (c.run.sft_control && (c.kind == TrainerKind::Sft || c.kind == TrainerKind::Rm || !c.sft.enabled))
     fail_at("run.sft_control compares RL (or DPO) with more SFT: it needs trainer.kind = \"grpo\" or \"dpo\" and an "
             "[sft] warm start");

@@ -81,6 +81,16 @@ struct Run {
   }
 };
 
+// Writes a decontamination report to run.out_dir/curation/<name> (the writing rank) and logs its summary.
+void write_decontamination_report(const Run& r, const DecontaminationResult& dc, const std::string& name) {
+  const fs::path path = r.cfg.run.out_dir / "curation" / name;
+  if (r.reducer.writes()) {
+    fs::create_directories(path.parent_path());
+    write_file_atomic(path, dc.report.dump(2));
+  }
+  r.say(dc.summary() + "; report: " + path.string());
+}
+
 // Prompts that cannot fit the context with the configured turn length are bad
 // records: an error naming the record, or (on_bad_record = "skip") dropped and counted.
 std::vector<PromptExample> fitting_prompts(const std::vector<PromptExample>& in, Run& r, int64_t* n_dropped) {
@@ -506,11 +516,17 @@ double sft_control(Run& r, WarmStart& w, double seconds, int64_t* steps) {
 // in CACHE/<hash of the key>/{model/, meta.json}; meta.json holds the key
 // itself, so a hash collision is a miss.
 Json warm_start_key(const TrainConfig& cfg) {
-  return Json{{"version", 1},
-              {"model", cfg.raw.at("model")},
-              {"data", cfg.raw.at("data")},
-              {"sft", cfg.raw.at("sft")},
-              {"seed", cfg.rl.seed}};
+  Json key{{"version", 1},
+           {"model", cfg.raw.at("model")},
+           {"data", cfg.raw.at("data")},
+           {"sft", cfg.raw.at("sft")},
+           {"seed", cfg.rl.seed}};
+  // Decontamination changes the SFT pairs and the training prompts the early stop measures.
+  if (cfg.decontamination.enabled())
+    key["decontaminate"] = {{"sources", cfg.decontamination.sources},
+                            {"ngram", cfg.decontamination.ngram},
+                            {"overlap_threshold", cfg.decontamination.overlap_threshold}};
+  return key;
 }
 
 fs::path warm_start_dir(const TrainConfig& cfg) {
@@ -638,6 +654,9 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
           ", so it is trained on; a gold reward must be held out: set its weight = 0");
     gold_watch = std::make_unique<GoldRewardWatch>(cfg.rl.gold_reward);
   }
+  // [curation] decontaminate: the evaluation sets, read once for [data] and [sft.data].
+  const std::vector<EvalText> eval_texts =
+      cfg.decontamination.enabled() ? load_eval_texts(cfg.decontamination) : std::vector<EvalText>{};
   int64_t n_too_long = 0, n_decontaminated = 0;
   if (cfg.has_data) {
     r.data = std::make_unique<PromptDataset>(PromptDataset::load(cfg.data, &chat));
@@ -646,15 +665,10 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     std::vector<PromptExample> train = r.data->train();
     if (cfg.decontamination.enabled()) {
       // Training prompts overlapping an evaluation set are dropped before anything else sees them.
-      DecontaminationResult dc =
-          decontaminate(train, load_eval_texts(cfg.decontamination), cfg.decontamination);
+      DecontaminationResult dc = decontaminate(train, eval_texts, cfg.decontamination);
       check(!dc.kept.empty(), cfg.source, ": curation.decontaminate dropped every training prompt (",
             dc.n_checked, "); raise curation.overlap_threshold or curation.ngram, or check the evaluation sets");
-      if (r.reducer.writes()) {
-        fs::create_directories(cfg.run.out_dir / "curation");
-        write_file_atomic(cfg.run.out_dir / "curation" / "decontamination.json", dc.report.dump(2));
-      }
-      r.say(dc.summary() + "; report: " + (cfg.run.out_dir / "curation" / "decontamination.json").string());
+      write_decontamination_report(r, dc, "decontamination.json");
       n_decontaminated = dc.n_dropped();
       train = std::move(dc.kept);
     }
@@ -673,7 +687,22 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     SftDataset sft = SftDataset::load(cfg.sft.data, &chat);
     // Held-out prompts stay held out: SFT pairs whose prompt is an eval prompt are dropped.
     r.sft_examples = without_held_out_prompts(sft.examples(), r.eval);
-    check(!r.sft_examples.empty(), cfg.source, ": [sft] data has no examples (outside the held-out eval prompts)");
+    if (cfg.decontamination.enabled()) {
+      // SFT pairs whose prompt overlaps an evaluation set are dropped as RL prompts are.
+      std::vector<PromptExample> prompts;
+      for (const SftExample& e : r.sft_examples) {
+        PromptExample p;
+        p.id = e.id, p.raw_prompt = e.raw_prompt, p.prompt = e.prompt, p.where = e.where;
+        prompts.push_back(std::move(p));
+      }
+      DecontaminationResult dc = decontaminate(prompts, eval_texts, cfg.decontamination, "SFT pairs");
+      write_decontamination_report(r, dc, "decontamination_sft.json");
+      std::vector<SftExample> kept;
+      for (size_t k : dc.kept_index) kept.push_back(std::move(r.sft_examples[k]));
+      r.sft_examples = std::move(kept);
+    }
+    check(!r.sft_examples.empty(), cfg.source, ": [sft] data has no examples (outside the held-out eval prompts",
+          cfg.decontamination.enabled() ? " and not overlapping curation.decontaminate's evaluation sets)" : ")");
     r.say("sft: " + sft.summary() + "; " + std::to_string(sft.examples().size() - r.sft_examples.size()) +
           " pairs dropped because their prompt is a held-out eval prompt");
   }

@@ -1,6 +1,6 @@
 // [curation] in whole runs on a tiny random model: decontamination drops the
-// training prompts overlapping an evaluation set at load and reports them in
-// the run directory; a difficulty-pool run skips prompts by pass rate and
+// training prompts (and SFT pairs) overlapping an evaluation set at load and
+// reports them in the run directory; a difficulty-pool run skips prompts by pass rate and
 // resumes bit for bit with its pool; the unreliable-reward filter counts and
 // drops prompts whose trained reward disagrees with the gold reward.
 #include <gtest/gtest.h>
@@ -33,9 +33,13 @@ TEST(CurationRun, DecontaminationDropsOverlappingPromptsAndReportsThem) {
                              "Lily bakes 30 cookies and gives half to her friend.",
                              "A rope of 20 meters is cut into 5 equal pieces.",
                              "Ben scores 15 points in each of 3 games."};
-  std::string train;
-  for (const char* q : questions) train += Json{{"question", q}, {"answer", "#### 7"}}.dump() + "\n";
+  std::string train, sft;
+  for (const char* q : questions) {
+    train += Json{{"question", q}, {"answer", "#### 7"}}.dump() + "\n";
+    sft += Json{{"prompt", q}, {"response", " #### 7"}}.dump() + "\n";
+  }
   write_file_atomic(dir / "train.jsonl", train);
+  write_file_atomic(dir / "sft.jsonl", sft);
   // Lines 2, 5 and 9, recased and reworded: trigram overlaps 1, 1 and 5/9 (> 0.5); nothing else above 0.5.
   write_file_atomic(dir / "test.jsonl",
                     Json{{"question", "A TRAIN travels 60 miles in 2 hours; find its speed!"}, {"answer", "#### 30"}}.dump() + "\n" +
@@ -47,6 +51,9 @@ TEST(CurationRun, DecontaminationDropsOverlappingPromptsAndReportsThem) {
   j["curation"] = {{"decontaminate", Json::array({"gsm8k:" + (dir / "test.jsonl").string()})},
                    {"ngram", 3},
                    {"overlap_threshold", 0.5}};
+  // The SFT warm start's pairs are decontaminated too.
+  j["sft"] = {{"data", {{"path", (dir / "sft.jsonl").string()}}}, {"steps", 2}, {"batch_size", 4},
+              {"micro_batch_size", 4}, {"lr", 1e-3}};
   TrainRunOptions quiet;
   quiet.quiet = true;
   run_training(train_config_from_json(j, "decontaminate"), quiet);
@@ -61,6 +68,12 @@ TEST(CurationRun, DecontaminationDropsOverlappingPromptsAndReportsThem) {
   const auto m = read_jsonl(dir / "run/metrics.jsonl");
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0]["data/decontaminated_prompts"], 3.0);
+  const Json sft_report = Json::parse(read_file(dir / "run/curation/decontamination_sft.json"));
+  EXPECT_EQ(sft_report["what"], "SFT pairs");
+  EXPECT_EQ(sft_report["n_checked"], 10);
+  std::set<std::string> sft_ids;
+  for (const Json& d : sft_report["dropped"]) sft_ids.insert(d["id"]);
+  EXPECT_EQ(sft_ids, (std::set<std::string>{"sft.jsonl:2", "sft.jsonl:5", "sft.jsonl:9"}));
 
   // Everything overlapping: refused with the fix.
   j["curation"]["overlap_threshold"] = 0.0;
@@ -170,7 +183,8 @@ TEST(CurationConfig, ErrorsNameTheKey) {
   bad["preference"]["data"] = {{"path", "pairs.jsonl"}};
   bad.erase("data");
   bad["curation"] = {{"decontaminate", Json::array({"test.jsonl"})}};
-  expect_error(bad, "curation.decontaminate drops [data] training prompts: add [data] or set curation.decontaminate = []");
+  expect_error(bad, "curation.decontaminate drops [data] training prompts and [sft.data] pairs: add one or set "
+                    "curation.decontaminate = []");
   bad["curation"] = {{"difficulty_pool", true}};
   expect_error(bad, "curation.difficulty_pool and curation.reward_disagreement decide which prompts RL samples: they "
                     "need trainer.kind = \"grpo\"");
