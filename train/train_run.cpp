@@ -618,7 +618,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     check(!cfg.rl.lessons.enabled, cfg.source, ": lessons.enabled keeps its lesson pool in one process; it is not "
           "supported with WORLD_SIZE = ", world, " yet");
     check(!cfg.rl.pool.enabled() || !cfg.rl.dynamic_sampling, cfg.source, ": curation.difficulty_pool and "
-          "curation.reward_disagreement record every rollout round in step on all ranks, but "
+          "curation.reward_disagreement sum each rollout round's outcomes over the ranks in lockstep, but "
           "algorithm.dynamic_sampling lets ranks run different rounds: not supported with WORLD_SIZE = ", world,
           " yet (turn one of them off)");
     check(!rl || cfg.rl.prompts_per_step >= world, cfg.source, ": rollout.prompts_per_step = ", cfg.rl.prompts_per_step,
