@@ -28,17 +28,19 @@ void DataCursor::build_order() {
   }
 }
 
+size_t DataCursor::next() {
+  if (position_ == n_items_) {
+    ++epoch_;
+    position_ = 0;
+    build_order();
+  }
+  return order_[position_++];
+}
+
 std::vector<size_t> DataCursor::next_batch() {
   std::vector<size_t> batch;
   batch.reserve(batch_size_);
-  while (batch.size() < batch_size_) {
-    if (position_ == n_items_) {
-      ++epoch_;
-      position_ = 0;
-      build_order();
-    }
-    batch.push_back(order_[position_++]);
-  }
+  while (batch.size() < batch_size_) batch.push_back(next());
   return batch;
 }
 

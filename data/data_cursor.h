@@ -35,6 +35,10 @@ class DataCursor {
   // The next batch_size indices into the dataset.
   std::vector<size_t> next_batch();
 
+  // The next single index (next_batch() is batch_size of these): a caller
+  // that skips some indices (data/prompt_pool.h) draws one at a time.
+  size_t next();
+
   uint64_t epoch() const { return epoch_; }        // epochs completed so far
   uint64_t position() const { return position_; }  // indices consumed in the current epoch
   uint64_t seed() const { return seed_; }

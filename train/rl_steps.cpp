@@ -128,6 +128,18 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
                                              options_.add_special_tokens, *critic, options_.lessons,
                                              "training prompts " + fnv1a64_hex(fingerprint));
   }
+  if (options_.pool.enabled()) {
+    std::vector<std::string> ids;
+    for (const PromptExample& e : examples_) ids.push_back(e.id);
+    pool_ = std::make_unique<PromptPool>(ids, options_.pool);
+    if (options_.pool.reward_disagreement > 0) {
+      const auto& c = rewards_.components();
+      auto it = std::find_if(c.begin(), c.end(), [&](const RewardComponent& x) { return x.name == options_.gold_reward; });
+      check(it != c.end(), "curation.reward_disagreement: algorithm.gold_reward '", options_.gold_reward,
+            "' is not a reward name");
+      gold_component_ = static_cast<size_t>(it - c.begin());
+    }
+  }
   if (options_.distill.enabled)
     teacher_ = std::make_unique<DistillTeacher>(policy_, options_.distill, accuracy_component_,
                                                 options_.add_special_tokens, options_.reference_micro_batch_size);
@@ -147,14 +159,19 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
   RefineStats refine_stats;
   ReplayStats replay_stats;
   LessonStats lesson_stats;
+  PoolDrawStats draw_stats;
+  int64_t n_disagreements = 0;
   shown_.clear();
   while (static_cast<int64_t>(kept.size()) < n_prompts && rounds < options_.dynamic_sampling_max_rounds) {
     // 1. collect
-    std::vector<size_t> idx = cursor_.next_batch();
+    std::vector<size_t> idx = pool_ ? pool_->draw(cursor_, static_cast<size_t>(options_.prompts_per_step), step, draw_stats)
+                                    : cursor_.next_batch();
     std::vector<const PromptExample*> tasks;
     std::vector<uint64_t> seeds;
+    std::vector<size_t> positions;  // the batch position of each of this rank's tasks
     for (size_t r = 0; r < idx.size(); ++r) {
       if (!shard.owns(r)) continue;
+      positions.push_back(r);
       tasks.push_back(&examples_[idx[r]]);
       seeds.push_back(mix_seed(options_.seed ^ mix_seed(static_cast<uint64_t>(step) * 1000003u + rounds * 1009u + r)));
     }
@@ -187,6 +204,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
       }
     }
     reward_s += since(t0);
+    if (pool_) n_disagreements += record_in_pool(idx, positions, groups, step);
 
     // 2a. lessons from the groups with no correct episode
     if (lessons_) lessons_->learn(groups, originals, accuracy_component_, lesson_stats);
@@ -235,6 +253,16 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
   metrics["rollout/rounds"] = counts[1];
   metrics["rollout/groups_dropped"] = counts[0];
   for (const std::string& note : stats.notes) metrics["notes"].push_back(note);
+  if (pool_) {
+    // Every rank drew the same indices and recorded the same outcomes: these are global already.
+    metrics["curation/pool_skipped"] = static_cast<double>(draw_stats.n_skipped);
+    metrics["curation/pool_forced"] = static_cast<double>(draw_stats.n_forced);
+    metrics["curation/pool_parked"] = static_cast<double>(pool_->n_parked(step + 1));
+    if (options_.pool.reward_disagreement > 0) {
+      metrics["curation/disagreements"] = static_cast<double>(n_disagreements);
+      metrics["curation/dropped_prompts"] = static_cast<double>(pool_->n_dropped());
+    }
+  }
   if (replay_) metrics.update(replay_stats.metrics(reducer_, replay_->size()));
   if (lessons_) {
     metrics.update(lesson_stats.metrics(reducer_, lessons_->pool().size()));
@@ -247,6 +275,39 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
     metrics.update(rm);
   }
   return kept;
+}
+
+int64_t RlSteps::record_in_pool(const std::vector<size_t>& batch, const std::vector<size_t>& positions,
+                                const std::vector<ScoredGroup>& groups, int64_t step) {
+  // Per batch position: correct, judged, trained-reward sum and count, gold sum and count. Only the
+  // owning rank fills a position, so the sums over ranks are exact and every rank records the same.
+  constexpr size_t K = 6;
+  std::vector<double> v(batch.size() * K, 0.0);
+  const bool check_rewards = options_.pool.reward_disagreement > 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const ScoredGroup& sg = groups[g];
+    double* row = &v[positions[g] * K];
+    for (size_t i = 0; i < sg.group.episodes.size(); ++i) {
+      if (sg.group.episodes[i].source != EpisodeSource::Rollout) continue;
+      const auto& s = sg.scores.results[accuracy_component_][i].score;
+      if (s) row[1] += 1, row[0] += (*s > 0.5);
+      if (!check_rewards) continue;
+      if (sg.totals[i]) row[2] += *sg.totals[i], row[3] += 1;
+      if (const auto& gold = sg.scores.results[gold_component_][i].score) row[4] += *gold, row[5] += 1;
+    }
+  }
+  if (reducer_.world_size() > 1) reducer_.sum(v);
+  int64_t n_disagree = 0;
+  for (size_t r = 0; r < batch.size(); ++r) {
+    const double* row = &v[r * K];
+    PromptOutcome o;
+    o.n_correct = static_cast<int64_t>(row[0]);
+    o.n_judged = static_cast<int64_t>(row[1]);
+    o.reward_checked = check_rewards && row[3] > 0 && row[5] > 0;
+    if (o.reward_checked) o.trained_mean = row[2] / row[3], o.gold_mean = row[4] / row[5];
+    n_disagree += pool_->record(batch[r], o, step);
+  }
+  return n_disagree;
 }
 
 void RlSteps::add_reference_logprobs(std::vector<ScoredGroup>& groups) {

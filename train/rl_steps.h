@@ -1,10 +1,14 @@
 // RlSteps: where an RL run's episodes come from, one trainer step at a time.
 //
-//   1. collect    — the next prompts from the cursor; the episode producer
+//   1. collect    — the next prompts from the cursor (with [curation]'s
+//                   difficulty pool or unreliable-reward filter, those the
+//                   pool does not skip: data/prompt_pool.h); the episode producer
 //                   (env/episode_producer.h) runs group_size episodes of each
 //                   through the environment with the shared policy
 //   2. score      — the reward set scores each group (the environment's own
 //                   rewards are the component "env"); totals per episode
+//   2'. pool      — each group's pass rate (and its trained-vs-gold reward
+//                   gap) recorded in the prompt pool, the same on every rank
 //   2b. refine    — critique-guided refinement (refine.enabled,
 //                   train/refinement.h): critiques of failed episodes,
 //                   refinements by the policy, correct ones join their group
@@ -42,6 +46,7 @@
 
 #include "algorithms/kl_controller.h"
 #include "data/data_cursor.h"
+#include "data/prompt_pool.h"
 #include "env/environment.h"
 #include "env/episode_producer.h"
 #include "rewards/reward_set.h"
@@ -90,6 +95,8 @@ class RlSteps {
   RewardSet& rewards() { return rewards_; }
   const RewardSet& rewards() const { return rewards_; }
   const algo::KlController& kl_controller() const { return kl_; }
+  PromptPool* pool() { return pool_.get(); }  // null unless [curation] samples by it (checkpointed)
+  const PromptPool* pool() const { return pool_.get(); }
 
  private:
   std::vector<ScoredGroup> collect_and_score(int64_t step, int32_t version, Json& metrics);
@@ -98,6 +105,9 @@ class RlSteps {
   void scale_by_semantic_entropy(std::vector<ScoredGroup>& groups, Json& metrics);
   void assign_credit(std::vector<ScoredGroup>& groups, Json& metrics);
   void reward_metrics(const std::vector<ScoredGroup>& groups, Json& metrics);
+  // Records the step's groups (at batch positions `positions` of `batch`) in the pool; returns disagreements.
+  int64_t record_in_pool(const std::vector<size_t>& batch, const std::vector<size_t>& positions,
+                         const std::vector<ScoredGroup>& groups, int64_t step);
 
   Policy& policy_;
   const std::vector<PromptExample>& examples_;
@@ -114,6 +124,8 @@ class RlSteps {
   std::unique_ptr<DistillTeacher> teacher_;  // distill.enabled
   std::unique_ptr<ReplayBuffer> replay_;     // replay.enabled
   std::unique_ptr<LessonStage> lessons_;     // lessons.enabled
+  std::unique_ptr<PromptPool> pool_;         // curation.difficulty_pool or curation.reward_disagreement
+  size_t gold_component_ = 0;                // algorithm.gold_reward (curation.reward_disagreement > 0)
   std::deque<PromptExample> shown_;          // this step's prompts with lessons (groups point at them)
   std::vector<ScoredGroup> last_groups_;
 };

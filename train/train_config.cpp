@@ -232,6 +232,31 @@ const ConfigSchema& train_config_schema() {
          {"best", "all"}},
         SchemaEntry{"raft.min_reward", T::Float, r.raft.min_reward, "",
          "an episode qualifies when its reward is at least this"}.in(-1e12, 1e12),
+        // [curation] (docs/curation.md)
+        {"curation.decontaminate", T::Any, d.decontamination.sources, "",
+         "evaluation sets whose items training prompts must not overlap: each \"path\", \"preset:path\" or a table "
+         "like [data]; overlapping [data] training prompts and [sft.data] pairs are dropped at load and listed in "
+         "run.out_dir/curation/decontamination.json and decontamination_sft.json ([] = off)"},
+        SchemaEntry{"curation.ngram", T::Int, d.decontamination.ngram, "words",
+         "decontamination: words per n-gram (lower-cased letter/digit runs)"}.in(1, 1000),
+        SchemaEntry{"curation.overlap_threshold", T::Float, d.decontamination.overlap_threshold, "",
+         "decontamination: drop a prompt when more than this share of its n-grams occur in an evaluation item "
+         "(0 = any shared n-gram, GPT-3's rule)"}.in(0, 0.999999),
+        {"curation.difficulty_pool", T::Bool, r.pool.difficulty, "",
+         "skip prompts whose last measured pass rate (accuracy reward) is <= pool_pass_low or >= pool_pass_high, "
+         "and revisit them pool_revisit_after steps later; the pool is checkpointed"},
+        SchemaEntry{"curation.pool_pass_low", T::Float, r.pool.pass_low, "",
+         "difficulty pool: a prompt whose pass rate is at most this is parked (0 = never solved)"}.in(0, 1),
+        SchemaEntry{"curation.pool_pass_high", T::Float, r.pool.pass_high, "",
+         "difficulty pool: a prompt whose pass rate is at least this is parked (1 = always solved)"}.in(0, 1),
+        SchemaEntry{"curation.pool_revisit_after", T::Int, r.pool.revisit_after, "steps",
+         "difficulty pool: steps a parked prompt is skipped before it can be drawn again"}.in(1, 1e12),
+        SchemaEntry{"curation.reward_disagreement", T::Float, r.pool.reward_disagreement, "",
+         "unreliable rewards: a prompt's group disagrees when its mean trained reward and its mean "
+         "algorithm.gold_reward score differ by more than this; counted per prompt in "
+         "run.out_dir/curation/prompt_pool.json (0 = off)"}.in(0, 1e12),
+        SchemaEntry{"curation.drop_disagreeing_after", T::Int, r.pool.drop_after, "",
+         "unreliable rewards: a prompt with this many disagreements is not sampled again (0 = report only)"}.in(0, 1e12),
         // [optim]
         SchemaEntry{"optim.lr", T::Float, t.lr.lr, "", "peak learning rate"}.in(1e-30, 10),
         {"optim.schedule", T::String, lr_schedule_kind_name(t.lr.kind), "", "shape after warm-up",
@@ -395,6 +420,9 @@ void RlStepOptions::validate() const {
   replay.validate();
   lessons.validate();
   raft.validate();
+  pool.validate();
+  check(pool.reward_disagreement == 0 || !gold_reward.empty(), "curation.reward_disagreement compares the trained "
+        "reward with algorithm.gold_reward: name a held-out [[reward]] component there (weight = 0)");
   env.episode.validate();
   const algo::AdvantageEstimator e = credit.advantage.estimator;
   check(group_size >= 2 || e == algo::AdvantageEstimator::ReinforcePP || credit.mode == algo::CreditMode::Gae,
@@ -469,6 +497,17 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   c.rl.raft.enabled = get("raft", "enabled").get<bool>();
   c.rl.raft.keep = get("raft", "keep").get<std::string>();
   c.rl.raft.min_reward = get("raft", "min_reward").get<double>();
+  // [curation]
+  c.decontamination.sources = get("curation", "decontaminate");
+  c.decontamination.ngram = get("curation", "ngram").get<int64_t>();
+  c.decontamination.overlap_threshold = get("curation", "overlap_threshold").get<double>();
+  with_context(source, [&] { c.decontamination.validate(); });
+  c.rl.pool.difficulty = get("curation", "difficulty_pool").get<bool>();
+  c.rl.pool.pass_low = get("curation", "pool_pass_low").get<double>();
+  c.rl.pool.pass_high = get("curation", "pool_pass_high").get<double>();
+  c.rl.pool.revisit_after = get("curation", "pool_revisit_after").get<int64_t>();
+  c.rl.pool.reward_disagreement = get("curation", "reward_disagreement").get<double>();
+  c.rl.pool.drop_after = get("curation", "drop_disagreeing_after").get<int64_t>();
 
   // [rollout] [algorithm]
   RlStepOptions& r = c.rl;
@@ -754,6 +793,12 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
     if (c.rl.kl_beta > 0 && c.rl.kl_in_reward)
       fail_at("algorithm.kl_placement = \"reward\" puts the KL into RL rewards; an SFT run has none: use \"loss\"");
   }
+  if (c.rl.pool.enabled() && c.kind != TrainerKind::Grpo)
+    fail_at("curation.difficulty_pool and curation.reward_disagreement decide which prompts RL samples: they need "
+            "trainer.kind = \"grpo\"");
+  if (c.decontamination.enabled() && !c.has_data && !c.sft.enabled)
+    fail_at("curation.decontaminate drops [data] training prompts and [sft.data] pairs: add one or set "
+            "curation.decontaminate = []");
   if (c.run.sft_control && (c.kind == TrainerKind::Sft || c.kind == TrainerKind::Rm || !c.sft.enabled))
     fail_at("run.sft_control compares RL (or DPO) with more SFT: it needs trainer.kind = \"grpo\" or \"dpo\" and an "
             "[sft] warm start");

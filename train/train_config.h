@@ -5,7 +5,7 @@
 // in the option structs below, and the schema reads it from them.
 //
 // Sections: [trainer] [model] [data] [[reward]] [env] [rollout] [algorithm]
-// [refine] [critic] [distill] [replay] [optim] [run] and optionally [sft] (a supervised warm
+// [refine] [critic] [distill] [replay] [curation] [optim] [run] and optionally [sft] (a supervised warm
 // start before RL, or the data of an SFT run). [data], [sft.data],
 // [[reward]], [env] and [critic] tables are validated by their own
 // libraries' parsers.
@@ -47,7 +47,9 @@
 #include "algorithms/policy_loss.h"
 #include "algorithms/rollout_correction.h"
 #include "algorithms/preference_loss.h"
+#include "data/decontamination.h"
 #include "data/preference_dataset.h"
+#include "data/prompt_pool.h"
 #include "data/step_dataset.h"
 #include "data/prompt_dataset.h"
 #include "data/sft_dataset.h"
@@ -112,6 +114,7 @@ struct RlStepOptions {
   ReplayOptions replay;                  // [replay]: experience replay of successes (train/replay_buffer.h)
   LessonOptions lessons;                 // [lessons]: lessons of similar tasks in rollout prompts (train/lessons.h)
   RaftOptions raft;                      // [raft]: rejection-sampling fine-tuning (train/rejection_sampling.h)
+  PromptPoolOptions pool;                // [curation]: difficulty pool, unreliable-reward filter (data/prompt_pool.h)
 
   // Throws rlf::Error naming the key.
   void validate() const;
@@ -223,6 +226,7 @@ struct TrainConfig {
   RewardModelOptions reward_model;
   ValueOptions value;             // [value]: PPO's critic (algorithm.credit = "gae")
   DistOptions dist;               // [dist]: data-parallel ranks (torchrun)
+  DecontaminationOptions decontamination;  // [curation]: training prompts overlapping eval sets dropped at load
 
   // The model directory the run loads (model.path, or out_dir/init with random_init).
   std::filesystem::path model_path() const;

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <set>
 
+#include "data/decontamination.h"
 #include "data/prompt_format.h"
 #include "env/env_registry.h"
 #include "eval/evaluator.h"
@@ -80,6 +81,16 @@ struct Run {
     return evaluate(policy, examples, rewards, o, nullptr, EvalEnvironment{env.get(), cfg.rl.env.episode}).pass_at_k.at(1);
   }
 };
+
+// Writes a decontamination report to run.out_dir/curation/<name> (the writing rank) and logs its summary.
+void write_decontamination_report(const Run& r, const DecontaminationResult& dc, const std::string& name) {
+  const fs::path path = r.cfg.run.out_dir / "curation" / name;
+  if (r.reducer.writes()) {
+    fs::create_directories(path.parent_path());
+    write_file_atomic(path, dc.report.dump(2));
+  }
+  r.say(dc.summary() + "; report: " + path.string());
+}
 
 // Prompts that cannot fit the context with the configured turn length are bad
 // records: an error naming the record, or (on_bad_record = "skip") dropped and counted.
@@ -164,6 +175,8 @@ class StepSource {
   // State beyond the data cursor that a checkpoint keeps (the replay buffer), or null.
   virtual Json extra_state() const { return nullptr; }
   virtual void restore_extra_state(const Json&) {}
+  // Reports written to run.out_dir/curation/<name> with each checkpoint ([curation]'s prompt pool).
+  virtual std::vector<std::pair<std::string, Json>> reports(int64_t) const { return {}; }
 };
 
 class RlSource final : public StepSource {
@@ -184,7 +197,12 @@ class RlSource final : public StepSource {
     if (const LessonStage* ls = steps_.lessons()) s["lessons"] = ls->pool().to_json();
     if (steps_.kl_controller().adaptive()) s["kl_beta"] = steps_.kl_controller().beta();
     if (steps_.rewards().has_constraints()) s["constraints"] = steps_.rewards().constraint_state();
+    if (const PromptPool* pool = steps_.pool()) s["prompt_pool"] = pool->state();
     return s.empty() ? Json(nullptr) : s;
+  }
+  std::vector<std::pair<std::string, Json>> reports(int64_t step) const override {
+    if (const PromptPool* pool = steps_.pool()) return {{"prompt_pool.json", pool->report(step)}};
+    return {};
   }
   void restore_extra_state(const Json& state) override {
     if (steps_.kl_controller().adaptive()) {
@@ -196,6 +214,12 @@ class RlSource final : public StepSource {
       check(state.is_object() && state.contains("constraints"), "the checkpoint has no Lagrange multipliers, but a "
             "[[reward]] sets constraint_max: a run without constraints cannot be resumed with them");
       steps_.rewards().restore_constraints(state.at("constraints"), "checkpoint");
+    }
+    if (PromptPool* pool = steps_.pool()) {
+      check(state.is_object() && state.contains("prompt_pool"), "the checkpoint has no prompt pool, but "
+            "curation.difficulty_pool or curation.reward_disagreement is set: a run that did not curate its prompts "
+            "cannot be resumed with curation");
+      pool->restore(state.at("prompt_pool"), "checkpoint prompt pool");
     }
     std::map<std::string, std::string> prompts;
     for (const PromptExample& e : train_) prompts[e.id] = e.prompt;
@@ -497,11 +521,17 @@ double sft_control(Run& r, WarmStart& w, double seconds, int64_t* steps) {
 // in CACHE/<hash of the key>/{model/, meta.json}; meta.json holds the key
 // itself, so a hash collision is a miss.
 Json warm_start_key(const TrainConfig& cfg) {
-  return Json{{"version", 1},
-              {"model", cfg.raw.at("model")},
-              {"data", cfg.raw.at("data")},
-              {"sft", cfg.raw.at("sft")},
-              {"seed", cfg.rl.seed}};
+  Json key{{"version", 1},
+           {"model", cfg.raw.at("model")},
+           {"data", cfg.raw.at("data")},
+           {"sft", cfg.raw.at("sft")},
+           {"seed", cfg.rl.seed}};
+  // Decontamination changes the SFT pairs and the training prompts the early stop measures.
+  if (cfg.decontamination.enabled())
+    key["decontaminate"] = {{"sources", cfg.decontamination.sources},
+                            {"ngram", cfg.decontamination.ngram},
+                            {"overlap_threshold", cfg.decontamination.overlap_threshold}};
+  return key;
 }
 
 fs::path warm_start_dir(const TrainConfig& cfg) {
@@ -592,6 +622,10 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
           "with WORLD_SIZE = ", world, " yet");
     check(!cfg.rl.lessons.enabled, cfg.source, ": lessons.enabled keeps its lesson pool in one process; it is not "
           "supported with WORLD_SIZE = ", world, " yet");
+    check(!cfg.rl.pool.enabled() || !cfg.rl.dynamic_sampling, cfg.source, ": curation.difficulty_pool and "
+          "curation.reward_disagreement sum each rollout round's outcomes over the ranks in lockstep, but "
+          "algorithm.dynamic_sampling lets ranks run different rounds: not supported with WORLD_SIZE = ", world,
+          " yet (turn one of them off)");
     check(!rl || cfg.rl.prompts_per_step >= world, cfg.source, ": rollout.prompts_per_step = ", cfg.rl.prompts_per_step,
           " is smaller than WORLD_SIZE = ", world, ": every rank needs at least one prompt per step");
   }
@@ -625,12 +659,25 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
           ", so it is trained on; a gold reward must be held out: set its weight = 0");
     gold_watch = std::make_unique<GoldRewardWatch>(cfg.rl.gold_reward);
   }
-  int64_t n_too_long = 0;
+  // [curation] decontaminate: the evaluation sets, read once for [data] and [sft.data].
+  const std::vector<EvalText> eval_texts =
+      cfg.decontamination.enabled() ? load_eval_texts(cfg.decontamination) : std::vector<EvalText>{};
+  int64_t n_too_long = 0, n_decontaminated = 0;
   if (cfg.has_data) {
     r.data = std::make_unique<PromptDataset>(PromptDataset::load(cfg.data, &chat));
     check(!r.data->train().empty(), cfg.source, ": the dataset has no training records");
     const bool env_prompts = cfg.rl.env.type != "external";  // an external environment writes its own prompts
-    r.train = env_prompts ? fitting_prompts(r.data->train(), r, &n_too_long) : r.data->train();
+    std::vector<PromptExample> train = r.data->train();
+    if (cfg.decontamination.enabled()) {
+      // Training prompts overlapping an evaluation set are dropped before anything else sees them.
+      DecontaminationResult dc = decontaminate(train, eval_texts, cfg.decontamination);
+      check(!dc.kept.empty(), cfg.source, ": curation.decontaminate dropped every training prompt (",
+            dc.n_checked, "); raise curation.overlap_threshold or curation.ngram, or check the evaluation sets");
+      write_decontamination_report(r, dc, "decontamination.json");
+      n_decontaminated = dc.n_dropped();
+      train = std::move(dc.kept);
+    }
+    r.train = env_prompts ? fitting_prompts(train, r, &n_too_long) : train;
     r.eval = env_prompts ? fitting_prompts(r.data->eval(), r, &n_too_long) : r.data->eval();
     check(!r.train.empty(), cfg.source, ": no training prompt fits the model's context");
     for (const auto* split : {&r.train, &r.eval})
@@ -645,7 +692,22 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     SftDataset sft = SftDataset::load(cfg.sft.data, &chat);
     // Held-out prompts stay held out: SFT pairs whose prompt is an eval prompt are dropped.
     r.sft_examples = without_held_out_prompts(sft.examples(), r.eval);
-    check(!r.sft_examples.empty(), cfg.source, ": [sft] data has no examples (outside the held-out eval prompts)");
+    if (cfg.decontamination.enabled()) {
+      // SFT pairs whose prompt overlaps an evaluation set are dropped as RL prompts are.
+      std::vector<PromptExample> prompts;
+      for (const SftExample& e : r.sft_examples) {
+        PromptExample p;
+        p.id = e.id, p.raw_prompt = e.raw_prompt, p.prompt = e.prompt, p.where = e.where;
+        prompts.push_back(std::move(p));
+      }
+      DecontaminationResult dc = decontaminate(prompts, eval_texts, cfg.decontamination, "SFT pairs");
+      write_decontamination_report(r, dc, "decontamination_sft.json");
+      std::vector<SftExample> kept;
+      for (size_t k : dc.kept_index) kept.push_back(std::move(r.sft_examples[k]));
+      r.sft_examples = std::move(kept);
+    }
+    check(!r.sft_examples.empty(), cfg.source, ": [sft] data has no examples (outside the held-out eval prompts",
+          cfg.decontamination.enabled() ? " and not overlapping curation.decontaminate's evaluation sets)" : ")");
     r.say("sft: " + sft.summary() + "; " + std::to_string(sft.examples().size() - r.sft_examples.size()) +
           " pairs dropped because their prompt is a held-out eval prompt");
   }
@@ -951,6 +1013,11 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
                 {"rollout_tokens", tokens_used}, {"preference_before", summary.preference_before}};
     if (Json s = source->extra_state(); !s.is_null()) st.extra["source"] = std::move(s);
     if (writer) summary.final_model = save_checkpoint(ckpt_dir, st, targets, co) / "model";
+    if (writer)
+      for (const auto& [name, report] : source->reports(step)) {
+        fs::create_directories(cfg.run.out_dir / "curation");
+        write_file_atomic(cfg.run.out_dir / "curation" / name, report.dump(2));
+      }
     last_saved = step;
   };
 
@@ -1031,6 +1098,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
       m["eval/pass1"] = r.greedy_pass1(r.eval);
     }
     if (r.data) m["data/skipped_records"] = static_cast<double>(r.data->n_skipped() + n_too_long);
+    if (cfg.decontamination.enabled()) m["data/decontaminated_prompts"] = static_cast<double>(n_decontaminated);
     if (metrics) metrics->write_step(step + 1, numeric(m));
     if (samples && samples->due(step + 1)) samples->write(step + 1, pipeline ? batch_samples : source->samples());
     if (bar)

@@ -201,6 +201,35 @@ TEST(Dist, ResumeContinuesExactlyWithTheSameRanksAndCloselyWithOthers) {
 }
 
 // Preference and SFT runs shard their batches the same way (positions p % world == rank).
+// [curation]'s difficulty pool on two ranks: each rank scores its half of
+// the step's groups, the counts are summed over the ranks before any rank
+// records them, so rank 0's pool after step 1 (the same sampled episodes as
+// one process) parks exactly what one process parks; every later draw is
+// then the same on both ranks (their weights stay equal: check_every = 1).
+TEST(Dist, TheDifficultyPoolRecordsEveryRanksGroups) {
+  test::TempDir dir;
+  write_config(dir / "c.toml", "[curation]\ndifficulty_pool = true\npool_pass_low = 0.34\npool_revisit_after = 10\n");
+  Proc one = spawn(train_args(dir / "c.toml", dir / "one", 3, {"--set", "data.arithmetic.n_problems=12"}), {},
+                   dir / "one.log");
+  wait_for(one, 240);
+  ASSERT_EQ(one.exit_code, 0) << one.output();
+  auto ps = run_ranks(2, train_args(dir / "c.toml", dir / "two", 3, {"--set", "data.arithmetic.n_problems=12"}),
+                      dir.path());
+  for (auto& p : ps) ASSERT_EQ(p.exit_code, 0) << p.output();
+  const auto m1 = read_jsonl(dir / "one/metrics.jsonl"), m2 = read_jsonl(dir / "two/metrics.jsonl");
+  ASSERT_EQ(m2.size(), 3u);
+  EXPECT_EQ(m1[0]["reward/mean"], m2[0]["reward/mean"]);
+  EXPECT_EQ(m1[0]["curation/pool_parked"], m2[0]["curation/pool_parked"]);
+  std::cout << "[ dist ] prompts parked after step 1: " << m1[0]["curation/pool_parked"] << " (1 process), "
+            << m2[0]["curation/pool_parked"] << " (2 ranks)\n";
+  // With dynamic sampling ranks may run different rounds: refused before any step.
+  auto refused = run_ranks(2, train_args(dir / "c.toml", dir / "three", 1, {"--set", "algorithm.dynamic_sampling=true"}),
+                           dir.path());
+  EXPECT_NE(refused[0].exit_code, 0);
+  EXPECT_NE(refused[0].output().find("algorithm.dynamic_sampling lets ranks run different rounds"), std::string::npos)
+      << refused[0].output();
+}
+
 TEST(Dist, DpoAndSftRunsShardTheirBatches) {
   test::TempDir dir;
   const std::string model = test::shared_path("models/stories260K/stories260K.bin").string();
