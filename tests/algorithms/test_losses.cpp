@@ -17,6 +17,7 @@
 #include "algorithms/loss_aggregation.h"
 #include "algorithms/policy_loss.h"
 #include "algorithms/policy_shaping.h"
+#include "tests/support/gradcheck.h"
 #include "tests/support/test_env.h"
 #include "util/error.h"
 
@@ -32,24 +33,7 @@ torch::Tensor mat(int64_t rows, int64_t cols, std::vector<double> v) {
   return torch::tensor(v, kF64).view({rows, cols});
 }
 
-// Central finite differences of the scalar f at x0 against autograd's gradient.
-void expect_grad_matches_fd(const std::function<torch::Tensor(const torch::Tensor&)>& f, const torch::Tensor& x0,
-                            double h = 1e-6, double tol = 1e-6) {
-  auto x = x0.detach().clone().requires_grad_(true);
-  f(x).backward();
-  const auto g = x.grad().contiguous().view(-1);
-  const auto flat = x0.detach().contiguous().view(-1);
-  torch::NoGradGuard no_grad;
-  for (int64_t i = 0; i < flat.numel(); ++i) {
-    auto xp = flat.clone(), xm = flat.clone();
-    xp[i] += h;
-    xm[i] -= h;
-    const double fd =
-        (f(xp.view(x0.sizes())).item<double>() - f(xm.view(x0.sizes())).item<double>()) / (2 * h);
-    const double ad = g[i].item<double>();
-    EXPECT_NEAR(ad, fd, tol * std::max(1.0, std::abs(fd))) << "element " << i;
-  }
-}
+using test::expect_grad_matches_fd;
 
 void expect_tensor_near(const torch::Tensor& got, const torch::Tensor& want, double tol = 1e-12) {
   ASSERT_EQ(got.sizes(), want.sizes());

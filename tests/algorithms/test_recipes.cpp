@@ -20,6 +20,7 @@
 #include "algorithms/policy_loss.h"
 #include "algorithms/rollout_correction.h"
 #include "algorithms/semantic_entropy.h"
+#include "tests/support/gradcheck.h"
 #include "tests/support/test_env.h"
 #include "util/error.h"
 
@@ -39,22 +40,7 @@ std::vector<double> grad_of(const std::function<torch::Tensor(const torch::Tenso
   return std::vector<double>(g.data_ptr<double>(), g.data_ptr<double>() + g.numel());
 }
 
-// Autograd's gradient of the loss against central finite differences of `surrogate`.
-void expect_grad_is_fd_of(const std::function<torch::Tensor(const torch::Tensor&)>& loss,
-                          const std::function<torch::Tensor(const torch::Tensor&)>& surrogate, const torch::Tensor& x0,
-                          double h = 1e-6, double tol = 1e-6) {
-  const auto g = grad_of(loss, x0);
-  const auto flat = x0.detach().contiguous().view(-1);
-  torch::NoGradGuard no_grad;
-  for (int64_t i = 0; i < flat.numel(); ++i) {
-    auto xp = flat.clone(), xm = flat.clone();
-    xp[i] += h;
-    xm[i] -= h;
-    const double fd =
-        (surrogate(xp.view(x0.sizes())).sum().item<double>() - surrogate(xm.view(x0.sizes())).sum().item<double>()) / (2 * h);
-    EXPECT_NEAR(g[static_cast<size_t>(i)], fd, tol * std::max(1.0, std::abs(fd))) << "element " << i;
-  }
-}
+using test::expect_grad_is_fd_of;
 
 // Old log-prob -1 everywhere (p_old = e^-1); logp = -1 + log(ratio).
 struct Case {

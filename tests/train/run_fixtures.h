@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -63,6 +64,26 @@ inline std::filesystem::path write_cat_pairs(const TempDir& dir, int n) {
   }
   write_file_atomic(dir / "pairs.jsonl", text);
   return dir / "pairs.jsonl";
+}
+
+// The options of a test run: no progress bar, no summary table.
+inline TrainRunOptions quiet_run() {
+  TrainRunOptions o;
+  o.quiet = true;
+  return o;
+}
+
+// Loading the config `j` fails with an error that contains `needle`.
+inline void expect_config_error(const Json& j, const std::string& needle) {
+  const std::string e = error_of([&] { train_config_from_json(j, "cfg.toml"); });
+  EXPECT_NE(e.find(needle), std::string::npos) << e;
+}
+
+// A 2-layer random stories260K-shaped model in memory (fp32, CPU).
+inline CausalLM tiny_random_model(uint64_t seed) {
+  ModelConfig c = ModelConfig::preset("stories260K");
+  c.num_hidden_layers = 2;
+  return make_random_model(c, seed, torch::kFloat32, torch::kCPU);
 }
 
 // Whether two saved models have bit-identical parameters (expected: `same`).

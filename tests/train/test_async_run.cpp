@@ -21,12 +21,6 @@ using test::grpo_run_config;
 using test::make_tiny_model;
 using test::straight_and_resumed;
 
-TrainRunOptions quiet() {
-  TrainRunOptions o;
-  o.quiet = true;
-  return o;
-}
-
 std::vector<double> staleness_of(const std::vector<Json>& metrics) {
   std::vector<double> out;
   for (const auto& m : metrics) out.push_back(m.value("rollout/staleness", -1.0));
@@ -39,13 +33,13 @@ TEST(AsyncRun, StalenessFollowsTheLogicalClock) {
   Json j = grpo_run_config(model, dir / "k2", 5);
   j["rollout"]["max_staleness"] = 2;
   j["run"]["checkpoint_every"] = 0;
-  auto s = run_training(train_config_from_json(j, "k2"), quiet());
+  auto s = run_training(train_config_from_json(j, "k2"), test::quiet_run());
   EXPECT_EQ(s.steps, 5);
   EXPECT_EQ(staleness_of(read_jsonl(dir / "k2/metrics.jsonl")), (std::vector<double>{0, 1, 2, 2, 2}));
   // Checkpoints every 2 steps are drain points: nothing sampled before one is trained after it.
   j = grpo_run_config(model, dir / "k1", 5);
   j["rollout"]["max_staleness"] = 1;
-  run_training(train_config_from_json(j, "k1"), quiet());
+  run_training(train_config_from_json(j, "k1"), test::quiet_run());
   EXPECT_EQ(staleness_of(read_jsonl(dir / "k1/metrics.jsonl")), (std::vector<double>{0, 1, 0, 1, 0}));
 }
 
@@ -66,27 +60,23 @@ TEST(AsyncRun, TwoRunsAreTheSameAndResumeIsExact) {
     EXPECT_EQ(a[i]["loss/policy"], b[i]["loss/policy"]) << "step " << i + 1;
   }
   // A third run, straight again: the same weights whatever the threads did.
-  run_training(config(dir / "c", 4), quiet());
+  run_training(config(dir / "c", 4), test::quiet_run());
   expect_same_parameters(dir / "a/checkpoints/step-4/model", dir / "c/checkpoints/step-4/model");
   // And not the synchronous run: the second step trained on stale samples.
   Json sync = grpo_run_config(model, dir / "s", 4);
-  run_training(train_config_from_json(sync, "sync"), quiet());
+  run_training(train_config_from_json(sync, "sync"), test::quiet_run());
   expect_same_parameters(dir / "a/checkpoints/step-4/model", dir / "s/checkpoints/step-4/model", /*same=*/false);
   EXPECT_EQ(read_jsonl(dir / "s/metrics.jsonl")[0]["reward/mean"], a[0]["reward/mean"]) << "step 1 is the same";
 }
 
 TEST(AsyncRun, UnsupportedCombinationsAreRefused) {
-  const auto expect_error = [](Json j, const std::string& needle) {
-    const std::string e = test::error_of([&] { train_config_from_json(j, "cfg.toml"); });
-    EXPECT_NE(e.find(needle), std::string::npos) << e;
-  };
   Json bad = grpo_run_config("/m", "/o", 2);
   bad["rollout"]["max_staleness"] = 1;
   bad["refine"]["enabled"] = true;
-  expect_error(bad, "rollout.max_staleness = 1 (asynchronous rollouts) is not supported here: refine.enabled");
+  test::expect_config_error(bad, "rollout.max_staleness = 1 (asynchronous rollouts) is not supported here: refine.enabled");
   bad = grpo_run_config("/m", "/o", 2);
   bad["rollout"]["max_staleness"] = 100;
-  expect_error(bad, "rollout.max_staleness");
+  test::expect_config_error(bad, "rollout.max_staleness");
 }
 
 }  // namespace

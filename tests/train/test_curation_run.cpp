@@ -162,31 +162,27 @@ TEST(CurationRun, UnreliableRewardPromptsAreCountedAndDropped) {
 
 // Config errors name the key and the fix (no run: only the loader).
 TEST(CurationConfig, ErrorsNameTheKey) {
-  auto expect_error = [](Json j, const std::string& needle) {
-    const std::string e = test::error_of([&] { train_config_from_json(j, "cfg.toml"); });
-    EXPECT_NE(e.find(needle), std::string::npos) << e;
-  };
   const Json ok = grpo_run_config("/m", "/o", 2);
   Json bad = ok;
   bad["curation"] = {{"overlap_threshold", 1.0}};
-  expect_error(bad, "key 'curation.overlap_threshold' must be in [0, 0.999999], got 1");
+  test::expect_config_error(bad, "key 'curation.overlap_threshold' must be in [0, 0.999999], got 1");
   bad["curation"] = {{"ngram", 0}};
-  expect_error(bad, "key 'curation.ngram' must be in [1, 1000], got 0");
+  test::expect_config_error(bad, "key 'curation.ngram' must be in [1, 1000], got 0");
   bad["curation"] = {{"difficulty_pool", true}, {"pool_pass_low", 0.5}, {"pool_pass_high", 0.5}};
-  expect_error(bad, "curation.pool_pass_low (0.5) must be below curation.pool_pass_high (0.5)");
+  test::expect_config_error(bad, "curation.pool_pass_low (0.5) must be below curation.pool_pass_high (0.5)");
   bad["curation"] = {{"drop_disagreeing_after", 2}};
-  expect_error(bad, "curation.drop_disagreeing_after = 2 needs curation.reward_disagreement > 0");
+  test::expect_config_error(bad, "curation.drop_disagreeing_after = 2 needs curation.reward_disagreement > 0");
   bad["curation"] = {{"decontaminate", "gsm8k:test.jsonl"}};
-  expect_error(bad, "curation.decontaminate must be an array of evaluation sets");
+  test::expect_config_error(bad, "curation.decontaminate must be an array of evaluation sets");
   bad = ok;
   bad["trainer"]["kind"] = "dpo";
   bad["preference"]["data"] = {{"path", "pairs.jsonl"}};
   bad.erase("data");
   bad["curation"] = {{"decontaminate", Json::array({"test.jsonl"})}};
-  expect_error(bad, "curation.decontaminate drops [data] training prompts and [sft.data] pairs: add one or set "
+  test::expect_config_error(bad, "curation.decontaminate drops [data] training prompts and [sft.data] pairs: add one or set "
                     "curation.decontaminate = []");
   bad["curation"] = {{"difficulty_pool", true}};
-  expect_error(bad, "curation.difficulty_pool and curation.reward_disagreement decide which prompts RL samples: they "
+  test::expect_config_error(bad, "curation.difficulty_pool and curation.reward_disagreement decide which prompts RL samples: they "
                     "need trainer.kind = \"grpo\"");
   bad = ok;
   bad["curation"] = {{"decontaminate", Json::array({"gsm8k:test.jsonl"})}, {"difficulty_pool", true}};

@@ -247,41 +247,37 @@ TEST(PpoRun, ASharedValueHeadConfigErrorsNameTheKey) {
 }
 
 TEST(PpoRun, ConfigErrorsNameTheKey) {
-  auto expect_error = [](Json j, const std::string& needle) {
-    const std::string e = test::error_of([&] { train_config_from_json(j, "cfg.toml"); });
-    EXPECT_NE(e.find(needle), std::string::npos) << e;
-  };
   const Json ok = ppo_config("/m", "/o", 2);
   EXPECT_NO_THROW(train_config_from_json(ok, "cfg.toml"));
   Json bad = ok;
   bad["algorithm"]["credit"] = "episode";
-  expect_error(bad, "[value] configures PPO's critic, used by algorithm.credit = \"gae\" (got \"episode\")");
+  test::expect_config_error(bad, "[value] configures PPO's critic, used by algorithm.credit = \"gae\" (got \"episode\")");
   bad = ok;
   bad["algorithm"]["kl_placement"] = "loss";
-  expect_error(bad, "algorithm.kl_target adapts the KL-in-reward coefficient");
+  test::expect_config_error(bad, "algorithm.kl_target adapts the KL-in-reward coefficient");
   bad = ok;
   bad["algorithm"]["kl_beta"] = 0.0;
-  expect_error(bad, "algorithm.kl_target adapts algorithm.kl_beta, which is 0");
+  test::expect_config_error(bad, "algorithm.kl_target adapts algorithm.kl_beta, which is 0");
   bad = ok;
   bad["algorithm"]["lambda"] = 1.5;
-  expect_error(bad, "algorithm.lambda");
+  test::expect_config_error(bad, "algorithm.lambda");
   bad = ok;
   bad["value"]["lr"] = 0.0;
-  expect_error(bad, "value.lr");
+  test::expect_config_error(bad, "value.lr");
   bad = ok;
   bad["value"]["clip"] = -1.0;
-  expect_error(bad, "value.clip");
+  test::expect_config_error(bad, "value.clip");
   bad = ok;
   bad["raft"] = {{"enabled", true}};
-  expect_error(bad, "algorithm.credit = \"gae\" gives the policy-gradient term its advantages, but raft.enabled");
+  test::expect_config_error(bad, "algorithm.credit = \"gae\" gives the policy-gradient term its advantages, but raft.enabled");
   bad = ok;
   bad["algorithm"]["credit"] = "turn";
   bad.erase("value");
   bad["algorithm"]["value_level"] = "turn";
-  expect_error(bad, "algorithm.value_level = \"turn\" places the critic's values for GAE");
+  test::expect_config_error(bad, "algorithm.value_level = \"turn\" places the critic's values for GAE");
   bad = ok;
   bad["value"]["modle"] = "x";
-  expect_error(bad, "modle");
+  test::expect_config_error(bad, "modle");
 }
 
 }  // namespace

@@ -185,43 +185,39 @@ TEST(PreferenceRun, AGoldRewardIsLoggedAndMustBeHeldOut) {
 }
 
 TEST(PreferenceRun, ConfigErrorsNameTheKey) {
-  auto expect_error = [](Json j, const std::string& needle) {
-    const std::string e = test::error_of([&] { train_config_from_json(j, "cfg.toml"); });
-    EXPECT_NE(e.find(needle), std::string::npos) << e;
-  };
   const Json ok = dpo_config("/m", "/p.jsonl", "/o", 2);
   EXPECT_NO_THROW(train_config_from_json(ok, "cfg.toml"));
   Json bad = ok;
   bad["preference"].erase("data");
-  expect_error(bad, "trainer.kind = \"dpo\" needs [preference.data]");
+  test::expect_config_error(bad, "trainer.kind = \"dpo\" needs [preference.data]");
   bad = ok;
   bad["trainer"]["kind"] = "grpo";
-  expect_error(bad, "[preference.data] is the data of trainer.kind = \"dpo\"");
+  test::expect_config_error(bad, "[preference.data] is the data of trainer.kind = \"dpo\"");
   bad = ok;
   bad["algorithm"]["kl_beta"] = 0.1;
-  expect_error(bad, "preference.beta");
+  test::expect_config_error(bad, "preference.beta");
   bad = ok;
   bad["preference"]["loss"] = "dpo";
-  expect_error(bad, "preference.loss");
+  test::expect_config_error(bad, "preference.loss");
   bad = ok;
   bad["preference"]["label_smoothing"] = 0.1;
   bad["preference"]["loss"] = "ipo";
-  expect_error(bad, "preference.label_smoothing applies to the sigmoid and simpo losses only");
+  test::expect_config_error(bad, "preference.label_smoothing applies to the sigmoid and simpo losses only");
   bad = ok;
   bad["algorithm"]["micro_batch_size"] = 1;
-  expect_error(bad, "algorithm.micro_batch_size must be >= 2");
+  test::expect_config_error(bad, "algorithm.micro_batch_size must be >= 2");
   bad = ok;
   bad["preference"]["data"]["chosen_fild"] = "x";
-  expect_error(bad, "unknown key 'chosen_fild'");
+  test::expect_config_error(bad, "unknown key 'chosen_fild'");
   bad = online_config("/m", "/o", 2);
   bad["trainer"]["kind"] = "sft";
-  expect_error(bad, "preference.online trains on rollout groups");
+  test::expect_config_error(bad, "preference.online trains on rollout groups");
   bad = online_config("/m", "/o", 2);
   bad["raft"] = {{"enabled", true}};
-  expect_error(bad, "raft.enabled and preference.online both replace");
+  test::expect_config_error(bad, "raft.enabled and preference.online both replace");
   bad["preference"].erase("online");
   bad["raft"]["keep"] = "most";
-  expect_error(bad, "raft.keep");
+  test::expect_config_error(bad, "raft.keep");
 }
 
 }  // namespace

@@ -9,17 +9,12 @@
 #include <cmath>
 
 #include "model/loader.h"
+#include "tests/train/run_fixtures.h"
 #include "train/loss_terms.h"
 #include "train/micro_batch.h"
 
 namespace rlf {
 namespace {
-
-CausalLM tiny_model(uint64_t seed) {
-  ModelConfig c = ModelConfig::preset("stories260K");
-  c.num_hidden_layers = 2;
-  return make_random_model(c, seed, torch::kFloat32, torch::kCPU);
-}
 
 // prompt (3) + one policy turn (5) with advantage `adv`.
 Episode episode(int64_t group, uint32_t salt, float adv) {
@@ -54,7 +49,7 @@ Forward forward(CausalLM& model, const std::vector<Episode>& eps) {
 }
 
 TEST(RecipeTerms, RolloutCorrectionWeightsRowsWithRecomputedLogprobs) {
-  auto model = tiny_model(1);
+  auto model = test::tiny_random_model(1);
   std::vector<Episode> eps = {episode(0, 1, 0.5f), episode(0, 2, -0.5f), episode(1, 3, 1.0f)};
   // Rows 0 and 1: the trainer's old log-probs are -6, the rollout's lower by log 1.5 and log 3
   // (pi_old / mu = 1.5 and 3 on every token); row 2 has no rollout log-probs of its own.
@@ -94,7 +89,7 @@ TEST(RecipeTerms, RolloutCorrectionWeightsRowsWithRecomputedLogprobs) {
 }
 
 TEST(RecipeTerms, NftTrainsRowsOfGroupsWithBothVerdictsOnly) {
-  auto model = tiny_model(2);
+  auto model = test::tiny_random_model(2);
   std::vector<Episode> eps = {episode(0, 1, 0), episode(0, 2, 0), episode(1, 3, 0), episode(2, 4, 0)};
   eps[0].correct = true, eps[0].group_accuracy = 0.5;
   eps[1].correct = false, eps[1].group_accuracy = 0.5;

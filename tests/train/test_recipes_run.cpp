@@ -22,12 +22,6 @@ using test::grpo_run_config;
 using test::make_tiny_model;
 using test::straight_and_resumed;
 
-TrainRunOptions quiet() {
-  TrainRunOptions o;
-  o.quiet = true;
-  return o;
-}
-
 double metric(const Json& m, const std::string& key) {
   EXPECT_TRUE(m.contains(key)) << key << " missing from " << m.dump();
   return m.contains(key) ? m[key].get<double>() : std::nan("");
@@ -46,7 +40,7 @@ TEST(RecipesRun, EveryObjectiveTrainsAndLogsItsDiagnostics) {
     j["rollout"]["group_size"] = 8;  // groups with both right and wrong answers more often (nft needs them)
     j["rollout"]["temperature"] = 1.5;
     j["algorithm"]["accuracy_reward"] = "has_e";  // the random model writes an "e" now and then: mixed groups
-    auto s = run_training(train_config_from_json(j, objective), quiet());
+    auto s = run_training(train_config_from_json(j, objective), test::quiet_run());
     EXPECT_EQ(s.steps, 2);
     const auto m = read_jsonl(dir / objective / "metrics.jsonl");
     ASSERT_EQ(m.size(), 2u);
@@ -63,7 +57,7 @@ TEST(RecipesRun, SeedGrpoScalesAdvantagesByTheGroupsSemanticEntropy) {
   const auto model = make_tiny_model(dir);
   Json j = grpo_run_config(model, dir / "seed", 2);
   j["algorithm"]["seed_alpha"] = 0.5;
-  run_training(train_config_from_json(j, "seed"), quiet());
+  run_training(train_config_from_json(j, "seed"), test::quiet_run());
   for (const auto& step : read_jsonl(dir / "seed/metrics.jsonl")) {
     const double se = metric(step, "seed/semantic_entropy"), scale = metric(step, "seed/scale");
     EXPECT_GE(se, 0.0);
@@ -83,7 +77,7 @@ TEST(RecipesRun, RecomputedOldLogprobsAgreeWithTheRolloutInOneFp32Process) {
   j["algorithm"]["tis_cap"] = 2.0;
   j["algorithm"]["mismatch_mask_low"] = 0.5;
   j["algorithm"]["mismatch_mask_high"] = 2.0;
-  run_training(train_config_from_json(j, "tis"), quiet());
+  run_training(train_config_from_json(j, "tis"), test::quiet_run());
   for (const auto& step : read_jsonl(dir / "tis/metrics.jsonl")) {
     EXPECT_LT(metric(step, "mismatch/logprob_diff_max"), 1e-4);
     EXPECT_NEAR(metric(step, "mismatch/tis_weight_mean"), 1.0, 1e-4);
@@ -103,7 +97,7 @@ TEST(RecipesRun, Bf16RolloutsAgreeWithTheTrainer) {
   j["model"]["dtype"] = "bf16";
   j["algorithm"]["recompute_old_logprobs"] = true;
   j["algorithm"]["tis_cap"] = 2.0;
-  run_training(train_config_from_json(j, "bf16"), quiet());
+  run_training(train_config_from_json(j, "bf16"), test::quiet_run());
   const auto m = read_jsonl(dir / "bf16/metrics.jsonl");
   ASSERT_EQ(m.size(), 1u);
   EXPECT_LT(metric(m[0], "mismatch/logprob_diff_max"), 1e-3);
@@ -144,28 +138,24 @@ TEST(RecipesRun, NftResumesExactly) {
 }
 
 TEST(RecipesRun, IncompatibleRecipeOptionsAreRefused) {
-  const auto expect_error = [](Json j, const std::string& needle) {
-    const std::string e = test::error_of([&] { train_config_from_json(j, "cfg.toml"); });
-    EXPECT_NE(e.find(needle), std::string::npos) << e;
-  };
   const Json ok = grpo_run_config("/m", "/o", 2);
   Json bad = ok;
   bad["algorithm"]["tis_cap"] = 2.0;
-  expect_error(bad, "set algorithm.recompute_old_logprobs = true");
+  test::expect_config_error(bad, "set algorithm.recompute_old_logprobs = true");
   bad = ok;
   bad["algorithm"]["policy_loss"] = "dppo_tv";
   bad["algorithm"]["ratio_level"] = "sequence";
-  expect_error(bad, "set algorithm.ratio_level = \"token\"");
+  test::expect_config_error(bad, "set algorithm.ratio_level = \"token\"");
   bad = ok;
   bad["algorithm"]["policy_loss"] = "nft";
   bad["raft"]["enabled"] = true;
-  expect_error(bad, "choose one");
+  test::expect_config_error(bad, "choose one");
   bad = ok;
   bad["algorithm"]["policy_loss"] = "ppo";
-  expect_error(bad, "algorithm.policy_loss");
+  test::expect_config_error(bad, "algorithm.policy_loss");
   bad = ok;
   bad["algorithm"]["seed_alpha"] = 2.0;
-  expect_error(bad, "algorithm.seed_alpha");
+  test::expect_config_error(bad, "algorithm.seed_alpha");
 }
 
 }  // namespace

@@ -397,66 +397,58 @@ TEST(ProcessRewardModelRun, MonteCarloLabelsComeFromThePolicysRolloutsAndSurvive
 }
 
 TEST(ProcessRewardModelRun, ConfigErrorsNameTheKey) {
-  auto expect_error = [](Json j, const std::string& needle) {
-    const std::string e = test::error_of([&] { train_config_from_json(j, "cfg.toml"); });
-    EXPECT_NE(e.find(needle), std::string::npos) << e;
-  };
   const Json ok = prm_config("/m", "/s.jsonl", "/o", 2);
   EXPECT_NO_THROW(train_config_from_json(ok, "cfg.toml"));
   Json bad = ok;
   bad["preference"]["data"] = {{"path", "/p.jsonl"}};
-  expect_error(bad, "not both");
+  test::expect_config_error(bad, "not both");
   bad = ok;
   bad["reward_model"]["attributes"] = {"a"};
-  expect_error(bad, "a process reward model has one head");
+  test::expect_config_error(bad, "a process reward model has one head");
   bad = ok;
   bad["trainer"]["kind"] = "dpo";
   bad["preference"]["data"] = {{"path", "/p.jsonl"}};
-  expect_error(bad, "[process.data] is the data of trainer.kind = \"rm\"");
+  test::expect_config_error(bad, "[process.data] is the data of trainer.kind = \"rm\"");
   bad = ok;
   bad["process"]["data"]["delimiter"] = "";
-  expect_error(bad, "delimiter must not be empty");
+  test::expect_config_error(bad, "delimiter must not be empty");
 }
 
 TEST(RewardModelRun, ConfigErrorsNameTheKey) {
-  auto expect_error = [](Json j, const std::string& needle) {
-    const std::string e = test::error_of([&] { train_config_from_json(j, "cfg.toml"); });
-    EXPECT_NE(e.find(needle), std::string::npos) << e;
-  };
   const Json ok = rm_config("/m", "/p.jsonl", "/o", 2);
   EXPECT_NO_THROW(train_config_from_json(ok, "cfg.toml"));
   Json bad = ok;
   bad["preference"].erase("data");
-  expect_error(bad, "trainer.kind = \"rm\" needs [preference.data]");
+  test::expect_config_error(bad, "trainer.kind = \"rm\" needs [preference.data]");
   bad = ok;
   bad["data"] = {{"preset", "arithmetic"}};
   bad["reward"] = Json::array({{{"type", "math"}}});
-  expect_error(bad, "a reward model does not generate");  // without [sft], [data] has nothing to serve
+  test::expect_config_error(bad, "a reward model does not generate");  // without [sft], [data] has nothing to serve
   bad = ok;
   bad["algorithm"]["kl_beta"] = 0.1;
-  expect_error(bad, "algorithm.kl_beta needs token log-probs");
+  test::expect_config_error(bad, "algorithm.kl_beta needs token log-probs");
   bad = ok;
   bad["reward_model"]["margin"] = -1;
-  expect_error(bad, "reward_model.margin");
+  test::expect_config_error(bad, "reward_model.margin");
   bad = ok;
   bad["reward_model"]["margn"] = 1;
-  expect_error(bad, "margn");
+  test::expect_config_error(bad, "margn");
   bad = ok;
   bad["run"]["sft_control"] = true;
-  expect_error(bad, "run.sft_control");
+  test::expect_config_error(bad, "run.sft_control");
   bad = ok;
   bad["reward_model"]["gating"] = true;
-  expect_error(bad, "reward_model.gating weighs the heads of reward_model.attributes");
+  test::expect_config_error(bad, "reward_model.gating weighs the heads of reward_model.attributes");
   bad = ok;
   bad["reward_model"]["attributes"] = {"a", "a"};
-  expect_error(bad, "reward_model.attributes has 'a' twice");
+  test::expect_config_error(bad, "reward_model.attributes has 'a' twice");
   bad = ok;
   bad["reward_model"]["attributes"] = {"a"};
   bad["reward_model"]["margin"] = 1.0;
-  expect_error(bad, "with reward_model.attributes the heads regress ratings");
+  test::expect_config_error(bad, "with reward_model.attributes the heads regress ratings");
   bad = ok;
   bad["reward_model"]["gating_temperature"] = 0;
-  expect_error(bad, "reward_model.gating_temperature");
+  test::expect_config_error(bad, "reward_model.gating_temperature");
 }
 
 TEST(RewardModelRun, AttributesNoPairRatesAreAnError) {

@@ -21,6 +21,7 @@
 #include "env/episode_producer.h"
 #include "model/loader.h"
 #include "tests/support/test_env.h"
+#include "tests/train/run_fixtures.h"
 #include "train/loss_terms.h"
 #include "train/rl_steps.h"
 #include "train/trainer.h"
@@ -30,11 +31,7 @@
 namespace rlf {
 namespace {
 
-CausalLM tiny_model(uint64_t seed) {
-  ModelConfig c = ModelConfig::preset("stories260K");
-  c.num_hidden_layers = 2;
-  return make_random_model(c, seed, torch::kFloat32, torch::kCPU);
-}
+CausalLM tiny_model(uint64_t seed) { return test::tiny_random_model(seed); }
 
 // A hand-made two-turn episode: prompt (3), turn (4), observation (3), turn (3).
 Episode two_turn_episode(int64_t group, uint32_t salt) {
