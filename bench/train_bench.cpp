@@ -10,6 +10,7 @@
 
 #include "bench/bench_model.h"
 #include "model/loader.h"
+#include "model/lora.h"
 #include "train/optimizer.h"
 #include "util/error.h"
 
@@ -56,6 +57,13 @@ Json run_train_bench(const TrainBenchOptions& o) {
   const torch::Device device = parse_device(o.device);
   auto [model, source] = make_bench_model(o.shape, o.dtype, o.device, o.seed);
   model->set_fast_cpu_path(o.fast_cpu);
+  if (o.lora_rank > 0) {
+    LoraOptions lo;
+    lo.rank = o.lora_rank;
+    lo.alpha = 2.0 * static_cast<double>(o.lora_rank);
+    lo.targets = o.lora_targets;
+    add_lora(*model, lo, o.seed);
+  }
   model->train();
   const ModelConfig& c = model->config();
   check(o.seq <= c.max_position_embeddings, "bench train: --seq ", o.seq, " exceeds the model's context (",
@@ -116,7 +124,11 @@ Json run_train_bench(const TrainBenchOptions& o) {
   }
 
   int64_t n_params = 0;
-  for (const auto& p : model->parameters()) n_params += p.numel();
+  int64_t n_trainable = 0;
+  for (const auto& p : model->parameters()) {
+    n_params += p.numel();
+    if (p.requires_grad()) n_trainable += p.numel();
+  }
   const double step_ms = median(total);
   Json j;
   j["shape"] = o.shape;
@@ -142,6 +154,9 @@ Json run_train_bench(const TrainBenchOptions& o) {
   j["loss_first"] = loss_first;
   j["loss_last"] = loss_last;
   j["peak_rss_mb"] = peak_rss_mb();
+  j["trainable_params"] = n_trainable;
+  j["lora_rank"] = o.lora_rank;
+  if (o.lora_rank > 0) j["lora_targets"] = o.lora_targets;
   j["fast_cpu_path_used"] = model->fast_cpu_path_applies();  // grad mode on, as in the timed steps
   return j;
 }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "util/json_util.h"
 
@@ -28,6 +29,8 @@ struct TrainBenchOptions {
   double lr = 1e-5;                   // learning rate of the AdamW steps (small: weights stay sane)
   uint64_t seed = 0;                  // weights and token batches
   bool fast_cpu = true;               // fp32 CPU fast path (CausalLM::set_fast_cpu_path)
+  int64_t lora_rank = 0;              // > 0: train LoRA adapters of this rank (alpha = 2 r) on lora_targets, base frozen
+  std::vector<std::string> lora_targets{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
 
   void validate() const;
 };

@@ -33,10 +33,13 @@ using torch::autograd::variable_list;
 
 float* fp(const torch::Tensor& t) { return t.data_ptr<float>(); }
 
-// out = x @ W^T (+ b) for a torch::nn::Linear, written into `out` [N, out_features].
-void linear_into(const torch::Tensor& x, const torch::nn::Linear& lin, torch::Tensor& out) {
-  if (lin->bias.defined()) at::addmm_out(out, lin->bias, x, lin->weight.t());
-  else at::mm_out(out, x, lin->weight.t());
+// out = x @ W^T (+ b) for a torch::nn::Linear with its adapter (model/lora.h),
+// written into `out` [N, out_features].
+void linear_into(const torch::Tensor& x, const torch::nn::Linear& lin, LoraSlot& lora, torch::Tensor& out) {
+  const torch::Tensor& w = lora_inference_weight(lin, lora);
+  if (lin->bias.defined()) at::addmm_out(out, lin->bias, x, w.t());
+  else at::mm_out(out, x, w.t());
+  lora_add_into(lora, x, out);
 }
 
 // ---- Autograd functions (training path) ------------------------------------
@@ -170,12 +173,15 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
       auto& layer = *model->layers->ptr<DecoderLayerImpl>(l);
       auto& attn = *layer.self_attn;
       auto xn = RmsNormFn::apply(h, layer.input_layernorm->weight, c.rms_norm_eps);
-      auto a = AttentionFn::apply(attn.q_proj(xn), attn.k_proj(xn), attn.v_proj(xn), pos, valid, cos_t, sin_t, B, T,
+      auto a = AttentionFn::apply(lora_project(attn.q_proj, attn.q_lora, xn), lora_project(attn.k_proj, attn.k_lora, xn),
+                                  lora_project(attn.v_proj, attn.v_lora, xn), pos, valid, cos_t, sin_t, B, T,
                                   H, K);
-      h = h + attn.o_proj(a);
+      h = h + lora_project(attn.o_proj, attn.o_lora, a);
       auto& mlp = *layer.mlp;
       auto xm = RmsNormFn::apply(h, layer.post_attention_layernorm->weight, c.rms_norm_eps);
-      h = h + mlp.down_proj(SwiGluFn::apply(mlp.gate_proj(xm), mlp.up_proj(xm)));
+      h = h + lora_project(mlp.down_proj, mlp.down_lora,
+                           SwiGluFn::apply(lora_project(mlp.gate_proj, mlp.gate_lora, xm),
+                                           lora_project(mlp.up_proj, mlp.up_lora, xm)));
     }
     return RmsNormFn::apply(h, model->norm->weight, c.rms_norm_eps).view({B, T, D});
   }
@@ -193,9 +199,9 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     auto& layer = *model->layers->ptr<DecoderLayerImpl>(l);
     auto& attn = *layer.self_attn;
     cpu::rms_norm_forward(fp(h), fp(layer.input_layernorm->weight), fp(xn), nullptr, N, D, eps);
-    linear_into(xn, attn.q_proj, q);
-    linear_into(xn, attn.k_proj, k);
-    linear_into(xn, attn.v_proj, v);
+    linear_into(xn, attn.q_proj, attn.q_lora, q);
+    linear_into(xn, attn.k_proj, attn.k_lora, k);
+    linear_into(xn, attn.v_proj, attn.v_lora, v);
     cpu::rope_inplace(fp(q), pp, fp(cos_t), fp(sin_t), N, H, hd, false);
     cpu::rope_inplace(fp(k), pp, fp(cos_t), fp(sin_t), N, K, hd, false);
 
@@ -222,15 +228,15 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
       }
     }
     cpu::attention_forward(fp(q), kv, pp, vp, cache != nullptr, sh, fp(att), nullptr);
-    linear_into(att, attn.o_proj, tmp);
+    linear_into(att, attn.o_proj, attn.o_lora, tmp);
     h.add_(tmp);
 
     auto& mlp = *layer.mlp;
     cpu::rms_norm_forward(fp(h), fp(layer.post_attention_layernorm->weight), fp(xn), nullptr, N, D, eps);
-    linear_into(xn, mlp.gate_proj, gate);
-    linear_into(xn, mlp.up_proj, up);
+    linear_into(xn, mlp.gate_proj, mlp.gate_lora, gate);
+    linear_into(xn, mlp.up_proj, mlp.up_lora, up);
     cpu::swiglu_forward(fp(gate), fp(up), fp(gate), N * I);
-    linear_into(gate, mlp.down_proj, tmp);
+    linear_into(gate, mlp.down_proj, mlp.down_lora, tmp);
     h.add_(tmp);
   }
   cpu::rms_norm_forward(fp(h), fp(model->norm->weight), fp(xn), nullptr, N, D, eps);

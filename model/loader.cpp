@@ -26,11 +26,12 @@ torch::ScalarType torch_dtype(DType d, const std::string& what) {
   }
 }
 
-DType file_dtype(torch::ScalarType t) {
+DType file_dtype(torch::ScalarType t, const std::string& name) {
   if (t == torch::kFloat32) return DType::F32;
   if (t == torch::kFloat16) return DType::F16;
   if (t == torch::kBFloat16) return DType::BF16;
-  fail("cannot save tensors of dtype ", c10::toString(t), " (use fp32, bf16 or fp16)");
+  if (t == torch::kUInt8) return DType::U8;
+  fail("tensor '", name, "' has dtype ", c10::toString(t), ", which rlf does not save (fp32, bf16, fp16, uint8)");
 }
 
 std::string hf_torch_dtype(torch::ScalarType t) {
@@ -50,6 +51,7 @@ void load_weights(CausalLMImpl& model, const TensorMap& tensors, const std::stri
   torch::NoGradGuard no_grad;
   for (auto& p : model.named_parameters()) {
     const std::string& name = p.key();
+    if (is_lora_parameter(name)) continue;  // adapters: load_lora_adapter (model/lora.h)
     auto it = tensors.find(name);
     check(it != tensors.end(), source, ": missing tensor '", name, "'");
     const TensorView& v = it->second;
@@ -124,6 +126,30 @@ LoadedModel load_model(const std::filesystem::path& path, const LoadOptions& opt
   });
 }
 
+void write_tensor_file(const std::filesystem::path& path,
+                       const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<torch::Tensor> keep;  // CPU copies alive during the write
+  std::vector<SafetensorsWriteEntry> entries;
+  for (const auto& [name, t] : tensors) {
+    torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
+    keep.push_back(c);
+    SafetensorsWriteEntry e;
+    e.name = name;
+    e.dtype = file_dtype(c.scalar_type(), name);
+    e.shape = c.sizes().vec();
+    e.data = c.data_ptr();
+    e.nbytes = static_cast<size_t>(c.numel()) * c.element_size();
+    entries.push_back(std::move(e));
+  }
+  write_safetensors(path, entries, metadata);
+}
+
+void write_tensor_file(const std::filesystem::path& path, const std::map<std::string, torch::Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  write_tensor_file(path, std::vector<std::pair<std::string, torch::Tensor>>(tensors.begin(), tensors.end()), metadata);
+}
+
 void save_model(CausalLMImpl& model, const std::filesystem::path& dir, const SaveOptions& options) {
   namespace fs = std::filesystem;
   with_context("saving model to '" + dir.string() + "'", [&] {
@@ -138,21 +164,11 @@ void save_model(CausalLMImpl& model, const std::filesystem::path& dir, const Sav
           fs::is_directory(options.tokenizer_source) ? options.tokenizer_source : options.tokenizer_source.parent_path();
     }
     fs::create_directories(dir);
-    // Tensors to write, converted to the file dtype on the CPU (kept alive during the write).
-    std::vector<torch::Tensor> keep;
-    std::vector<SafetensorsWriteEntry> entries;
-    for (auto& p : model.named_parameters()) {
-      auto t = p.value().detach().to(torch::kCPU, dtype).contiguous();
-      keep.push_back(t);
-      SafetensorsWriteEntry e;
-      e.name = p.key();
-      e.dtype = file_dtype(dtype);
-      e.shape = t.sizes().vec();
-      e.data = t.data_ptr();
-      e.nbytes = static_cast<size_t>(t.numel()) * t.element_size();
-      entries.push_back(std::move(e));
-    }
-    write_safetensors(dir / "model.safetensors", entries, {{"format", "pt"}});
+    // The base weights in the file dtype; LoRA adapters go to their own directory (model/lora.h).
+    std::vector<std::pair<std::string, torch::Tensor>> tensors;
+    for (auto& p : model.named_parameters())
+      if (!is_lora_parameter(p.key())) tensors.emplace_back(p.key(), p.value().detach().to(dtype));
+    write_tensor_file(dir / "model.safetensors", tensors, {{"format", "pt"}});
     write_hf_dir_files(dir, config, files);
     // A tokenizer.json given as a file (not a directory) or a llama2.c tokenizer is copied as is.
     if (!options.tokenizer_source.empty() && !fs::is_directory(options.tokenizer_source) &&

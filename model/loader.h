@@ -14,6 +14,9 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <map>
+#include <utility>
+#include <vector>
 #include <optional>
 #include <string>
 
@@ -45,7 +48,8 @@ LoadedModel load_model(const std::filesystem::path& path, const LoadOptions& opt
 CausalLM make_random_model(const ModelConfig& config, uint64_t seed, torch::ScalarType dtype, torch::Device device);
 
 // Copies `tensors` into the model's parameters (one copy each). Every
-// parameter must be present with its shape; errors name `source` and the tensor.
+// parameter except LoRA adapters must be present with its shape; errors name
+// `source` and the tensor.
 void load_weights(CausalLMImpl& model, const TensorMap& tensors, const std::string& source);
 
 struct SaveOptions {
@@ -54,7 +58,16 @@ struct SaveOptions {
   std::optional<GenerationDefaults> generation;
 };
 
-// Writes a Hugging Face model directory (created if needed; files replaced atomically).
+// Writes `tensors` (any device; fp32, bf16, fp16 or uint8) as one safetensors
+// file, in the given order. Errors name the tensor.
+void write_tensor_file(const std::filesystem::path& path,
+                       const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+void write_tensor_file(const std::filesystem::path& path, const std::map<std::string, torch::Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+// Writes a Hugging Face model directory (created if needed; files replaced
+// atomically). LoRA adapter parameters are not part of it (save_lora_adapter).
 void save_model(CausalLMImpl& model, const std::filesystem::path& dir, const SaveOptions& options = {});
 
 // A torch tensor viewing (not copying) a TensorView's bytes.

@@ -37,9 +37,9 @@ AttentionImpl::AttentionImpl(const ModelConfig& c)
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, torch::Tensor* cache_k,
                                      torch::Tensor* cache_v) {
   const int64_t B = x.size(0), T = x.size(1), K = n_kv_heads_, G = n_heads_ / n_kv_heads_, hd = head_dim_;
-  auto q = RotaryEmbedding::apply(q_proj(x).view({B, T, n_heads_, hd}), ctx.cos, ctx.sin);  // [B, T, H, hd]
-  auto k = RotaryEmbedding::apply(k_proj(x).view({B, T, K, hd}), ctx.cos, ctx.sin);         // [B, T, K, hd]
-  auto v = v_proj(x).view({B, T, K, hd});                                                   // [B, T, K, hd]
+  auto q = RotaryEmbedding::apply(lora_project(q_proj, q_lora, x).view({B, T, n_heads_, hd}), ctx.cos, ctx.sin);  // [B, T, H, hd]
+  auto k = RotaryEmbedding::apply(lora_project(k_proj, k_lora, x).view({B, T, K, hd}), ctx.cos, ctx.sin);         // [B, T, K, hd]
+  auto v = lora_project(v_proj, v_lora, x).view({B, T, K, hd});                                                   // [B, T, K, hd]
   k = k.transpose(1, 2);  // [B, K, T, hd]
   v = v.transpose(1, 2);  // [B, K, T, hd]
 
@@ -61,7 +61,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
                    .to(x.scalar_type());                                        // [B, K, G, T, S]
   auto out = torch::matmul(probs.view({B, K, G * T, S}), values);               // [B, K, G*T, hd]
   out = out.view({B, K, G, T, hd}).permute({0, 3, 1, 2, 4}).reshape({B, T, n_heads_ * hd});
-  return o_proj(out);
+  return lora_project(o_proj, o_lora, out);
 }
 
 // ---- MLP / layer -----------------------------------------------------------
@@ -74,7 +74,8 @@ MLPImpl::MLPImpl(const ModelConfig& c) {
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+  return lora_project(down_proj, down_lora,
+                      torch::silu(lora_project(gate_proj, gate_lora, x)) * lora_project(up_proj, up_lora, x));
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {

@@ -18,6 +18,7 @@
 
 #include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/lora.h"
 #include "model/rope.h"
 
 namespace rlf {
@@ -51,6 +52,7 @@ class AttentionImpl : public torch::nn::Module {
                         torch::Tensor* cache_v);
 
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  LoraSlot q_lora, k_lora, v_lora, o_lora;  // adapters (model/lora.h); empty by default
 
  private:
   int64_t n_heads_, n_kv_heads_, head_dim_;
@@ -62,6 +64,7 @@ class MLPImpl : public torch::nn::Module {
   explicit MLPImpl(const ModelConfig& config);
   torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  LoraSlot gate_lora, up_lora, down_lora;  // adapters (model/lora.h); empty by default
 };
 TORCH_MODULE(MLP);
 
@@ -158,6 +161,7 @@ class CausalLMImpl : public torch::nn::Module {
   torch::nn::Linear lm_head{nullptr};  // null when tie_word_embeddings or a classifier
   torch::nn::Linear score{nullptr};    // classifiers only: [num_labels, D], no bias ("score.weight")
   torch::nn::Linear v_head{nullptr};   // add_value_head() only: [1, D], no bias ("v_head.weight")
+  std::shared_ptr<LoraRuntime> lora;   // set by add_lora / load_lora_adapter (model/lora.h); null without adapters
 
  private:
   torch::Tensor token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets, torch::Tensor* entropy,

@@ -13,6 +13,8 @@ PACKAGES=(
   # tests and benchmarks (strace: the crash tests' fault injection)
   libgtest-dev libgmock-dev libbenchmark-dev libsentencepiece-dev strace
   python3-venv python3-torch python3-pip
+  # the oracle's peft and accelerate (installed without their pins on torch)
+  python3-psutil python3-yaml
 )
 
 missing=()

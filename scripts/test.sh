@@ -16,13 +16,17 @@ bash scripts/setup.sh
 # Oracle venv on Debian's python3-torch (system site packages), pinned versions.
 venv="$root/.venv-oracle"
 req="$root/tests/oracle/requirements.txt"
+# peft and accelerate ask for torch >= 1.13.0, which pip reads as excluding
+# Debian's 1.13.0a0 (and would install another torch): installed without deps.
+req_nodeps="$root/tests/oracle/requirements-nodeps.txt"
 stamp="$venv/.requirements.sha256"
-want="$(sha256sum "$req" | cut -d' ' -f1)"
+want="$(cat "$req" "$req_nodeps" | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "test: creating the oracle virtual environment in $venv"
   rm -rf "$venv"
   /usr/bin/python3 -m venv --system-site-packages "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$req_nodeps"
   echo "$want" > "$stamp"
 fi
 

@@ -1,5 +1,7 @@
 #include "train/checkpoint.h"
 
+#include "model/lora.h"
+
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/syscall.h>
@@ -27,6 +29,7 @@ constexpr const char* kTrainerJson = "trainer.json";
 constexpr const char* kOptimizerFile = "optimizer.safetensors";
 constexpr const char* kRngFile = "rng.safetensors";
 constexpr const char* kModelDir = "model";
+constexpr const char* kAdapterDir = "adapter";
 
 std::string step_dir_name(int64_t step) { return "step-" + std::to_string(step); }
 
@@ -71,33 +74,6 @@ FileDigest digest_file(const fs::path& path) {
   check(!in.bad(), "error reading '", path.string(), "'");
   d.crc32 = static_cast<uint32_t>(crc);
   return d;
-}
-
-DType safetensors_dtype(torch::ScalarType t, const std::string& name) {
-  if (t == torch::kFloat32) return DType::F32;
-  if (t == torch::kBFloat16) return DType::BF16;
-  if (t == torch::kFloat16) return DType::F16;
-  if (t == torch::kUInt8) return DType::U8;
-  fail("checkpoint: tensor '", name, "' has dtype ", c10::toString(t), ", which checkpoints do not store");
-}
-
-// Writes `tensors` (any device) as one safetensors file.
-void write_tensor_file(const fs::path& path, const std::map<std::string, torch::Tensor>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
-  std::vector<torch::Tensor> keep;  // CPU copies alive during the write
-  std::vector<SafetensorsWriteEntry> entries;
-  for (const auto& [name, t] : tensors) {
-    torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
-    keep.push_back(c);
-    SafetensorsWriteEntry e;
-    e.name = name;
-    e.dtype = safetensors_dtype(c.scalar_type(), name);
-    e.shape = c.sizes().vec();
-    e.data = c.data_ptr();
-    e.nbytes = static_cast<size_t>(c.numel()) * c.element_size();
-    entries.push_back(std::move(e));
-  }
-  write_safetensors(path, entries, metadata);
 }
 
 // CPU tensors viewing `file`'s mapping (valid while `file` lives).
@@ -205,6 +181,8 @@ fs::path save_checkpoint(const fs::path& dir, const TrainerState& state, const C
     model_options.generation = options.generation;
     save_model(*targets.model, tmp / kModelDir, model_options);
     if (options.model_extras) options.model_extras(tmp / kModelDir);
+    // LoRA: the base above, the adapters beside it in the PEFT layout (model/lora.h).
+    if (has_lora(*targets.model)) save_lora_adapter(*targets.model, tmp / kAdapterDir, "../" + std::string(kModelDir));
     stage("model");
 
     Json optimizer_json = nullptr;
@@ -352,12 +330,21 @@ TrainerState load_checkpoint(const fs::path& ckpt, const CheckpointTargets& targ
     // 2. Parse everything and check it against the targets before touching them.
     HfModelDir model_dir(ckpt / kModelDir);
     const std::string model_src = model_dir.weights_path().string();
+    // LoRA adapters: saved in adapter/ exactly when the model has them.
+    const bool saved_lora = files.contains(std::string(kAdapterDir) + "/adapter_model.safetensors");
+    check(saved_lora == has_lora(*targets.model), src, saved_lora
+              ? ": the checkpoint holds LoRA adapters (adapter/) but the model to restore has none (set [lora] as "
+                "in the run that saved it)"
+              : ": the model to restore has LoRA adapters but the checkpoint holds none (it was saved without "
+                "[lora]; start a fresh run directory)");
     for (auto& p : targets.model->named_parameters()) {
+      if (is_lora_parameter(p.key())) continue;
       auto it = model_dir.tensors().find(p.key());
       check(it != model_dir.tensors().end(), model_src, ": missing tensor '", p.key(), "'");
       check(it->second.shape == p.value().sizes().vec(), model_src, ": tensor '", p.key(), "' has shape ",
             shape_string(it->second.shape), " but the model expects ", shape_string(p.value().sizes().vec()));
     }
+    if (saved_lora) check_lora_adapter(*targets.model, ckpt / kAdapterDir);
 
     const Json& opt_json = trainer.contains("optimizer") ? trainer.at("optimizer") : Json();
     std::optional<SafetensorsFile> opt_file;
@@ -424,6 +411,7 @@ TrainerState load_checkpoint(const fs::path& ckpt, const CheckpointTargets& targ
                               json_get_or<int64_t>(info, "n_skipped", 0, src), f.path());
     }
     load_weights(*targets.model, model_dir.tensors(), model_src);
+    if (saved_lora) load_lora_adapter(*targets.model, ckpt / kAdapterDir);
     for (const auto& [name, c] : targets.companions) {
       const HfModelDir& dir = companion_dirs.at(name);
       load_weights(*c.model, dir.tensors(), dir.weights_path().string());

@@ -397,6 +397,27 @@ const ConfigSchema& train_config_schema() {
                             "and stop with an error when they differ (0 = never)"}
                     .in(0, 1e12));
     s.push_back({"dist.backend", T::String, ds.backend, "", "data-parallel runs: auto or gloo (CPU ranks)"});
+    // [lora] (docs/lora.md)
+    const LoraTrainOptions& lo = d.lora;
+    s.push_back({"lora.enabled", T::Bool, lo.enabled, "",
+                 "train low-rank adapters on the policy's projections, the base frozen (after any [sft] warm start); "
+                 "checkpoints hold the base in model/ and the adapters in adapter/ (PEFT layout)"});
+    s.push_back(SchemaEntry{"lora.rank", T::Int, lo.adapter.rank, "", "r: the adapters' rank"}.in(1, 65536));
+    s.push_back(SchemaEntry{"lora.alpha", T::Float, lo.adapter.alpha, "",
+                            "lora_alpha: the adapter's output is scaled by alpha / rank"}
+                    .in(1e-9, 1e9));
+    s.push_back(SchemaEntry{"lora.dropout", T::Float, lo.adapter.dropout, "",
+                            "dropout on the adapter's input during updates (rollouts never drop)"}
+                    .in(0, 0.999));
+    s.push_back({"lora.targets", T::StringList, Json(lo.adapter.targets), "",
+                 "projections given adapters in every layer: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
+                 "down_proj"});
+    s.push_back({"lora.rslora", T::Bool, lo.adapter.rslora, "", "scale alpha / sqrt(rank) instead of alpha / rank"});
+    s.push_back({"lora.adapter", T::String, lo.init_from, "",
+                 "a PEFT adapter directory (rlf's or peft's) to start from; \"\" = fresh adapters (B = 0)"});
+    s.push_back({"lora.merge_rollout", T::Bool, lo.merge_rollout, "",
+                 "rollouts and other forwards without autograd use W + (alpha/r)·B·A, merged once per update "
+                 "(log-probs equal to float rounding)"});
     check_schema(s);
     return s;
   }();
@@ -550,6 +571,15 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   c.dist.check_every = get("dist", "check_every").get<int64_t>();
   c.dist.backend = get("dist", "backend").get<std::string>();
   with_context(source, [&] { c.dist.validate(); });
+  c.lora.enabled = get("lora", "enabled").get<bool>();
+  c.lora.adapter.rank = get("lora", "rank").get<int64_t>();
+  c.lora.adapter.alpha = get("lora", "alpha").get<double>();
+  c.lora.adapter.dropout = get("lora", "dropout").get<double>();
+  c.lora.adapter.targets = get("lora", "targets").get<std::vector<std::string>>();
+  c.lora.adapter.rslora = get("lora", "rslora").get<bool>();
+  c.lora.init_from = get("lora", "adapter").get<std::string>();
+  c.lora.merge_rollout = get("lora", "merge_rollout").get<bool>();
+  if (c.lora.enabled) with_context(source, [&] { c.lora.adapter.validate("lora."); });
   r.dynamic_sampling = get("algorithm", "dynamic_sampling").get<bool>();
   r.max_staleness = get("rollout", "max_staleness").get<int64_t>();
   r.recompute_old_logprobs = get("algorithm", "recompute_old_logprobs").get<bool>();
@@ -823,6 +853,19 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
                                                     : nullptr;
       if (why) fail("rollout.max_staleness = ", c.rl.max_staleness, " (asynchronous rollouts) is not supported here: ", why,
                     "; set rollout.max_staleness = 0");
+    }
+    if (c.lora.enabled) {
+      const char* why = c.kind == TrainerKind::Rm ? "trainer.kind = \"rm\" trains a score head, which PEFT's LoRA "
+                                                    "layout does not hold (train the reward model fully)"
+                        : c.value.enabled && c.value.shared
+                            ? "value.shared puts the critic's head on the policy's trunk; use a separate critic "
+                              "(value.shared = false)"
+                        : c.rl.max_staleness > 0 ? "rollout.max_staleness > 0 samples with a copy of the policy"
+                        : c.loss.kl_reference == "initial" && c.sft.enabled && c.kind != TrainerKind::Sft
+                            ? "the KL reference is the base with the adapters off (after the warm start); "
+                              "algorithm.kl_reference = \"initial\" would need a second copy of the weights"
+                                                 : nullptr;
+      if (why) fail("lora.enabled: ", why);
     }
     if (c.rl.seed_alpha > 0 && c.rl.credit.mode == algo::CreditMode::Gae)
       fail("algorithm.seed_alpha scales group advantages; algorithm.credit = \"gae\" has no groups (its critic is the "

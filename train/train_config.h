@@ -45,6 +45,7 @@
 #include "algorithms/loss_aggregation.h"
 #include "algorithms/nft_loss.h"
 #include "algorithms/policy_loss.h"
+#include "model/lora.h"
 #include "algorithms/rollout_correction.h"
 #include "algorithms/preference_loss.h"
 #include "data/decontamination.h"
@@ -208,6 +209,14 @@ struct ModelOptions {
                                  // character tokenizer, written to run.out_dir/init and loaded from there
 };
 
+// [lora]: low-rank adapters on the policy (model/lora.h, docs/lora.md).
+struct LoraTrainOptions {
+  bool enabled = false;
+  LoraOptions adapter;           // rank 8, alpha 16, dropout 0, targets q_proj + v_proj, rslora off
+  std::string init_from;         // lora.adapter: a PEFT adapter directory to start from ("" = fresh adapters)
+  bool merge_rollout = false;    // rollouts (no autograd) use W + s·B·A, merged once per update
+};
+
 struct TrainConfig {
   Json raw;                       // the validated config (defaults filled), saved with the run
   std::string source;             // where it came from (for messages)
@@ -226,6 +235,7 @@ struct TrainConfig {
   RewardModelOptions reward_model;
   ValueOptions value;             // [value]: PPO's critic (algorithm.credit = "gae")
   DistOptions dist;               // [dist]: data-parallel ranks (torchrun)
+  LoraTrainOptions lora;          // [lora]: train low-rank adapters instead of the whole policy
   DecontaminationOptions decontamination;  // [curation]: training prompts overlapping eval sets dropped at load
 
   // The model directory the run loads (model.path, or out_dir/init with random_init).

@@ -12,6 +12,7 @@
 #include "data/prompt_format.h"
 #include "env/env_registry.h"
 #include "eval/evaluator.h"
+#include "model/lora.h"
 #include "model/loader.h"
 #include "rewards/env_reward.h"
 #include "rewards/judge_reward.h"
@@ -772,6 +773,30 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     }
   }
 
+  // LoRA: adapters on the (warmed) policy, the base frozen from here on. A
+  // resumed run attaches the same adapters; the checkpoint restores them.
+  if (cfg.lora.enabled) {
+    CausalLMImpl& pm = *r.policy.model();
+    check(!pm.config().is_classifier(), cfg.source, ": lora.enabled: ", cfg.model_path().string(), " is a ",
+          pm.config().architecture, " (a classifier); LoRA adapters train causal LMs");
+    if (!cfg.lora.init_from.empty())
+      with_context("lora.adapter", [&] { load_lora_adapter(pm, cfg.lora.init_from); });
+    else
+      add_lora(pm, cfg.lora.adapter, cfg.rl.seed ^ 0x10A0ULL);
+    set_lora_merged_inference(pm, cfg.lora.merge_rollout);
+    int64_t trainable = 0, total = 0;
+    for (const auto& p : pm.parameters()) {
+      total += p.numel();
+      if (p.requires_grad()) trainable += p.numel();
+    }
+    const LoraOptions& lo = lora_options(pm);
+    std::string targets;
+    for (const std::string& t : lo.targets) targets += (targets.empty() ? "" : ", ") + t;
+    r.say("lora: rank " + std::to_string(lo.rank) + ", alpha " + Json(lo.alpha).dump() + " on " + targets + " (" +
+          (cfg.lora.init_from.empty() ? std::string("fresh adapters") : "from " + cfg.lora.init_from) + "): " +
+          std::to_string(trainable) + " trainable parameters of " + std::to_string(total));
+  }
+
   // 3. The KL reference: the policy as the steps start, unless "initial".
   // After a warm start that is the warmed policy, saved in run.out_dir/reference
   // so a resume uses the same one; without a warm start it is the model as loaded.
@@ -780,7 +805,10 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   CausalLM reference{nullptr};
   if (writer && !resume_from && fs::exists(ref_dir)) fs::remove_all(ref_dir);  // a fresh run never reuses another run's
   if (needs_ref) {
-    if (warmed && cfg.loss.kl_reference == "rl_start") {
+    if (cfg.lora.enabled) {
+      // The base with the adapters off: the same tensors, no second copy.
+      reference = lora_base_view(*r.policy.model());
+    } else if (warmed && cfg.loss.kl_reference == "rl_start") {
       reference = frozen_copy(*r.policy.model());
       SaveOptions so;
       so.tokenizer_source = r.policy.tokenizer_path;
@@ -1062,6 +1090,10 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
       episodes = source->next(step, version, m);
     }
     auto t_update = Clock::now();
+    // LoRA dropout masks: drawn from (run.seed, step), so a resumed step draws the same ones.
+    if (cfg.lora.enabled && r.policy.model()->lora->options.dropout > 0)
+      r.policy.model()->lora->dropout_gen.set_current_seed(cfg.rl.seed * 0x9E3779B97F4A7C15ULL + 0x10AD0ULL +
+                                                           static_cast<uint64_t>(step));
     m.update(trainer->update(episodes, step));
     if (value) m.update(value->update(episodes, step));
     m["time/update_s"] = since(t_update);

@@ -23,10 +23,14 @@ CommandSpec make_bench_train_command() {
       {"lr", OptKind::Float, "1e-5", "AdamW learning rate", "LR", 1e-12, 1},
       {"seed", OptKind::Int, "0", "seed for weights and token batches", "N", 0, 9.2e18},
       {"fast-cpu", OptKind::String, "on", "on|off: the fp32 CPU fast path (off: LibTorch module path)", "ON|OFF"},
+      {"lora-rank", OptKind::Int, "0", "train LoRA adapters of this rank (alpha = 2 x rank), the base frozen; 0 = full fine-tuning", "R", 0, 65536},
+      {"lora-targets", OptKind::List, "", "projections given adapters (repeatable; default: all seven)", "NAME"},
       {"json", OptKind::Flag, "false", "print one JSON object", ""},
   };
   c.run = [](const Args& a) {
     TrainBenchOptions o;
+    o.lora_rank = a.integer("lora-rank");
+    if (!a.list("lora-targets").empty()) o.lora_targets = a.list("lora-targets");
     o.shape = a.str("shape");
     o.batch = a.integer("batch");
     o.seq = a.integer("seq");

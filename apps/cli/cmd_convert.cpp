@@ -4,6 +4,7 @@
 #include "apps/cli/commands.h"
 #include "apps/cli/runtime.h"
 #include "model/loader.h"
+#include "model/lora.h"
 #include "util/error.h"
 
 namespace rlf::cli {
@@ -14,6 +15,10 @@ int run_convert(const Args& args) {
   configure_threads(args);
   const std::string in = args.positional().at(0), out = args.positional().at(1);
   LoadedModel m = load_model(in);
+  if (args.given("merge-lora")) {
+    with_context("--merge-lora", [&] { load_lora_adapter(*m.model, args.str("merge-lora")); });
+    merge_lora(*m.model);
+  }
   SaveOptions so;
   so.dtype = args.str("dtype");
   so.tokenizer_source = args.given("tokenizer") ? std::filesystem::path(args.str("tokenizer")) : m.tokenizer;
@@ -27,8 +32,9 @@ int run_convert(const Args& args) {
     so.generation = m.generation;
   }
   save_model(*m.model, out, so);
-  std::cout << "converted " << in << " (" << m.format << ") -> " << out << " (Hugging Face, "
-            << (so.dtype.empty() ? std::string("fp32") : so.dtype) << ")\n";
+  std::cout << "converted " << in << " (" << m.format << ")"
+            << (args.given("merge-lora") ? " with the LoRA adapter " + args.str("merge-lora") + " merged" : std::string())
+            << " -> " << out << " (Hugging Face, " << (so.dtype.empty() ? std::string("fp32") : so.dtype) << ")\n";
   return 0;
 }
 
@@ -43,6 +49,8 @@ CommandSpec make_convert_command() {
   c.options = {
       {"dtype", OptKind::String, "", "dtype written: fp32, bf16 or fp16 (default: fp32)", "DTYPE"},
       {"tokenizer", OptKind::String, "", "tokenizer to copy alongside (default: the one next to INPUT)", "PATH"},
+      {"merge-lora", OptKind::String, "", "a LoRA adapter directory (PEFT layout) to merge into INPUT: W + (alpha/r)·B·A, "
+       "written as a full model", "DIR"},
   };
   c.run = run_convert;
   return c;

@@ -10,6 +10,7 @@
 
 #include "apps/cli/commands.h"
 #include "apps/cli/runtime.h"
+#include "model/lora.h"
 #include "rewards/judge_reward.h"
 #include "rewards/registry.h"
 #include "rm/model_reward.h"
@@ -67,6 +68,11 @@ int run_generate(const Args& args) {
   load.dtype = args.str("dtype");
   load.device = args.str("device");
   Policy policy = load_policy(args.str("model"), args.str("tokenizer"), load);
+  if (args.given("adapter")) {
+    // A PEFT LoRA adapter, merged into the weights (as peft's merge_and_unload).
+    with_context("--adapter", [&] { load_lora_adapter(*policy.model(), args.str("adapter")); });
+    merge_lora(*policy.model());
+  }
 
   PromptItem defaults;
   SamplingParams& sp = defaults.params;
@@ -213,6 +219,8 @@ CommandSpec make_generate_command() {
   c.options = {
       {"model", OptKind::String, "", "model: a Hugging Face directory or a llama2.c checkpoint (.bin)", "PATH"},
       {"tokenizer", OptKind::String, "", "tokenizer.json, a directory with one, or a llama2.c tok*.bin (default: the model's)", "PATH"},
+      {"adapter", OptKind::String, "", "a LoRA adapter directory in the PEFT layout (a LoRA run's checkpoints/step-N/adapter, "
+       "or peft's save_pretrained) applied to --model", "DIR"},
       {"prompt", OptKind::String, "", "prompt text", "TEXT"},
       {"prompts", OptKind::String, "", "JSONL file of prompts ({\"prompt\": ..., optional n, max_new_tokens, temperature, seed})", "FILE"},
       {"n", OptKind::Int, "1", "samples per prompt", "N", 1, 65536},

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "model/loader.h"
+#include "model/lora.h"
 #include "tests/support/test_env.h"
 #include "train/metrics.h"
 #include "util/fs.h"
@@ -179,6 +180,42 @@ TEST(Dist, TwoRanksTrainWhatOneProcessTrains) {
   EXPECT_EQ(split_lines(ps[1].output()).size(), 0u) << ps[1].output();
   const Json summary = read_json_file((dir / "two/summary.json").string());
   EXPECT_EQ(summary["world_size"], 2);
+}
+
+// LoRA on two ranks: only the adapters' gradients travel (the payload is a
+// fraction of the full run's), and the adapters equal one process's.
+TEST(Dist, TwoRanksTrainTheSameLoraAdaptersAsOneProcess) {
+  test::TempDir dir;
+  write_config(dir / "c.toml", "[lora]\nenabled = true\nrank = 4\nalpha = 8\ntargets = [\"q_proj\", \"v_proj\"]\n");
+  write_config(dir / "full.toml");
+  Proc one = spawn(train_args(dir / "c.toml", dir / "one", 2), {}, dir / "one.log");
+  wait_for(one, 240);
+  ASSERT_EQ(one.exit_code, 0) << one.output();
+  auto ps = run_ranks(2, train_args(dir / "c.toml", dir / "two", 2), dir.path());
+  for (auto& p : ps) ASSERT_EQ(p.exit_code, 0) << p.output();
+  auto full = run_ranks(2, train_args(dir / "full.toml", dir / "full", 1), dir / "full");
+  for (auto& p : full) ASSERT_EQ(p.exit_code, 0) << p.output();
+
+  const auto m1 = read_jsonl(dir / "one/metrics.jsonl"), m2 = read_jsonl(dir / "two/metrics.jsonl");
+  const auto mf = read_jsonl(dir / "full/metrics.jsonl");
+  ASSERT_EQ(m2.size(), 2u);
+  EXPECT_EQ(m1[0]["reward/mean"], m2[0]["reward/mean"]);
+  EXPECT_NEAR(m1[0]["loss"].get<double>(), m2[0]["loss"].get<double>(), 1e-5);
+  const double lora_mb = m2[0]["dist/payload_mb"].get<double>(), full_mb = mf[0]["dist/payload_mb"].get<double>();
+  std::cout << "[ dist ] payload per rank and step: LoRA (rank 4, q_proj + v_proj) " << lora_mb << " MB, full "
+            << full_mb << " MB\n";
+  EXPECT_LT(lora_mb, 0.2 * full_mb);
+  LoadedModel a = load_model(dir / "one/checkpoints/step-2/model"), b = load_model(dir / "two/checkpoints/step-2/model");
+  load_lora_adapter(*a.model, dir / "one/checkpoints/step-2/adapter");
+  load_lora_adapter(*b.model, dir / "two/checkpoints/step-2/adapter");
+  auto pb = b.model->named_parameters();
+  double diff = 0;
+  for (const auto& p : a.model->named_parameters()) {
+    if (!is_lora_parameter(p.key())) EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << "the frozen base moved: " << p.key();
+    diff = std::max(diff, (p.value() - pb[p.key()]).abs().max().item<double>());
+  }
+  std::cout << "[ dist ] LoRA, 1 process vs 2 ranks, 2 steps: max |adapter difference| = " << diff << "\n";
+  EXPECT_LT(diff, 1e-4);
 }
 
 TEST(Dist, ResumeContinuesExactlyWithTheSameRanksAndCloselyWithOthers) {
