@@ -123,8 +123,13 @@ torch::Tensor lora_project(const torch::nn::Linear& base, LoraSlot& slot, const 
         at::empty(x.sizes(), torch::TensorOptions().dtype(torch::kFloat32)).bernoulli_(1.0 - p, slot.runtime->dropout_gen);
     in = x * keep.to(x.device(), x.scalar_type()) * (1.0 / (1.0 - p));
   }
-  return F::linear(x, base->weight, base->bias) +
-         F::linear(F::linear(in, slot.A->weight), slot.B->weight) * slot.runtime->options.scale();
+  // One GEMM adds s·(x Aᵀ) Bᵀ onto the base output (no separate scale and add passes).
+  const torch::Tensor y = F::linear(x, base->weight, base->bias);
+  const torch::Tensor h = F::linear(in, slot.A->weight);
+  const int64_t out_f = y.size(-1), r = h.size(-1);
+  return torch::addmm(y.reshape({-1, out_f}), h.reshape({-1, r}), slot.B->weight.t(), 1.0,
+                      slot.runtime->options.scale())
+      .view(y.sizes());
 }
 
 const torch::Tensor& lora_inference_weight(const torch::nn::Linear& base, LoraSlot& slot) {
@@ -143,7 +148,7 @@ const torch::Tensor& lora_inference_weight(const torch::nn::Linear& base, LoraSl
 
 void lora_add_into(LoraSlot& slot, const torch::Tensor& x, torch::Tensor& out) {
   if (!slot.active() || slot.runtime->merged_inference) return;
-  out.add_(torch::mm(torch::mm(x, slot.A->weight.t()), slot.B->weight.t()), slot.runtime->options.scale());
+  at::addmm_out(out, out, torch::mm(x, slot.A->weight.t()), slot.B->weight.t(), 1.0, slot.runtime->options.scale());
 }
 
 void add_lora(CausalLMImpl& model, const LoraOptions& options, uint64_t seed) {

@@ -8,10 +8,15 @@
 
 #include "util/error.h"
 
-#if RLF_WITH_GLOO
+#if RLF_WITH_GLOO || RLF_WITH_NCCL
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+#if RLF_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#if RLF_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
 namespace rlf {
@@ -70,20 +75,22 @@ std::string rlf_build_id() {
 
 void DistOptions::validate() const {
   check(timeout_s > 0, "dist.timeout_s must be > 0 seconds (got ", timeout_s, ")");
-  check(backend == "auto" || backend == "gloo", "dist.backend = \"", backend, "\" is not known (use auto or gloo)");
+  check(backend == "auto" || backend == "gloo" || backend == "nccl", "dist.backend = \"", backend,
+        "\" is not known (use auto, gloo or nccl)");
   check(check_every >= 0, "dist.check_every must be >= 0 steps (0 = never; got ", check_every, ")");
 }
 
-#if RLF_WITH_GLOO
+#if RLF_WITH_GLOO || RLF_WITH_NCCL
 
 namespace {
 
-using Group = c10d::ProcessGroupGloo;
-
+// Gloo (CPU tensors) or NCCL (tensors on this rank's GPU): the collectives are the same calls.
+template <class Group>
 class C10dReducer final : public Reducer {
  public:
-  C10dReducer(const DistEnv& env, const DistOptions& options)
-      : rank_(env.rank), world_(env.world_size), timeout_(static_cast<int64_t>(options.timeout_s * 1000)) {
+  C10dReducer(const DistEnv& env, const DistOptions& options, torch::Device device)
+      : rank_(env.rank), world_(env.world_size), device_(device),
+        timeout_(static_cast<int64_t>(options.timeout_s * 1000)) {
     const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
     c10::intrusive_ptr<c10d::Store> store;
     try {
@@ -104,12 +111,9 @@ class C10dReducer final : public Reducer {
            "address and that the port is free on rank 0's machine");
     }
     try {
-      auto opts = Group::Options::create(timeout_);
-      const auto ifname = env_var("GLOO_SOCKET_IFNAME");
-      opts->devices.push_back(ifname ? Group::createDeviceForInterface(*ifname) : Group::createDefaultDevice());
-      group_ = c10::make_intrusive<Group>(store, static_cast<int>(env.rank), static_cast<int>(env.world_size), opts);
+      group_ = make_group(store, env);
     } catch (const std::exception& e) {
-      fail("rank ", env.rank, ": the Gloo process group (", env.world_size, " ranks, store ", where,
+      fail("rank ", env.rank, ": the ", group_name(), " process group (", env.world_size, " ranks, store ", where,
            ") could not connect within dist.timeout_s = ", options.timeout_s, " s: ", first_line(e.what()));
     }
   }
@@ -166,17 +170,18 @@ class C10dReducer final : public Reducer {
   std::vector<std::string> all_gather(const std::string& value) override {
     double len = static_cast<double>(value.size());
     max(std::span<double>(&len, 1));
-    auto mine = torch::zeros({static_cast<int64_t>(len) + 8}, torch::kUInt8);
+    auto mine = torch::zeros({static_cast<int64_t>(len) + 8}, torch::kUInt8);  // filled on the CPU, sent from device_
     const int64_t n = static_cast<int64_t>(value.size());
     for (int k = 0; k < 8; ++k) mine[k] = static_cast<uint8_t>((n >> (8 * k)) & 0xFF);
     if (n > 0) std::memcpy(mine.data_ptr<uint8_t>() + 8, value.data(), value.size());
     std::vector<std::vector<torch::Tensor>> out(1);
-    for (int64_t r = 0; r < world_; ++r) out[0].push_back(torch::empty_like(mine));
-    std::vector<torch::Tensor> in = {mine};
+    std::vector<torch::Tensor> in = {mine.to(device_)};
+    for (int64_t r = 0; r < world_; ++r) out[0].push_back(torch::empty_like(in[0]));
     payload_ += static_cast<double>(mine.numel());
     run("all-gather", [&] { return group_->allgather(out, in); });
     std::vector<std::string> result;
-    for (const auto& t : out[0]) {
+    for (const auto& gathered : out[0]) {
+      const torch::Tensor t = gathered.cpu();
       const uint8_t* d = t.data_ptr<uint8_t>();
       int64_t m = 0;
       for (int k = 0; k < 8; ++k) m |= static_cast<int64_t>(d[k]) << (8 * k);
@@ -202,12 +207,13 @@ class C10dReducer final : public Reducer {
   void reduce(std::span<double> values, c10d::ReduceOp op, const char* name) {
     if (values.empty()) return;
     std::vector<torch::Tensor> t = {
-        torch::from_blob(values.data(), {static_cast<int64_t>(values.size())}, torch::kFloat64).clone()};
+        torch::from_blob(values.data(), {static_cast<int64_t>(values.size())}, torch::kFloat64).to(device_, false, true)};
     payload_ += static_cast<double>(values.size() * sizeof(double));
     c10d::AllreduceOptions o;
     o.reduceOp = op;
     run(name[0] == 's' ? "all-reduce (sum)" : "all-reduce (max)", [&] { return group_->allreduce(t, o); });
-    std::memcpy(values.data(), t[0].data_ptr<double>(), values.size() * sizeof(double));
+    const torch::Tensor back = t[0].cpu();
+    std::memcpy(values.data(), back.data_ptr<double>(), values.size() * sizeof(double));
   }
 
   static std::string first_line(const std::string& s) {
@@ -215,11 +221,42 @@ class C10dReducer final : public Reducer {
     return nl == std::string::npos ? s : s.substr(0, nl);
   }
 
+  c10::intrusive_ptr<Group> make_group(const c10::intrusive_ptr<c10d::Store>& store, const DistEnv& env);
+  static const char* group_name();
+
   int64_t rank_, world_;
+  torch::Device device_;
   double payload_ = 0;
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<Group> group_;
 };
+
+#if RLF_WITH_GLOO
+template <>
+c10::intrusive_ptr<c10d::ProcessGroupGloo> C10dReducer<c10d::ProcessGroupGloo>::make_group(
+    const c10::intrusive_ptr<c10d::Store>& store, const DistEnv& env) {
+  using Group = c10d::ProcessGroupGloo;
+  auto opts = Group::Options::create(timeout_);
+  const auto ifname = env_var("GLOO_SOCKET_IFNAME");
+  opts->devices.push_back(ifname ? Group::createDeviceForInterface(*ifname) : Group::createDefaultDevice());
+  return c10::make_intrusive<Group>(store, static_cast<int>(env.rank), static_cast<int>(env.world_size), opts);
+}
+template <>
+const char* C10dReducer<c10d::ProcessGroupGloo>::group_name() { return "Gloo"; }
+#endif
+
+#if RLF_WITH_NCCL
+template <>
+c10::intrusive_ptr<c10d::ProcessGroupNCCL> C10dReducer<c10d::ProcessGroupNCCL>::make_group(
+    const c10::intrusive_ptr<c10d::Store>& store, const DistEnv& env) {
+  using Group = c10d::ProcessGroupNCCL;
+  auto opts = Group::Options::create();
+  opts->timeout = timeout_;
+  return c10::make_intrusive<Group>(store, static_cast<int>(env.rank), static_cast<int>(env.world_size), opts);
+}
+template <>
+const char* C10dReducer<c10d::ProcessGroupNCCL>::group_name() { return "NCCL"; }
+#endif
 
 }  // namespace
 
@@ -228,9 +265,25 @@ bool c10d_available() { return true; }
 std::unique_ptr<Reducer> make_c10d_reducer(const DistEnv& env, const DistOptions& options, torch::Device device) {
   options.validate();
   check(env.world_size > 1, "make_c10d_reducer: one rank needs no process group");
-  check(device.is_cpu(), "dist.backend: this build's data-parallel backend is Gloo on the CPU, and model.device = \"",
-        device.str(), "\"; NCCL for CUDA ranks is not built yet (run the ranks on the CPU)");
-  return std::make_unique<C10dReducer>(env, options);
+  const std::string want = options.backend == "auto" ? (device.is_cuda() ? "nccl" : "gloo") : options.backend;
+  if (want == "nccl") {
+    check(device.is_cuda(), "dist.backend = \"nccl\" runs collectives on GPUs, and model.device = \"", device.str(),
+          "\" (use gloo for CPU ranks)");
+#if RLF_WITH_NCCL
+    return std::make_unique<C10dReducer<c10d::ProcessGroupNCCL>>(env, options, device);
+#else
+    fail("dist.backend: CUDA ranks need NCCL, and this rlf was built without it (a CUDA build with "
+         "scripts/build-cuda.sh has it; or run the ranks on the CPU with Gloo)");
+#endif
+  }
+  check(device.is_cpu(), "dist.backend = \"gloo\" runs on CPU tensors, and model.device = \"", device.str(),
+        "\" (use nccl, or auto, for CUDA ranks)");
+#if RLF_WITH_GLOO
+  return std::make_unique<C10dReducer<c10d::ProcessGroupGloo>>(env, options, device);
+#else
+  fail("rank ", env.rank, " of ", env.world_size, ": this rlf was built without Gloo (the CPU ranks' backend: "
+       "Debian's libgloo-dev with LibTorch 1.x); CUDA ranks use NCCL");
+#endif
 }
 
 #else

@@ -1,6 +1,7 @@
 // Data-parallel training across processes on PyTorch's c10d: torchrun's
 // environment contract, the rendezvous through c10d's TCPStore and a Reducer
-// (train/reducer.h) whose reductions are c10d collectives (Gloo on CPU).
+// (train/reducer.h) whose reductions are c10d collectives (Gloo on CPU, with
+// Debian's LibTorch 1.x; NCCL on CUDA, in CUDA builds of LibTorch 2.x).
 //
 // torchrun starts one `rlf train` per rank with RANK, WORLD_SIZE, LOCAL_RANK,
 // LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (its c10d rendezvous
@@ -45,13 +46,13 @@ struct DistEnv {
 // [dist]: used when the run is started as several ranks.
 struct DistOptions {
   double timeout_s = 300;        // rendezvous and every collective wait at most this long (dist.timeout_s)
-  std::string backend = "auto";  // auto | gloo (dist.backend; auto: gloo on CPU)
+  std::string backend = "auto";  // auto | gloo | nccl (dist.backend; auto: gloo on CPU, nccl on CUDA)
   int64_t check_every = 10;      // compare a checksum of the parameters across ranks every N steps (0 = never)
 
   void validate() const;
 };
 
-// Whether this build has a c10d backend (Gloo headers found at configure time).
+// Whether this build has a c10d backend (Gloo headers found at configure time, or NCCL in a CUDA build).
 bool c10d_available();
 
 // What ranks must share besides their config: rlf's source commit at build time.

@@ -396,7 +396,10 @@ const ConfigSchema& train_config_schema() {
                             "data-parallel runs: compare a checksum of the parameters across ranks every N steps "
                             "and stop with an error when they differ (0 = never)"}
                     .in(0, 1e12));
-    s.push_back({"dist.backend", T::String, ds.backend, "", "data-parallel runs: auto or gloo (CPU ranks)"});
+    s.push_back({"dist.backend", T::String, ds.backend, "",
+                 "data-parallel runs: auto (gloo for CPU ranks, nccl for CUDA ranks, each rank on cuda:LOCAL_RANK), "
+                 "gloo or nccl",
+                 {"auto", "gloo", "nccl"}});
     // [lora] (docs/lora.md)
     const LoraTrainOptions& lo = d.lora;
     s.push_back({"lora.enabled", T::Bool, lo.enabled, "",

@@ -30,8 +30,11 @@ CommandSpec make_train_command() {
     // Launched as one of several ranks (torchrun's variables): join the others first.
     const std::optional<DistEnv> dist = DistEnv::from_environment();
     std::unique_ptr<Reducer> reducer;
-    if (dist && dist->world_size > 1)
+    if (dist && dist->world_size > 1) {
+      // CUDA ranks: one GPU per rank on its machine, cuda:LOCAL_RANK, unless the config names one.
+      if (cfg.model.device == "cuda") cfg.model.device = "cuda:" + std::to_string(dist->local_rank);
       reducer = make_c10d_reducer(*dist, cfg.dist, parse_device(cfg.model.device));
+    }
     const int64_t local_ranks = dist ? dist->local_world_size : 1;
     if (a.given("threads")) {
       configure_threads(a, cfg.model.dtype, cfg.model.device);

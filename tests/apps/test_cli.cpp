@@ -17,6 +17,7 @@
 #include "apps/cli/cli.h"
 #include "data/preference_dataset.h"
 #include "model/loader.h"
+#include "model/lora.h"
 #include "rm/reward_model.h"
 #include "rollout/policy.h"
 #include "tests/support/test_env.h"
@@ -143,6 +144,51 @@ TEST(Cli, ConvertThenInfo) {
   EXPECT_EQ(j["vocab_size"], 512);
   EXPECT_EQ(j["num_hidden_layers"], 5);
   EXPECT_EQ(j["params"], 260032);  // 512*64 + 5 * 45440 + 64
+}
+
+// A LoRA adapter on stories260K: `generate --adapter` samples what the model
+// `convert --merge-lora` writes samples, and an adapter for another base is refused.
+TEST(Cli, GenerateWithAnAdapterEqualsTheMergedModel) {
+  test::TempDir dir;
+  const std::string bin = test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string());
+  ASSERT_EQ(rlf("convert " + bin + " " + test::shell_quote((dir / "hf").string())).exit_code, 0);
+  {
+    LoadedModel m = load_model(dir / "hf");
+    LoraOptions o;
+    o.rank = 4;
+    o.targets = {"q_proj", "v_proj", "down_proj"};
+    add_lora(*m.model, o, 3);
+    torch::NoGradGuard ng;
+    auto gen = at::detail::createCPUGenerator(4);
+    for (auto& p : m.model->named_parameters())
+      if (is_lora_parameter(p.key()))
+        p.value().copy_(at::normal(0.0, 0.1, p.value().sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)));
+    save_lora_adapter(*m.model, dir / "adapter", (dir / "hf").string());
+  }
+  const std::string args = " --prompt 'Once upon a time' --max-new-tokens 40 --temperature 0.8 --seed 5 --json";
+  auto plain = rlf("generate --model " + test::shell_quote((dir / "hf").string()) + args);
+  auto adapted = rlf("generate --model " + test::shell_quote((dir / "hf").string()) + " --adapter " +
+                     test::shell_quote((dir / "adapter").string()) + args);
+  ASSERT_EQ(adapted.exit_code, 0) << adapted.output;
+  auto c = rlf("convert " + test::shell_quote((dir / "hf").string()) + " " + test::shell_quote((dir / "merged").string()) +
+               " --merge-lora " + test::shell_quote((dir / "adapter").string()));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("with the LoRA adapter"), std::string::npos) << c.output;
+  auto merged = rlf("generate --model " + test::shell_quote((dir / "merged").string()) + args);
+  ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  const Json a = parse_json(adapted.output, "adapted"), m = parse_json(merged.output, "merged"),
+             p = parse_json(plain.output, "plain");
+  EXPECT_EQ(a["completion_ids"], m["completion_ids"]);
+  EXPECT_NE(a["completion_ids"], p["completion_ids"]) << "the adapter changed nothing";
+  // An adapter for another base (a narrower MLP) is refused by name.
+  ModelConfig tiny = ModelConfig::preset("stories260K");
+  tiny.intermediate_size = 64;
+  save_model(*make_random_model(tiny, 1, torch::kFloat32, torch::kCPU), dir / "other");
+  auto bad = rlf("convert " + test::shell_quote((dir / "other").string()) + " " + test::shell_quote((dir / "x").string()) +
+                 " --merge-lora " + test::shell_quote((dir / "adapter").string()));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("an adapter for another base model?"), std::string::npos) << bad.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "x"));
 }
 
 TEST(Cli, EvalRmScoresPreferencePairsAsTheLibraryDoes) {
