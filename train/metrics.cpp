@@ -67,14 +67,46 @@ void JsonlWriter::write(const Json& record) {
 
 static Json finite_or_null(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
-MetricsWriter::MetricsWriter(const std::filesystem::path& path, const JsonlWriterOptions& options)
+namespace {
+
+double epoch_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The numbers of a metrics line, as TensorBoard scalars (step and time are the event's own).
+std::map<std::string, double> scalars_of(const Json& line) {
+  std::map<std::string, double> out;
+  for (const auto& [k, v] : line.items())
+    if (k != "step" && k != "time" && v.is_number()) out[k] = v.get<double>();
+  return out;
+}
+
+}  // namespace
+
+MetricsWriter::MetricsWriter(const std::filesystem::path& path, const JsonlWriterOptions& options,
+                             const std::filesystem::path& tensorboard_dir)
     : out_(path, options), start_(now_seconds()) {
-  if (options.resume_step >= 0) {
-    std::vector<Json> old = read_jsonl(path);
-    if (!old.empty() && old.back().contains("time") && old.back()["time"].is_number())
-      time_offset_ = old.back()["time"].get<double>();
+  std::vector<Json> kept;
+  if (options.resume_step >= 0 || !tensorboard_dir.empty()) kept = read_jsonl(path);
+  if (options.resume_step >= 0 && !kept.empty() && kept.back().contains("time") && kept.back()["time"].is_number())
+    time_offset_ = kept.back()["time"].get<double>();
+  if (!tensorboard_dir.empty()) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::is_directory(tensorboard_dir, ec))
+      for (const auto& e : fs::directory_iterator(tensorboard_dir))
+        if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) fs::remove(e.path());
+    tensorboard_ = std::make_unique<TensorBoardWriter>(tensorboard_dir);
+    const double now = epoch_seconds();
+    for (const Json& line : kept) {
+      if (!line.contains("step") || !line["step"].is_number_integer()) continue;
+      const double t = line.contains("time") && line["time"].is_number() ? line["time"].get<double>() : time_offset_;
+      tensorboard_->add_scalars(line["step"].get<int64_t>(), now - (time_offset_ - t), scalars_of(line));
+    }
   }
 }
+
+MetricsWriter::~MetricsWriter() = default;
 
 void MetricsWriter::write_step(int64_t step, const std::map<std::string, double>& values, const Json& extra) {
   Json j = Json::object();
@@ -85,6 +117,7 @@ void MetricsWriter::write_step(int64_t step, const std::map<std::string, double>
     for (const auto& [k, v] : extra.items()) j[k] = v;
   }
   out_.write(j);
+  if (tensorboard_) tensorboard_->add_scalars(step, epoch_seconds(), scalars_of(j));
 }
 
 SamplesWriter::SamplesWriter(const std::filesystem::path& path, const SamplesLogOptions& options,

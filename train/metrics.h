@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "train/tensorboard.h"
 #include "util/json_util.h"
 
 namespace rlf {
@@ -44,14 +46,22 @@ class JsonlWriter {
 // The metrics log: write_step(step, {"reward_mean": 0.4, ...}) writes
 // {"step": step, "time": seconds since the writer opened (+ the resumed
 // run's time), ...}. Non-finite values are written as null.
+//
+// With `tensorboard_dir`, every step's finite numbers are also written as
+// TensorBoard scalars (train/tensorboard.h) into a fresh events file there;
+// the dir's older events files are replaced by one holding the log's kept
+// lines, so after a resume the event files show exactly metrics.jsonl.
 class MetricsWriter {
  public:
-  explicit MetricsWriter(const std::filesystem::path& path, const JsonlWriterOptions& options = {});
+  explicit MetricsWriter(const std::filesystem::path& path, const JsonlWriterOptions& options = {},
+                         const std::filesystem::path& tensorboard_dir = {});
+  ~MetricsWriter();
   void write_step(int64_t step, const std::map<std::string, double>& values, const Json& extra = Json::object());
   const std::filesystem::path& path() const { return out_.path(); }
 
  private:
   JsonlWriter out_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;
   double time_offset_ = 0.0;  // "time" of the last kept line when resuming
   double start_ = 0.0;        // steady clock at construction, seconds
 };

@@ -274,6 +274,9 @@ const ConfigSchema& train_config_schema() {
         {"run.out_dir", T::String, d.run.out_dir.string(), "", "metrics, samples, checkpoints and the plot go here"},
         SchemaEntry{"run.checkpoint_every", T::Int, d.run.checkpoint_every, "steps", "checkpoint period (0 = only at the end)"}.in(0, 1e12),
         SchemaEntry{"run.keep_checkpoints", T::Int, d.run.keep_checkpoints, "", "complete checkpoints kept"}.in(0, 1e6),
+        {"run.tensorboard", T::Bool, d.run.tensorboard, "",
+         "also write every number of metrics.jsonl as TensorBoard scalars (events.out.tfevents.* in run.out_dir; "
+         "`tensorboard --logdir runs/` shows them)"},
         SchemaEntry{"run.samples_every", T::Int, d.run.samples_every, "steps",
          "write prompts/completions/rewards to samples.jsonl (0 = never)"}.in(0, 1e12),
         SchemaEntry{"run.samples_per_step", T::Int, d.run.samples_per_step, "samples", "samples written each time"}.in(0, 1e6),
@@ -653,6 +656,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   run.checkpoint_every = get("run", "checkpoint_every").get<int64_t>();
   run.keep_checkpoints = get("run", "keep_checkpoints").get<int64_t>();
   run.samples_every = get("run", "samples_every").get<int64_t>();
+  run.tensorboard = get("run", "tensorboard").get<bool>();
   run.samples_per_step = get("run", "samples_per_step").get<int64_t>();
   run.eval_every = get("run", "eval_every").get<int64_t>();
   run.threads = get("run", "threads").get<int64_t>();

@@ -189,6 +189,7 @@ struct RunOptions {
   int64_t checkpoint_every = 0;  // 0 = only at the end
   int64_t keep_checkpoints = 3;
   int64_t samples_every = 10;    // 0 = never
+  bool tensorboard = true;       // also write metrics.jsonl's numbers as TensorBoard event files in out_dir
   int64_t samples_per_step = 4;
   int64_t eval_every = 0;        // 0 = only before and after
   int64_t threads = 0;           // 0 = all cores

@@ -1019,7 +1019,8 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   std::unique_ptr<MetricsWriter> metrics;
   std::unique_ptr<SamplesWriter> samples;
   if (writer) {
-    metrics = std::make_unique<MetricsWriter>(cfg.run.out_dir / "metrics.jsonl", JsonlWriterOptions{start});
+    metrics = std::make_unique<MetricsWriter>(cfg.run.out_dir / "metrics.jsonl", JsonlWriterOptions{start},
+                                              cfg.run.tensorboard ? cfg.run.out_dir : fs::path());
     samples = std::make_unique<SamplesWriter>(cfg.run.out_dir / "samples.jsonl",
                                               SamplesLogOptions{cfg.run.samples_every, cfg.run.samples_per_step},
                                               JsonlWriterOptions{start});
