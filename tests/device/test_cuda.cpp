@@ -12,6 +12,7 @@
 //    resume + N/2; a bf16 run trains too.
 // Built by scripts/build-cuda.sh; see README "CUDA" for how it was run.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <torch/cuda.h>
 
 #include <cstdlib>
@@ -194,6 +195,49 @@ TEST(Cuda, Bf16GrpoRunTrains) {
     EXPECT_LT(step["policy/logprob_diff_max"].get<double>(), 0.5) << step.dump();
   }
   test::expect_same_parameters(dir / "run/checkpoints/step-2/model", model, /*same=*/false);
+}
+
+// NCCL ranks (train/c10d_reducer.cpp in a CUDA build): two ranks, one GPU
+// each (cuda:LOCAL_RANK), train what one process trains on one GPU. Needs two
+// GPUs: NCCL refuses two ranks on one device, so with fewer it skips, saying so.
+TEST(Cuda, NcclRanksTrainWhatOneProcessTrains) {
+  RLF_REQUIRE_CUDA();
+  const int64_t gpus = static_cast<int64_t>(torch::cuda::device_count());
+  if (gpus < 2) GTEST_SKIP() << "NCCL ranks need 2 GPUs (one per rank); this machine has " << gpus;
+  test::TempDir dir;
+  const auto model = test::make_tiny_model(dir);
+  std::ofstream(dir / "c.toml") << "[model]\npath = \"" << model.string() << "\"\ndevice = \"cuda\"\n"
+      "[data]\npreset = \"arithmetic\"\neval_size = 4\n[data.arithmetic]\nn_problems = 40\n"
+      "[[reward]]\ntype = \"math\"\nanswer_format = \"gsm8k\"\n"
+      "[rollout]\nprompts_per_step = 4\ngroup_size = 3\nmax_new_tokens = 8\n"
+      "[algorithm]\nmicro_batch_size = 4\n[optim]\nlr = 0.001\n[run]\nseed = 5\nsteps = 3\n"
+      "[dist]\ncheck_every = 1\ntimeout_s = 120\n";
+  const std::string rlf = test::shell_quote(test::binary_path("apps/cli/rlf").string());
+  const std::string cfg = test::shell_quote((dir / "c.toml").string());
+  auto one = test::run_command(rlf + " train " + cfg + " --quiet --set run.out_dir=" +
+                               test::shell_quote((dir / "one").string()));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const int port = 29500 + static_cast<int>(::getpid() % 2000);
+  std::string ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks += "RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) +
+             " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + rlf + " train " +
+             cfg + " --quiet --set run.out_dir=" + test::shell_quote((dir / "two").string()) + " & p" +
+             std::to_string(r) + "=$!; ";
+  auto two = test::run_command("sh -c " + test::shell_quote(ranks + "wait $p0 && wait $p1"));
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  const auto m1 = read_jsonl(dir / "one/metrics.jsonl"), m2 = read_jsonl(dir / "two/metrics.jsonl");
+  ASSERT_EQ(m1.size(), 3u);
+  ASSERT_EQ(m2.size(), 3u);
+  EXPECT_EQ(m1[0]["reward/mean"], m2[0]["reward/mean"]);
+  EXPECT_EQ(m2[0]["dist/world_size"], 2);
+  LoadedModel a = load_model(dir / "one/checkpoints/step-3/model"), b = load_model(dir / "two/checkpoints/step-3/model");
+  auto pb = b.model->named_parameters();
+  double diff = 0;
+  for (const auto& p : a.model->named_parameters())
+    diff = std::max(diff, (p.value() - pb[p.key()]).abs().max().item<double>());
+  std::cout << "[ cuda ] NCCL: 1 GPU vs 2 ranks on 2 GPUs, 3 steps: max |weight difference| = " << diff << "\n";
+  EXPECT_LT(diff, 1e-3);
 }
 
 }  // namespace
