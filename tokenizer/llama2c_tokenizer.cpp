@@ -180,4 +180,9 @@ std::string Llama2cTokenizer::token_string(int32_t id) const {
 
 std::optional<int32_t> Llama2cTokenizer::token_to_id(std::string_view token) const { return lookup(std::string(token)); }
 
+float Llama2cTokenizer::score(int32_t id) const {
+  check_id(id);
+  return scores_[static_cast<size_t>(id)];
+}
+
 }  // namespace rlf

@@ -34,6 +34,7 @@ class Llama2cTokenizer : public Tokenizer {
   std::optional<int32_t> eos_id() const override { return kEos; }
   bool is_special(int32_t id) const override { return id == kUnk || id == kBos || id == kEos; }
   std::string name() const override { return name_; }
+  float score(int32_t id) const;  // the SentencePiece merge score of `id`
 
   static constexpr int32_t kUnk = 0, kBos = 1, kEos = 2;
   static constexpr int32_t kByteOffset = 3;  // id of byte b is b + 3

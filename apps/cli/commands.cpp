@@ -14,6 +14,7 @@ const std::vector<CommandSpec>& command_table() {
       make_eval_rm_command(),
       make_tokenize_command(),
       make_convert_command(),
+      make_export_command(),
       make_merge_command(),
       make_info_command(),
       make_bench_generate_command(),

@@ -16,6 +16,7 @@ CommandSpec make_eval_command();
 CommandSpec make_eval_rm_command();
 CommandSpec make_tokenize_command();
 CommandSpec make_convert_command();
+CommandSpec make_export_command();
 CommandSpec make_merge_command();
 CommandSpec make_info_command();
 CommandSpec make_bench_generate_command();
