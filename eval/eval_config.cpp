@@ -60,6 +60,9 @@ const ConfigSchema& eval_config_schema() {
          "compute dtype; \"\" = fp32 on CPU; auto = bf16 where it is native (a GPU, AMX or AVX512_BF16), else fp32",
          {"", "fp32", "bf16", "fp16", "auto"}},
         {"model.device", OptionType::String, d.device, "", "where the model runs: cpu, cuda or cuda:N"},
+        {"model.adapter", OptionType::String, d.adapter, "",
+         "a LoRA adapter directory (PEFT layout, e.g. RUN/checkpoints/step-N/adapter) merged into model.path first; "
+         "\"\" = none"},
         {"model.fast_cpu_path", OptionType::Bool, true, "",
          "fp32 on CPU: fused kernels (docs/DESIGN.md); read so a training config evaluates as is"},
         {"model.random_init", OptionType::String, "", "",
@@ -92,6 +95,7 @@ EvalConfig eval_config_from_json(const Json& config, const std::string& source) 
         "checkpoint with --set model.path=RUN/checkpoints/step-N/model", ")");
   c.model.fast_cpu_path = v["model"]["fast_cpu_path"].get<bool>();
   c.model.tokenizer = v["model"]["tokenizer"].get<std::string>();
+  c.model.adapter = v["model"]["adapter"].get<std::string>();
   c.model.dtype = v["model"]["dtype"].get<std::string>();
   c.model.device = v["model"]["device"].get<std::string>();
   c.model.dtype = resolve_dtype(c.model.dtype, c.model.device);
@@ -152,6 +156,7 @@ Json eval_config_json_from_flags(const EvalFlags& f) {
 
   Json model = {{"path", f.model}, {"device", f.device}};
   if (!f.tokenizer.empty()) model["tokenizer"] = f.tokenizer;
+  if (!f.adapter.empty()) model["adapter"] = f.adapter;
   if (!f.dtype.empty()) model["dtype"] = f.dtype;
   Json data = Json::object();
   if (!f.data.empty()) data["path"] = f.data;
@@ -175,6 +180,7 @@ EvalRun run_eval(const EvalConfig& config, const EvalProgress& progress, const R
   load.dtype = config.model.dtype;
   load.device = config.model.device;
   Policy policy = load_policy(config.model.path, config.model.tokenizer, load);
+  apply_lora_adapter(*policy.model(), config.model.path, config.model.adapter, "--adapter (model.adapter)");
   policy.model()->set_fast_cpu_path(config.model.fast_cpu_path);
   *policy_slot = policy.model();
   const TokenizerChat chat = tokenizer_chat_of(*policy.tokenizer);

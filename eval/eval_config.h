@@ -35,6 +35,7 @@ struct EvalModelOptions {
   std::string dtype;           // "" = fp32 on CPU; fp32 | bf16 | fp16
   std::string device = "cpu";  // cpu | cuda | cuda:N
   bool fast_cpu_path = true;   // CausalLMImpl::set_fast_cpu_path
+  std::string adapter;         // a LoRA adapter directory merged in first ("" = none)
 };
 
 struct EvalConfig {
@@ -74,6 +75,7 @@ const std::vector<PromptExample>& eval_split(const PromptDataset& dataset);
 struct EvalFlags {
   std::string model;                 // --model (required)
   std::string tokenizer;             // --tokenizer ("" = the model's)
+  std::string adapter;               // --adapter ("" = none)
   std::string data;                  // --data FILE ("" = a synthetic preset)
   std::string preset;                // --preset ("" = generic with --data)
   std::string dtype;                 // --dtype ("" = default)

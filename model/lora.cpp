@@ -1,6 +1,7 @@
 #include "model/lora.h"
 
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <regex>
 
@@ -334,6 +335,19 @@ void merge_lora(CausalLMImpl& model) {
   }
   model.lora.reset();
   for (auto& p : model.parameters()) p.set_requires_grad(true);
+}
+
+void apply_lora_adapter(CausalLMImpl& model, const fs::path& model_path, const std::string& adapter,
+                        const std::string& what) {
+  if (!adapter.empty()) {
+    with_context(what, [&] { load_lora_adapter(model, adapter); });
+    merge_lora(model);
+    return;
+  }
+  const fs::path sibling = model_path.parent_path() / "adapter";
+  if (model_path.filename() == "model" && fs::is_regular_file(sibling / kAdapterConfig))
+    std::cerr << "note: " << model_path.string() << " is the frozen base of a LoRA checkpoint; the trained policy is "
+              << "it with " << sibling.string() << " (pass " << what << " " << sibling.string() << ")" << std::endl;
 }
 
 CausalLM lora_base_view(CausalLMImpl& model) {

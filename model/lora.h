@@ -107,6 +107,14 @@ void load_lora_adapter(CausalLMImpl& model, const std::filesystem::path& dir);
 // The same checks, changing nothing.
 void check_lora_adapter(CausalLMImpl& model, const std::filesystem::path& dir);
 
+// What `rlf generate/eval/export` do with `--adapter DIR` (`what` names the
+// option in errors): load DIR onto `model` (loaded from `model_path`) and
+// merge it. Without an adapter, when `model_path` is a LoRA checkpoint's base
+// (.../step-N/model beside .../step-N/adapter), a note on stderr says so —
+// the base alone is not the trained policy.
+void apply_lora_adapter(CausalLMImpl& model, const std::filesystem::path& model_path, const std::string& adapter,
+                        const std::string& what);
+
 // W ← W + s·B·A (in fp32, stored in W's dtype) for every adapter, then removes
 // the adapters: the model is a plain one (what `rlf convert --merge-lora` saves).
 void merge_lora(CausalLMImpl& model);

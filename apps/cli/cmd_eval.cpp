@@ -15,7 +15,7 @@ namespace {
 
 // Flags that describe the run; with --config they are replaced by --set.
 const std::vector<std::string>& run_flags() {
-  static const std::vector<std::string> names = {"model", "tokenizer", "data", "preset", "reward", "n",
+  static const std::vector<std::string> names = {"model", "tokenizer", "adapter", "data", "preset", "reward", "n",
                                                  "temperature", "top-p", "max-new-tokens", "max-prompts", "seed",
                                                  "dtype", "max-batch"};
   return names;
@@ -25,6 +25,7 @@ EvalConfig config_from_flags(const Args& args) {
   EvalFlags f;
   f.model = args.str("model");
   f.tokenizer = args.str("tokenizer");
+  f.adapter = args.str("adapter");
   f.data = args.str("data");
   f.preset = args.str("preset");
   f.dtype = args.str("dtype");
@@ -93,6 +94,7 @@ CommandSpec make_eval_command() {
       {"set", OptKind::List, "", "override a config value, e.g. eval.n_samples=8 (with --config)", "KEY=VALUE"},
       {"model", OptKind::String, "", "model: a Hugging Face directory or a llama2.c checkpoint (.bin)", "PATH"},
       {"tokenizer", OptKind::String, "", "tokenizer.json, a directory with one, or a llama2.c tok*.bin (default: the model's)", "PATH"},
+      {"adapter", OptKind::String, "", "a LoRA adapter directory (PEFT layout) merged into --model first", "DIR"},
       {"data", OptKind::String, "", "prompt dataset: a JSONL or JSONL.gz file", "FILE"},
       {"preset", OptKind::String, "", "dataset preset: generic, gsm8k, math500 (with --data) or arithmetic, countdown (synthetic)", "NAME"},
       {"reward", OptKind::List, "", "reward type (the first one decides correctness); default: math for gsm8k/math500/arithmetic, countdown for countdown", "TYPE"},

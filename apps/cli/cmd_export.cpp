@@ -17,10 +17,7 @@ int run_export(const Args& args) {
   check(args.given("gguf"), "rlf export: give --gguf OUT.gguf (the only format so far)");
   const GgufType type = parse_gguf_type(args.str("type"));
   Policy policy = load_policy(args.positional().at(0), args.str("tokenizer"), LoadOptions{});
-  if (args.given("adapter")) {
-    with_context("--adapter", [&] { load_lora_adapter(*policy.model(), args.str("adapter")); });
-    merge_lora(*policy.model());
-  }
+  apply_lora_adapter(*policy.model(), args.positional().at(0), args.str("adapter"), "--adapter");
   const std::string out = args.str("gguf");
   export_gguf(*policy.model(), *policy.tokenizer, out, type, args.str("name"));
   std::cout << "exported " << args.positional().at(0) << " -> " << out << " (GGUF v3, " << args.str("type") << ", "

@@ -68,11 +68,7 @@ int run_generate(const Args& args) {
   load.dtype = args.str("dtype");
   load.device = args.str("device");
   Policy policy = load_policy(args.str("model"), args.str("tokenizer"), load);
-  if (args.given("adapter")) {
-    // A PEFT LoRA adapter, merged into the weights (as peft's merge_and_unload).
-    with_context("--adapter", [&] { load_lora_adapter(*policy.model(), args.str("adapter")); });
-    merge_lora(*policy.model());
-  }
+  apply_lora_adapter(*policy.model(), args.str("model"), args.str("adapter"), "--adapter");
 
   PromptItem defaults;
   SamplingParams& sp = defaults.params;

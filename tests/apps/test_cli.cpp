@@ -178,6 +178,13 @@ TEST(Cli, GenerateWithAnAdapterEqualsTheMergedModel) {
   ASSERT_EQ(merged.exit_code, 0) << merged.output;
   const Json a = parse_json(adapted.output, "adapted"), m = parse_json(merged.output, "merged"),
              p = parse_json(plain.output, "plain");
+  // A LoRA checkpoint's base alone is not the trained policy: generate says so.
+  std::filesystem::create_directories(dir / "ckpt");
+  std::filesystem::copy(dir / "hf", dir / "ckpt/model");
+  std::filesystem::copy(dir / "adapter", dir / "ckpt/adapter");
+  auto base_only = rlf("generate --model " + test::shell_quote((dir / "ckpt/model").string()) + args);
+  ASSERT_EQ(base_only.exit_code, 0) << base_only.output;
+  EXPECT_NE(base_only.output.find("is the frozen base of a LoRA checkpoint"), std::string::npos) << base_only.output;
   EXPECT_EQ(a["completion_ids"], m["completion_ids"]);
   EXPECT_NE(a["completion_ids"], p["completion_ids"]) << "the adapter changed nothing";
   // An adapter for another base (a narrower MLP) is refused by name.
