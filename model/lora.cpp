@@ -50,8 +50,12 @@ std::vector<Projection> projections(CausalLMImpl& model) {
   return out;
 }
 
+// A reward model's score head trains with its adapters (PEFT's modules_to_save for SEQ_CLS).
+constexpr const char* kScoreHead = "score.weight";
+
 void freeze_base(CausalLMImpl& model) {
-  for (auto& p : model.named_parameters()) p.value().set_requires_grad(is_lora_parameter(p.key()));
+  for (auto& p : model.named_parameters())
+    p.value().set_requires_grad(is_lora_parameter(p.key()) || p.key() == kScoreHead);
 }
 
 // Registers an adapter of rank r on `p` (values left to the caller).
@@ -155,8 +159,6 @@ void lora_add_into(LoraSlot& slot, const torch::Tensor& x, torch::Tensor& out) {
 void add_lora(CausalLMImpl& model, const LoraOptions& options, uint64_t seed) {
   options.validate();
   check(!has_lora(model), "the model already has LoRA adapters");
-  check(!model.config().is_classifier(), "LoRA adapters are for causal LMs; ", model.config().architecture,
-        " is a classifier");
   auto rt = make_runtime(options, seed);
   auto gen = at::detail::createCPUGenerator(seed);
   torch::NoGradGuard ng;
@@ -186,13 +188,15 @@ void save_lora_adapter(CausalLMImpl& model, const fs::path& dir, const std::stri
   with_context("saving the LoRA adapter to '" + dir.string() + "'", [&] {
     const LoraOptions& o = lora_options(model);
     std::vector<std::pair<std::string, torch::Tensor>> tensors;
+    const bool classifier = model.config().is_classifier();
     for (auto& p : model.named_parameters())
-      if (is_lora_parameter(p.key())) tensors.emplace_back(kPeftPrefix + p.key(), p.value());
+      if (is_lora_parameter(p.key()) || (classifier && p.key() == kScoreHead))
+        tensors.emplace_back(kPeftPrefix + p.key(), p.value());
     fs::create_directories(dir);
     write_tensor_file(dir / kAdapterWeights, tensors, {{"format", "pt"}});
     // PEFT's LoraConfig fields (0.13), with the values rlf implements.
     Json c = {{"peft_type", "LORA"},
-              {"task_type", "CAUSAL_LM"},
+              {"task_type", classifier ? "SEQ_CLS" : "CAUSAL_LM"},
               {"base_model_name_or_path", base_model},
               {"r", o.rank},
               {"lora_alpha", Json::parse(number_text(o.alpha))},
@@ -204,7 +208,7 @@ void save_lora_adapter(CausalLMImpl& model, const fs::path& dir, const std::stri
               {"inference_mode", true},
               {"init_lora_weights", true},
               {"use_dora", false},
-              {"modules_to_save", nullptr},
+              {"modules_to_save", classifier ? Json(std::vector<std::string>{"score"}) : Json(nullptr)},
               {"layers_to_transform", nullptr},
               {"layers_pattern", nullptr},
               {"rank_pattern", Json::object()},
@@ -232,8 +236,12 @@ void read_adapter(CausalLMImpl& model, const fs::path& dir, bool apply) {
   refuse_if(c.value("use_dora", false), "use_dora = true (DoRA)");
   refuse_if(c.value("fan_in_fan_out", false), "fan_in_fan_out = true");
   refuse_if(c.contains("bias") && c["bias"] != "none", "bias = " + c.value("bias", Json()).dump());
-  refuse_if(c.contains("modules_to_save") && !c["modules_to_save"].is_null() && !c["modules_to_save"].empty(),
-            "modules_to_save");
+  // modules_to_save: a reward model's score head ("score"), nothing else.
+  const bool classifier = model.config().is_classifier();
+  const Json none = Json::array(), score_only = Json::array({"score"});
+  const Json saved_modules = c.contains("modules_to_save") && !c["modules_to_save"].is_null() ? c["modules_to_save"] : none;
+  refuse_if(saved_modules != none && !(classifier && saved_modules == score_only),
+            "modules_to_save = " + saved_modules.dump() + (classifier ? "" : " on a causal LM"));
   refuse_if(c.contains("rank_pattern") && !c["rank_pattern"].is_null() && !c["rank_pattern"].empty(), "rank_pattern");
   refuse_if(c.contains("alpha_pattern") && !c["alpha_pattern"].is_null() && !c["alpha_pattern"].empty(),
             "alpha_pattern");
@@ -247,8 +255,13 @@ void read_adapter(CausalLMImpl& model, const fs::path& dir, bool apply) {
   SafetensorsFile file(w_path);
   const std::string wsrc = w_path.string();
   std::map<std::string, const TensorView*> want;  // model parameter name -> view
+  const TensorView* score = nullptr;                // a reward model's head (modules_to_save)
   const TensorMap views = file.tensors();
   for (const auto& [key, view] : views) {
+    if (classifier && key == std::string(kPeftPrefix) + kScoreHead) {
+      score = &view;
+      continue;
+    }
     std::string name = key;
     check(name.rfind(kPeftPrefix, 0) == 0, wsrc, ": tensor '", key, "' does not start with '", kPeftPrefix,
           "' (not a PEFT causal-LM adapter)");
@@ -284,6 +297,11 @@ void read_adapter(CausalLMImpl& model, const fs::path& dir, bool apply) {
           model.config().architecture, ", ", model.model->layers->size(), " layers): an adapter for another base model?");
   }
   check(!chosen.empty(), wsrc, ": no adapter tensors");
+  if (score) {
+    const auto& head = model.score->weight;
+    check(score->shape == head.sizes().vec(), wsrc, ": the score head is ", shape_string(score->shape),
+          " but this model's is ", shape_string(head.sizes().vec()), ": an adapter for another base model?");
+  }
   o.targets = targets;
   o.validate(src + ": ");
   for (const auto& [name, view] : want)
@@ -300,8 +318,6 @@ void read_adapter(CausalLMImpl& model, const fs::path& dir, bool apply) {
     if (!apply) return;
   } else {
     if (!apply) return;
-    check(!model.config().is_classifier(), "LoRA adapters are for causal LMs; ", model.config().architecture,
-          " is a classifier");
     auto rt = make_runtime(o, 0);
     for (const Projection* p : chosen) attach(model, *p, o.rank, rt);
     model.lora = rt;
@@ -312,6 +328,7 @@ void read_adapter(CausalLMImpl& model, const fs::path& dir, bool apply) {
     p->slot->A->weight.copy_(tensor_from_view(*want.at(p->module + ".lora_A.weight")));
     p->slot->B->weight.copy_(tensor_from_view(*want.at(p->module + ".lora_B.weight")));
   }
+  if (score) model.score->weight.copy_(tensor_from_view(*score));
 }
 
 }  // namespace

@@ -82,8 +82,10 @@ void lora_add_into(LoraSlot& slot, const torch::Tensor& x, torch::Tensor& out);
 bool is_lora_parameter(const std::string& name);
 
 // Attaches fresh adapters to options.targets in every layer and freezes every
-// other parameter. `seed` draws A. Errors: an unknown target (naming it and
-// the choices), adapters already attached, a classifier model.
+// other parameter but a reward model's score head, which trains beside the
+// adapters and is saved with them (PEFT's SEQ_CLS task: modules_to_save =
+// ["score"]). `seed` draws A. Errors: an unknown target (naming it and the
+// choices), adapters already attached.
 void add_lora(CausalLMImpl& model, const LoraOptions& options, uint64_t seed);
 
 bool has_lora(const CausalLMImpl& model);

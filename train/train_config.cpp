@@ -862,8 +862,9 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
                     "; set rollout.max_staleness = 0");
     }
     if (c.lora.enabled) {
-      const char* why = c.kind == TrainerKind::Rm ? "trainer.kind = \"rm\" trains a score head, which PEFT's LoRA "
-                                                    "layout does not hold (train the reward model fully)"
+      const char* why = c.kind == TrainerKind::Rm && !c.reward_model.train_backbone
+                            ? "reward_model.train_backbone = false trains the score head alone (a linear probe); "
+                              "LoRA trains adapters on the backbone beside the head: choose one"
                         : c.value.enabled && c.value.shared
                             ? "value.shared puts the critic's head on the policy's trunk; use a separate critic "
                               "(value.shared = false)"

@@ -773,12 +773,11 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     }
   }
 
-  // LoRA: adapters on the (warmed) policy, the base frozen from here on. A
+  // LoRA: adapters on the (warmed) policy, the base frozen from here on — for
+  // a reward model on its backbone, once the score head is on (below). A
   // resumed run attaches the same adapters; the checkpoint restores them.
-  if (cfg.lora.enabled) {
+  auto attach_lora = [&] {
     CausalLMImpl& pm = *r.policy.model();
-    check(!pm.config().is_classifier(), cfg.source, ": lora.enabled: ", cfg.model_path().string(), " is a ",
-          pm.config().architecture, " (a classifier); LoRA adapters train causal LMs");
     if (!cfg.lora.init_from.empty())
       with_context("lora.adapter", [&] { load_lora_adapter(pm, cfg.lora.init_from); });
     else
@@ -795,6 +794,12 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     r.say("lora: rank " + std::to_string(lo.rank) + ", alpha " + Json(lo.alpha).dump() + " on " + targets + " (" +
           (cfg.lora.init_from.empty() ? std::string("fresh adapters") : "from " + cfg.lora.init_from) + "): " +
           std::to_string(trainable) + " trainable parameters of " + std::to_string(total));
+  };
+  if (cfg.lora.enabled && !rm) {
+    check(!r.policy.model()->config().is_classifier(), cfg.source, ": lora.enabled: ", cfg.model_path().string(),
+          " is a ", r.policy.model()->config().architecture, " (a classifier); trainer.kind = \"", cfg.raw["trainer"]["kind"].get<std::string>(),
+          "\" trains causal LMs");
+    attach_lora();
   }
 
   // 3. The KL reference: the policy as the steps start, unless "initial".
@@ -885,6 +890,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   if (rm && !cfg.reward_model.train_backbone)
     for (auto& p : r.policy.model()->named_parameters())
       if (p.key() != "score.weight") p.value().set_requires_grad(false);
+  if (rm && cfg.lora.enabled) attach_lora();  // adapters on the backbone, the score head trained beside them
 
   // PPO's critic: the policy as RL starts with a zero value head, or the classifier loaded above.
   std::unique_ptr<ValueModel> value;

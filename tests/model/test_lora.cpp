@@ -9,6 +9,7 @@
 #include "model/lora.h"
 #include "model/safetensors.h"
 #include "model/transformer.h"
+#include "rm/reward_model.h"
 #include "tests/model/oracle_logits.h"
 #include "tests/support/test_env.h"
 #include "util/json_util.h"
@@ -293,7 +294,43 @@ TEST(LoraOracle, PeftAdaptersLoadIntoRlfAndRlfAdaptersLoadIntoPeft) {
   EXPECT_LT(max_diff(json_to_tensor(got["logits"]), ours), 2e-5);
   EXPECT_LT(max_diff(json_to_tensor(got["merged_logits"]), ours), 2e-5);
 
-  // 3. rlf's merge (rlf convert --merge-lora) read by transformers alone.
+  // 3. A reward model with adapters and its trained score head (SEQ_CLS, modules_to_save = ["score"]).
+  {
+    CausalLM rm = make_reward_model(*load_model(base).model, 2, 5);
+    add_lora(*rm, all_targets(), 6);
+    randomise_adapters(*rm, 7);
+    {
+      torch::NoGradGuard ng;
+      rm->score->weight.normal_(0.0, 0.3);
+    }
+    EXPECT_TRUE(rm->score->weight.requires_grad());
+    save_model(*rm, dir / "rm");
+    save_lora_adapter(*rm, dir / "rm_adapter", (dir / "rm").string());
+    // The head in the adapter wins over the base directory's (as in peft): change the base's.
+    {
+      torch::NoGradGuard ng;
+      CausalLM stale = make_reward_model(*load_model(base).model, 2, 99);
+      save_model(*stale, dir / "rm");
+    }
+    auto s = test::run_command(py("peft_lora.py") + " scores " + test::shell_quote((dir / "rm").string()) + " " +
+                               test::shell_quote((dir / "rm_adapter").string()) + " " +
+                               test::shell_quote((dir / "ids.json").string()) + " " +
+                               test::shell_quote((dir / "rm_scores.json").string()));
+    ASSERT_EQ(s.exit_code, 0) << s.output;
+    torch::NoGradGuard ng;
+    const auto ours_rm = rm->scores(rm->forward_hidden(ids, torch::arange(ids.size(1)).expand_as(ids).contiguous()))
+                             .select(1, ids.size(1) - 1);
+    const auto theirs = json_to_tensor(read_json_file((dir / "rm_scores.json").string())["scores"]);
+    EXPECT_LT(max_diff(theirs, ours_rm), 2e-5) << "peft's SEQ_CLS model on rlf's reward-model adapter";
+    // And back into rlf: a fresh classifier from the stale base gets the head and adapters.
+    LoadedModel again = load_model(dir / "rm");
+    load_lora_adapter(*again.model, dir / "rm_adapter");
+    const auto back = again.model->scores(again.model->forward_hidden(ids, torch::arange(ids.size(1)).expand_as(ids).contiguous()))
+                          .select(1, ids.size(1) - 1);
+    EXPECT_EQ(max_diff(back, ours_rm), 0.0);
+  }
+
+  // 4. rlf's merge (rlf convert --merge-lora) read by transformers alone.
   merge_lora(*m.model);
   save_model(*m.model, dir / "merged");
   auto merged = test::run_command(py("hf_tiny_models.py") + " logits " + test::shell_quote((dir / "merged").string()) +

@@ -4,6 +4,9 @@ loads adapters in its own layout on a transformers model.
 usage:
   peft_lora.py make BASE_DIR ADAPTER_DIR       # a random LoRA adapter (r 4, alpha 8, every projection,
                                                # non-zero B) saved by peft; ADAPTER_DIR/peft_logits.json
+  peft_lora.py scores BASE_DIR ADAPTER_DIR IDS_JSON OUT_JSON
+                                               # a reward model (SEQ_CLS): {"scores": [[...] per row]},
+                                               # each row alone (no padding), the last token's score
   peft_lora.py logits BASE_DIR ADAPTER_DIR IDS_JSON OUT_JSON
                                                # the base with the adapter (PeftModel.from_pretrained):
                                                # {"logits": ..., "merged_logits": ...} (merge_and_unload)
@@ -49,9 +52,25 @@ def logits(base_dir, adapter_dir, ids_json, out_json):
         json.dump({"logits": unmerged.tolist(), "merged_logits": merged.tolist()}, f)
 
 
+def scores(base_dir, adapter_dir, ids_json, out_json):
+    from transformers import AutoModelForSequenceClassification
+    ids = json.load(open(ids_json))
+    base = AutoModelForSequenceClassification.from_pretrained(base_dir, torch_dtype=torch.float32)
+    model = PeftModel.from_pretrained(base, adapter_dir)
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for row in ids:
+            out.append(model(torch.tensor([row])).logits.float()[0].tolist())
+    with open(out_json, "w") as f:
+        json.dump({"scores": out}, f)
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "make":
         make(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 6 and sys.argv[1] == "scores":
+        scores(*sys.argv[2:6])
     elif len(sys.argv) == 6 and sys.argv[1] == "logits":
         logits(*sys.argv[2:6])
     else:

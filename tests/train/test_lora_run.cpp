@@ -115,6 +115,41 @@ TEST(LoraRun, DpoAndSftTrainAdapters) {
   test::expect_same_parameters(dir / "sft/checkpoints/step-4/model", model);
 }
 
+// A reward model with LoRA: adapters on the backbone, the score head trained
+// beside them (saved with the adapters, PEFT's modules_to_save); resumes exactly.
+TEST(LoraRun, ARewardModelTrainsItsAdaptersAndHead) {
+  test::TempDir dir;
+  const auto model = make_tiny_model(dir);
+  const auto pairs = test::write_cat_pairs(dir, 48);
+  auto config = [&](const std::filesystem::path& out, int64_t steps) {
+    Json j = with_lora(Json::parse(R"({
+      "trainer": {"kind": "rm"},
+      "preference": {"batch_size": 8, "data": {"eval_size": 8}},
+      "algorithm": {"micro_batch_size": 8},
+      "run": {"checkpoint_every": 2, "seed": 3}
+    })"));
+    j["model"]["path"] = model.string();
+    j["preference"]["data"]["path"] = pairs.string();
+    j["run"]["out_dir"] = out.string();
+    j["run"]["steps"] = steps;
+    return train_config_from_json(j, "rm");
+  };
+  auto [a, b] = test::straight_and_resumed(config, dir, 4, 2);
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_LT(a.back()["loss/rm"].get<double>(), a.front()["loss/rm"].get<double>());
+  const auto ck = dir / "a/checkpoints/step-4";
+  EXPECT_TRUE(adapters_equal(ck / "adapter", dir / "b/checkpoints/step-4/adapter"));
+  const Json cfg = read_json_file((ck / "adapter/adapter_config.json").string());
+  EXPECT_EQ(cfg["task_type"], "SEQ_CLS");
+  EXPECT_EQ(cfg["modules_to_save"], Json::array({"score"}));
+  SafetensorsFile adapter(ck / "adapter/adapter_model.safetensors");
+  EXPECT_TRUE(adapter.contains("base_model.model.score.weight"));
+  // The optimizer holds the adapters and the head, nothing of the backbone.
+  SafetensorsFile opt(ck / "optimizer.safetensors");
+  for (const auto& [name, view] : opt.tensors())
+    EXPECT_TRUE(is_lora_parameter(name) || name.find("score.weight") != std::string::npos) << name;
+}
+
 TEST(LoraRun, WhatLoraCannotDoIsRefused) {
   const Json ok = with_lora(grpo_run_config("/m", "/o", 2));
   Json bad = ok;
@@ -131,7 +166,8 @@ TEST(LoraRun, WhatLoraCannotDoIsRefused) {
   bad["trainer"]["kind"] = "rm";
   bad.erase("data");
   bad["preference"]["data"]["path"] = "/pairs.jsonl";
-  test::expect_config_error(bad, "lora.enabled: trainer.kind = \"rm\"");
+  bad["reward_model"]["train_backbone"] = false;
+  test::expect_config_error(bad, "lora.enabled: reward_model.train_backbone = false");
 
   // A checkpoint without adapters does not resume into a LoRA run (and the other way round).
   test::TempDir dir;
