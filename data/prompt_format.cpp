@@ -110,4 +110,13 @@ std::string PromptFormatter::render(const std::string& user_message) const {
   return render_chat(*format_, messages, render_);
 }
 
+std::optional<ChatFormat> conversation_format(const std::string& name, const Tokenizer& tok) {
+  if (name == "none") return std::nullopt;
+  TokenizerChat tc = tokenizer_chat_of(tok);
+  if (name == "auto" && tc.jinja_template.empty()) return ChatFormat::Plain;
+  PromptFormatOptions o;
+  o.chat_template = name;
+  return PromptFormatter(o, &tc).chat_format();
+}
+
 }  // namespace rlf

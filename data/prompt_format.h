@@ -40,6 +40,12 @@ TokenizerChat tokenizer_chat_of(const Tokenizer& tok);
 // tokenizer_config.json file itself, without loading the vocabulary.
 TokenizerChat read_tokenizer_chat(const std::string& path);
 
+// The chat format whole conversations are rendered with (`rlf serve`, the
+// agent proxy): "auto" = the format of the tokenizer's template, or plain
+// when it has none (a base model); "none" = nullopt (no chat); else a format
+// name. Throws rlf::Error for an unknown name or an unrecognised template.
+std::optional<ChatFormat> conversation_format(const std::string& name, const Tokenizer& tok);
+
 struct PromptFormatOptions {
   std::string prompt_template = "{prompt}";  // the user message; see above
   std::string system_prompt;                 // "" = none (qwen2 then adds Qwen's default)

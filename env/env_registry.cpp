@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 
+#include "env/agent_env.h"
 #include "env/calculator_env.h"
 #include "env/external_env.h"
 #include "env/guess_env.h"
@@ -65,6 +66,19 @@ const std::map<std::string, Parser>& parsers() {
          const std::string where = r.context();
          ReflectRetryEnvironment check_now(o, where);
          return [o, where] { return std::make_unique<ReflectRetryEnvironment>(o, where); };
+       }},
+      {"agent",
+       [](OptionReader& r, EnvConfig& c) -> Maker {
+         AgentEnvOptions o;
+         o.command = r.get_strings("command", o.command);
+         o.timeout_s = r.get_double("timeout_s", o.timeout_s);
+         o.chat_template = r.get_string("chat_template", o.chat_template);
+         o.working_dir = r.get_string("working_dir", o.working_dir);
+         o.echo_stderr = r.get_bool("echo_stderr", o.echo_stderr);
+         o.host = r.get_string("host", o.host);
+         o.validate();
+         c.gives_rewards = true;
+         return [o] { return std::make_unique<AgentEnvironment>(o); };
        }},
       {"external",
        [](OptionReader& r, EnvConfig& c) -> Maker {

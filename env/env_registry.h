@@ -1,7 +1,7 @@
 // Environments by name, from the run config's [env] table:
 //
 //   [env]
-//   type = "calculator"           # single_turn (default) | calculator | guess | try_again | reflect_retry | external
+//   type = "calculator"           # single_turn (default) | calculator | guess | try_again | reflect_retry | external | agent
 //   max_turns = 4                 # policy turns per episode at most
 //   max_observation_tokens = 64   # an observation is cut to its first N tokens
 //   max_episode_tokens = 0        # tokens after the prompt; 0 = derived (env/episode_producer.h)
@@ -30,7 +30,7 @@ struct EnvConfig {
   Json table = Json::object(); // the whole table, for the type's options
 };
 
-// The types, sorted: calculator, external, guess, reflect_retry, single_turn, try_again.
+// The types, sorted: agent, calculator, external, guess, reflect_retry, single_turn, try_again.
 const std::vector<std::string>& environment_types();
 
 // Reads and checks the table (every option of the type included), starting

@@ -32,12 +32,15 @@
 
 namespace rlf {
 
+class Tokenizer;
+
 // The policy's turn as the environment sees it.
 struct PolicyTurn {
   int64_t turn = 0;           // 0-based
   std::string text;           // decoded turn (a stop string that ended it is not included)
   std::string stop;           // what ended it: "eos", the stop string, "id:N", or "" (token limit)
   bool truncated = false;     // ended by the turn's token limit
+  std::vector<int32_t> token_ids;  // the turn's sampled ids (the EOS or stop string that ended it included)
 };
 
 struct EnvStep {
@@ -78,6 +81,10 @@ class Environment {
   virtual void check_record(const PromptExample& task) const {}
   // True when every episode ends after its first turn (no observation is ever appended).
   virtual bool single_turn() const { return false; }
+  // Called once by the episode producer before any reset, with the policy's
+  // tokenizer (which outlives the environment): for environments that render
+  // conversations or count tokens. Default: ignored.
+  virtual void use_tokenizer(std::shared_ptr<const Tokenizer>) {}
   // Stop strings that end a policy turn for this environment (e.g. a tool
   // call's closing tag), added to the run's own stop strings.
   virtual std::vector<std::string> turn_stops() const { return {}; }

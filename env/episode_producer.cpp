@@ -52,6 +52,7 @@ class Conversations final : public TurnHandler {
     turn.text = te.segment->text;
     turn.stop = te.segment->stop;
     turn.truncated = te.segment->finish_reason == FinishReason::Length;
+    turn.token_ids.assign(te.completion_ids->begin() + te.segment->begin, te.completion_ids->begin() + te.segment->end);
     EnvStep step;
     auto t0 = Clock::now();
     try {
@@ -262,6 +263,7 @@ EpisodeProducer::EpisodeProducer(Policy& policy, Environment& env, EpisodeOption
       options_(std::move(options)),
       engine_(policy.model(), policy.tokenizer, EngineOptions{options_.max_batch_rows, 0, policy.eos_token_ids, 0}) {
   options_.validate();
+  env_.use_tokenizer(policy.tokenizer);
 }
 
 std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const PromptExample*>& tasks, int64_t n,

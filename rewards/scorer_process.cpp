@@ -124,8 +124,21 @@ void ScorerProcess::start() {
   std::vector<char*> argv;
   for (const std::string& a : options_.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // The environment: ours, with options_.env added (replacing same-named variables).
+  std::vector<std::string> extra;
+  for (const auto& [name, value] : options_.env) extra.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const bool replaced = std::any_of(options_.env.begin(), options_.env.end(), [&](const auto& kv) {
+      return entry.size() > kv.first.size() && entry.compare(0, kv.first.size(), kv.first) == 0 && entry[kv.first.size()] == '=';
+    });
+    if (!replaced) envp.push_back(*e);
+  }
+  for (std::string& e : extra) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
+  int rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close_fd(in[0]);

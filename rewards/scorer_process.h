@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rlf {
@@ -41,6 +42,8 @@ struct ScorerProcessOptions {
   int64_t max_line_bytes = 64 << 20; // longest accepted reply line, bytes
   double shutdown_grace_s = 2.0;     // at shutdown: time to exit after stdin closes, before SIGKILL
   std::string label = "scorer";      // prefix of echoed stderr lines and notes: "[<label> <pid>] "
+  std::vector<std::pair<std::string, std::string>> env;  // extra environment variables (NAME, value), replacing
+                                                         // inherited ones of the same name
 };
 
 struct ScorerExchange {

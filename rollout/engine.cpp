@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <unordered_map>
 
 #include "util/error.h"
 
@@ -32,6 +33,7 @@ struct RolloutEngine::Row {
   int64_t limit = 0;  // max prompt + completion tokens for this row
   std::vector<int32_t> completion;
   std::vector<float> logprobs;
+  std::vector<std::vector<TokenLogprob>> top;  // per token, when req->top_logprobs > 0
   Rng rng{0};
   std::unique_ptr<StreamDecoder> decoder;
   std::string text;                        // the current turn, decoded
@@ -43,6 +45,8 @@ struct RolloutEngine::Row {
   bool just_forced = false;                // the token pushed last was forced, not sampled
   bool finished = false;
   bool overflowed = false;
+  size_t streamed_tokens = 0;              // serve(): tokens already sent as deltas
+  size_t streamed_text = 0;                // serve(): bytes of `text` already sent
   FinishReason reason = FinishReason::Length;
   std::string stop;
 
@@ -54,6 +58,7 @@ struct RolloutEngine::Row {
     if (!just_forced) return false;
     completion.push_back(forced[forced_at++]);
     logprobs.push_back(0.0f);
+    if (req->top_logprobs > 0) top.emplace_back();
     if (forced_at == forced.size()) forced.clear(), forced_at = 0;
     return true;
   }
@@ -80,7 +85,9 @@ void check_finite_normalisers(const float* lse, int64_t n, const std::vector<Row
 // Groups waiting for rows: (request, first sample, count).
 struct Queue {
   struct Item {
-    int64_t request, first, count;
+    int64_t request;               // index (generate) or id (serve)
+    const GenerationRequest* req;  // outlives the item's rows
+    int64_t first, count;
   };
   std::deque<Item> items;
 };
@@ -193,14 +200,14 @@ void RolloutEngine::end_turn(Row& row, TurnHandler* handler) {
 }
 
 void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<GeneratedSequence>& done,
-                          const std::vector<GenerationRequest>& requests, TurnHandler* handler) {
+                          TurnHandler* handler) {
   torch::NoGradGuard no_grad;
   const auto device = model_->device();
   while (!queue.items.empty() && static_cast<int64_t>(rows.size()) < cache_.n_rows()) {
     auto& item = queue.items.front();
     const int64_t free_rows = cache_.n_rows() - static_cast<int64_t>(rows.size());
     const int64_t n = std::min(item.count, free_rows);
-    const GenerationRequest& req = requests[item.request];
+    const GenerationRequest& req = *item.req;
     const int64_t P = static_cast<int64_t>(req.prompt_ids.size());
     const int64_t row0 = static_cast<int64_t>(rows.size());
 
@@ -235,7 +242,9 @@ void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<Gene
       rows.push_back(std::move(row));
     }
     // Every sample of the group draws its first token from the shared logits.
-    sample_rows(last.view({1, -1}).expand({n, -1}).contiguous(), rows, row0);
+    auto group_logits = last.view({1, -1}).expand({n, -1}).contiguous();
+    sample_rows(group_logits, rows, row0);
+    record_top_logprobs(group_logits, rows, row0);
     for (int64_t j = 0; j < n; ++j)
       if (turn_over(rows[row0 + j])) end_turn(rows[row0 + j], handler);
     stats_.n_decode_tokens += n;
@@ -262,6 +271,7 @@ void RolloutEngine::decode_step(std::vector<Row>& rows) {
   auto hidden = model_->forward_hidden(input, positions, &view);
   auto logits = model_->logits(hidden).to(torch::kFloat32).contiguous().view({n, -1});  // [n, V], on the model's device
   sample_rows(logits, rows, 0);
+  record_top_logprobs(logits, rows, 0);
   for (const Row& r : rows) stats_.n_decode_tokens += !r.just_forced;
   stats_.n_fed_tokens += n;
   stats_.n_steps += 1;
@@ -371,6 +381,7 @@ void RolloutEngine::compact(std::vector<Row>& rows, std::vector<GeneratedSequenc
     s.prompt_ids = r.req->prompt_ids;
     s.completion_ids = std::move(r.completion);
     s.logprobs = std::move(r.logprobs);
+    s.top_logprobs = std::move(r.top);
     s.finish_reason = r.reason;
     s.stop = std::move(r.stop);
     s.text = r.segments.empty() ? std::string() : r.segments.back().text;
@@ -399,41 +410,52 @@ void RolloutEngine::compact(std::vector<Row>& rows, std::vector<GeneratedSequenc
   }
 }
 
+int64_t RolloutEngine::context_limit() const {
+  return options_.max_seq_len > 0 ? options_.max_seq_len : model_->config().max_position_embeddings;
+}
+
+void RolloutEngine::check_request(const GenerationRequest& req, const std::string& where) const {
+  with_context(where, [&] { req.params.validate(); });
+  check(!req.prompt_ids.empty(), where, ": the prompt is empty (add at least a BOS token)");
+  check(req.n > 0, where, ": n must be > 0 (got ", req.n, ")");
+  check(req.max_total_tokens >= 0, where, ": max_total_tokens must be >= 0 (got ", req.max_total_tokens,
+        "; 0 = max_new_tokens)");
+  check(req.top_logprobs >= 0 && req.top_logprobs <= model_->config().vocab_size, where,
+        ": top_logprobs must be in [0, the vocabulary size ", model_->config().vocab_size, "] (got ", req.top_logprobs, ")");
+  const int64_t P = static_cast<int64_t>(req.prompt_ids.size());
+  const int64_t limit = context_limit();
+  check(P < limit, where, ": the prompt has ", P, " tokens but the context limit is ", limit,
+        " (max_position_embeddings or --max-seq-len)");
+  for (int32_t id : req.prompt_ids)
+    check(id >= 0 && id < model_->config().vocab_size, where, ": token id ", id, " is outside the vocabulary (",
+          model_->config().vocab_size, ")");
+  check(req.params.stop_strings.empty() || tokenizer_, where, ": stop strings need a tokenizer");
+}
+
 std::vector<GeneratedSequence> RolloutEngine::generate(const std::vector<GenerationRequest>& requests,
                                                        TurnHandler* handler) {
-  const int64_t model_limit = options_.max_seq_len > 0 ? options_.max_seq_len : model_->config().max_position_embeddings;
+  const int64_t model_limit = context_limit();
   int64_t total = 0, max_len = 1;
-  Queue queue;
   for (size_t r = 0; r < requests.size(); ++r) {
     const auto& req = requests[r];
-    const std::string where = "generation request " + std::to_string(r);
-    with_context(where, [&] { req.params.validate(); });
-    check(!req.prompt_ids.empty(), where, ": the prompt is empty (add at least a BOS token)");
-    check(req.n > 0, where, ": n must be > 0 (got ", req.n, ")");
-    check(req.max_total_tokens >= 0, where, ": max_total_tokens must be >= 0 (got ", req.max_total_tokens,
-          "; 0 = max_new_tokens)");
+    check_request(req, "generation request " + std::to_string(r));
     const int64_t P = static_cast<int64_t>(req.prompt_ids.size());
-    check(P < model_limit, where, ": the prompt has ", P, " tokens but the context limit is ", model_limit,
-          " (max_position_embeddings or --max-seq-len)");
-    for (int32_t id : req.prompt_ids)
-      check(id >= 0 && id < model_->config().vocab_size, where, ": token id ", id, " is outside the vocabulary (",
-            model_->config().vocab_size, ")");
-    check(req.params.stop_strings.empty() || tokenizer_, where, ": stop strings need a tokenizer");
     max_len = std::max(max_len, std::min(P + std::min(req.total_budget(), model_limit), model_limit));
     total += req.n;
-    queue.items.push_back({static_cast<int64_t>(r), 0, req.n});
   }
   std::vector<GenerationRequest> seeded = requests;  // requests without a seed get one, in order
   for (auto& req : seeded)
     if (!req.params.seed) req.params.seed = mix_seed(next_seed_++);
   if (total == 0) return {};
+  Queue queue;
+  for (size_t r = 0; r < seeded.size(); ++r) queue.items.push_back({static_cast<int64_t>(r), &seeded[r], 0, seeded[r].n});
   reserve_cache(std::min(options_.max_batch_rows, total), max_len);
 
   std::vector<Row> rows;
   std::vector<GeneratedSequence> done;
   done.reserve(static_cast<size_t>(total));
   while (!queue.items.empty() || !rows.empty()) {
-    admit(queue, rows, done, seeded, handler);
+    admit(queue, rows, done, handler);
     if (rows.empty()) continue;
     decode_step(rows);
     for (auto& row : rows)
@@ -444,6 +466,151 @@ std::vector<GeneratedSequence> RolloutEngine::generate(const std::vector<Generat
     return a.request_index != b.request_index ? a.request_index < b.request_index : a.sample_index < b.sample_index;
   });
   return done;
+}
+
+void RolloutEngine::record_top_logprobs(const torch::Tensor& logits, std::vector<Row>& rows, int64_t row0) {
+  const int64_t n = logits.size(0);
+  int64_t k_max = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (!rows[row0 + i].just_forced) k_max = std::max(k_max, rows[row0 + i].req->top_logprobs);
+  if (k_max == 0) return;
+  torch::NoGradGuard no_grad;
+  auto lp = torch::log_softmax(logits.to(torch::kFloat32), -1);
+  auto [values, indices] = lp.topk(k_max, -1);  // sorted, most likely first
+  values = values.to(torch::kCPU).contiguous();
+  indices = indices.to(torch::kCPU).to(torch::kInt64).contiguous();
+  const float* v = values.data_ptr<float>();
+  const int64_t* ix = indices.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    Row& row = rows[row0 + i];
+    const int64_t k = row.req->top_logprobs;
+    if (k == 0 || row.just_forced) continue;  // a forced token pushed its empty entry already
+    std::vector<TokenLogprob> top(static_cast<size_t>(k));
+    for (int64_t j = 0; j < k; ++j) top[j] = {static_cast<int32_t>(ix[i * k_max + j]), v[i * k_max + j]};
+    row.top.push_back(std::move(top));
+  }
+}
+
+namespace {
+
+// The longest prefix of `text`, ending on a UTF-8 character boundary, that no
+// stop string can still extend into: it holds back max(len(stop)) - 1 bytes.
+size_t stream_safe_length(const std::string& text, const std::vector<std::string>& stops) {
+  size_t hold = 0;
+  for (const auto& s : stops) hold = std::max(hold, s.empty() ? 0 : s.size() - 1);
+  size_t safe = text.size() > hold ? text.size() - hold : 0;
+  while (safe > 0 && safe < text.size() && (static_cast<unsigned char>(text[safe]) & 0xC0) == 0x80) --safe;
+  return safe;
+}
+
+}  // namespace
+
+void RolloutEngine::send_deltas(std::vector<Row>& rows, RequestSource& source) {
+  for (Row& row : rows) {
+    if (row.finished) continue;  // on_finished carries the rest
+    const size_t safe = stream_safe_length(row.text, row.req->params.stop_strings);
+    if (row.completion.size() == row.streamed_tokens && safe <= row.streamed_text) continue;
+    StreamDelta d;
+    d.id = row.request;
+    d.sample = row.sample;
+    d.token_begin = static_cast<int64_t>(row.streamed_tokens);
+    d.token_ids.assign(row.completion.begin() + row.streamed_tokens, row.completion.end());
+    d.logprobs.assign(row.logprobs.begin() + row.streamed_tokens, row.logprobs.end());
+    if (!row.top.empty()) d.top_logprobs.assign(row.top.begin() + row.streamed_tokens, row.top.end());
+    d.text_begin = static_cast<int64_t>(row.streamed_text);
+    if (safe > row.streamed_text) d.text = row.text.substr(row.streamed_text, safe - row.streamed_text);
+    row.streamed_tokens = row.completion.size();
+    row.streamed_text = std::max(row.streamed_text, safe);
+    source.on_delta(d);
+  }
+}
+
+void RolloutEngine::serve(RequestSource& source) {
+  struct Live {
+    std::unique_ptr<GenerationRequest> req;
+    int64_t remaining = 0;  // samples not yet reported
+    bool failed = false;
+  };
+  std::unordered_map<int64_t, Live> live;
+  const int64_t limit = context_limit();
+  reserve_cache(options_.max_batch_rows, limit);
+  Queue queue;
+  std::vector<Row> rows;
+  std::vector<GeneratedSequence> done;
+  std::vector<LiveRequest> incoming;
+
+  // Reports finished samples (a cancelled or failed request's are dropped) and forgets finished requests.
+  auto dispatch = [&] {
+    for (auto& seq : done) {
+      auto it = live.find(seq.request_index);
+      if (it == live.end()) continue;
+      const int64_t id = it->first;
+      if (!it->second.failed && !source.cancelled(id)) source.on_finished(std::move(seq));
+      if (--it->second.remaining == 0) live.erase(it);
+    }
+    done.clear();
+  };
+  // Fails every request with rows or queue items (the batch's state is lost), keeps serving.
+  auto fail_all = [&](const std::string& error) {
+    for (auto& row : rows) row.finished = true;
+    for (auto& [id, l] : live)
+      if (!l.failed) l.failed = true, source.on_failed(id, error);
+    rows.clear();
+    queue.items.clear();
+    live.clear();
+    done.clear();
+  };
+
+  bool open = true;
+  while (open || !queue.items.empty() || !rows.empty()) {
+    if (open) {
+      incoming.clear();
+      open = source.poll(incoming, rows.empty() && queue.items.empty());
+      for (auto& lr : incoming) {
+        const std::string where = "request " + std::to_string(lr.id);
+        try {
+          check(!live.count(lr.id), where, ": the id is already in use by a request being served");
+          check_request(lr.request, where);
+        } catch (const Error& e) {
+          source.on_failed(lr.id, e.what());
+          continue;
+        }
+        auto req = std::make_unique<GenerationRequest>(std::move(lr.request));
+        if (!req->params.seed) req->params.seed = mix_seed(next_seed_++);
+        queue.items.push_back({lr.id, req.get(), 0, req->n});
+        const int64_t n = req->n;
+        live[lr.id] = Live{std::move(req), n, false};
+      }
+    }
+    // Cancelled requests leave the queue and the batch.
+    for (auto it = queue.items.begin(); it != queue.items.end();) {
+      if (source.cancelled(it->request)) {
+        auto l = live.find(it->request);
+        if (l != live.end() && (l->second.remaining -= it->count) <= 0) live.erase(l);
+        it = queue.items.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& row : rows)
+      if (source.cancelled(row.request)) row.finished = true;
+    try {
+      compact(rows, done);
+      dispatch();
+      admit(queue, rows, done, nullptr);
+      dispatch();
+      if (rows.empty()) continue;
+      send_deltas(rows, source);  // the first tokens of admitted rows
+      decode_step(rows);
+      for (auto& row : rows)
+        if (turn_over(row)) end_turn(row, nullptr);
+      send_deltas(rows, source);
+      compact(rows, done);
+      dispatch();
+    } catch (const std::exception& e) {
+      fail_all(std::string("generation failed: ") + e.what());
+    }
+  }
 }
 
 }  // namespace rlf

@@ -50,12 +50,20 @@ struct GenerationRequest {
   // Conversations: tokens after the prompt for the whole sequence (every
   // turn and every appended observation). 0 = params.max_new_tokens (one turn).
   int64_t max_total_tokens = 0;
+  // Also record, for every sampled token, the top_logprobs most likely tokens
+  // and their log-probs at temperature 1 (what OpenAI's top_logprobs reports). 0 = off.
+  int64_t top_logprobs = 0;
 
   // The row length limit after the prompt (max_total_tokens or max_new_tokens).
   int64_t total_budget() const { return max_total_tokens > 0 ? max_total_tokens : params.max_new_tokens; }
 };
 
 enum class FinishReason { Stop, Length };
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0;  // temperature 1, unfiltered
+};
 const char* finish_reason_name(FinishReason r);  // "stop", "length"
 
 // One stretch of a completion: a policy turn (sampled) or tokens the caller
@@ -104,6 +112,9 @@ struct GeneratedSequence {
   std::vector<int32_t> prompt_ids;
   std::vector<int32_t> completion_ids;   // includes the EOS/stop token when one ended it
   std::vector<float> logprobs;           // per completion token, temperature 1 (0 on appended tokens)
+  // With GenerationRequest::top_logprobs = k > 0: per completion token, the k
+  // most likely tokens, most likely first (empty on appended tokens); else empty.
+  std::vector<std::vector<TokenLogprob>> top_logprobs;
   FinishReason finish_reason = FinishReason::Length;  // of the last turn
   std::string stop;                      // what stopped the last turn: "eos", a stop id "id:N", or the stop string
   std::string text;                      // the last turn decoded (stop string and EOS removed); "" without a tokenizer
@@ -132,6 +143,52 @@ struct EngineStats {
   double decode_s = 0;
 };
 
+// Serving (RolloutEngine::serve): requests arrive while others decode.
+struct LiveRequest {
+  int64_t id = 0;              // the caller's id, unique among requests not yet finished
+  GenerationRequest request;
+};
+
+// New tokens of one live sample, after a step that produced some. Offsets are
+// absolute, so a consumer that missed nothing appends; the text holds back
+// what could still turn out to be the start of a stop string (it arrives with
+// a later delta, or is dropped when the stop string completes). The final
+// GeneratedSequence (RequestSource::on_finished) is authoritative: a consumer
+// sends whatever of it the deltas have not covered.
+struct StreamDelta {
+  int64_t id = 0;
+  int64_t sample = 0;
+  int64_t token_begin = 0;                 // index of token_ids[0] in the completion
+  std::vector<int32_t> token_ids;
+  std::vector<float> logprobs;
+  std::vector<std::vector<TokenLogprob>> top_logprobs;  // as GeneratedSequence::top_logprobs
+  int64_t text_begin = 0;                  // byte offset of `text` in the completion's text
+  std::string text;
+};
+
+// Where serve() gets its requests and sends its results. Called on the
+// engine's thread only; implementations synchronise with their producers.
+class RequestSource {
+ public:
+  virtual ~RequestSource() = default;
+  // Between decode steps: appends the requests that arrived to `out`. With
+  // `wait` (nothing is decoding or queued) blocks until one arrives or the
+  // source closes. Returns false once closed: serve() then finishes what it
+  // holds and returns.
+  virtual bool poll(std::vector<LiveRequest>& out, bool wait) = 0;
+  // New tokens of a live sample (every step that produced some).
+  virtual void on_delta(const StreamDelta&) {}
+  // A sample finished: each of a request's n samples reports once
+  // (GeneratedSequence::request_index is the request's id).
+  virtual void on_finished(GeneratedSequence sequence) = 0;
+  // The request failed (it was invalid, or the model failed while it decoded):
+  // reported once, instead of its remaining samples.
+  virtual void on_failed(int64_t id, const std::string& error) = 0;
+  // True when the caller no longer wants request `id` (a client went away):
+  // its queued and decoding samples are dropped without a report.
+  virtual bool cancelled(int64_t) { return false; }
+};
+
 class RolloutEngine {
  public:
   // `tokenizer` may be null: then stop strings are rejected and `text` is empty.
@@ -142,6 +199,23 @@ class RolloutEngine {
   // conversations (see above); without one, every sequence is one turn.
   std::vector<GeneratedSequence> generate(const std::vector<GenerationRequest>& requests,
                                           TurnHandler* handler = nullptr);
+
+  // Continuous batching across callers: requests from `source` join the batch
+  // between decode steps (their prompts prefilled when rows are free; a long
+  // prompt's prefill delays the others' next token) and leave it when done,
+  // until the source closes. A sample's tokens depend only on its request and
+  // seed, never on what else is in the batch: a seeded request gives what
+  // generate() gives. A request without a seed gets one in arrival order. A
+  // failure while decoding fails the requests it holds, not the loop.
+  void serve(RequestSource& source);
+
+  // Throws rlf::Error, prefixed with `where`, when generate() would refuse
+  // `req` (empty prompt, ids outside the vocabulary, a prompt at the context
+  // limit, bad sampling parameters). Reads only the model's configuration:
+  // safe to call from any thread.
+  void check_request(const GenerationRequest& req, const std::string& where) const;
+  // Tokens a sequence may hold: max_seq_len, else the model's max_position_embeddings.
+  int64_t context_limit() const;
 
   // Reserves the cache for `n_rows` sequences of up to `max_len` tokens.
   void reserve_cache(int64_t n_rows, int64_t max_len);
@@ -156,7 +230,11 @@ class RolloutEngine {
  private:
   struct Row;
   void admit(struct Queue& queue, std::vector<Row>& rows, std::vector<GeneratedSequence>& done,
-             const std::vector<GenerationRequest>& requests, TurnHandler* handler);
+             TurnHandler* handler);
+  // Records the top-k log-probs of rows [row0, row0 + n) that asked for them.
+  void record_top_logprobs(const torch::Tensor& logits, std::vector<Row>& rows, int64_t row0);
+  // serve(): the new tokens of every live row since its last delta.
+  void send_deltas(std::vector<Row>& rows, RequestSource& source);
   // True when the row's current turn has ended (EOS, stop, limits).
   bool turn_over(Row& row);
   // After a turn ended: asks the handler (if any) and either marks the row

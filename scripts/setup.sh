@@ -7,7 +7,7 @@ PACKAGES=(
   # toolchain
   build-essential cmake pkg-config git
   # rlf's own dependencies
-  libtorch-dev libgloo-dev libopenblas0-pthread nlohmann-json3-dev libpcre2-dev libicu-dev zlib1g-dev libtomlplusplus-dev libcurl4-openssl-dev
+  libtorch-dev libgloo-dev libopenblas0-pthread nlohmann-json3-dev libpcre2-dev libicu-dev zlib1g-dev libtomlplusplus-dev libcurl4-openssl-dev libcpp-httplib-dev
   # sandboxed code execution
   bubblewrap libseccomp-dev python3
   # tests and benchmarks (strace: the crash tests' fault injection)

@@ -62,7 +62,7 @@ const ConfigSchema& train_config_schema() {
         {"data", T::Any, Json::object(), "", "prompt dataset (docs/data.md): path, preset, fields, templates, split"},
         {"reward", T::Any, Json::array(), "", "array of reward tables (docs/rewards.md): type, name, weight, options"},
         {"env", T::Any, Json::object(), "",
-         "environment (docs/environments.md): type (single_turn, calculator, guess, external), max_turns, ..."},
+         "environment (docs/environments.md): type (single_turn, calculator, guess, try_again, reflect_retry, external, agent), max_turns, ..."},
         // [rollout]
         SchemaEntry{"rollout.prompts_per_step", T::Int, r.prompts_per_step, "prompts", "groups per step"}.in(1, 1e6),
         SchemaEntry{"rollout.group_size", T::Int, r.group_size, "episodes", "episodes sampled per prompt (G)"}.in(1, 65536),

@@ -10,6 +10,7 @@ const std::vector<CommandSpec>& command_table() {
       make_reflexion_command(),
       make_config_command(),
       make_generate_command(),
+      make_serve_command(),
       make_eval_command(),
       make_eval_rm_command(),
       make_tokenize_command(),

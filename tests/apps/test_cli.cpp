@@ -373,6 +373,47 @@ TEST(Cli, ReflexionReportsAccuracyPerAttemptAndKeepsItsMemory) {
   EXPECT_NE(bad.output.find("exists only after `rlf train`"), std::string::npos) << bad.output;
 }
 
+TEST(Cli, ServePrintsItsAddressAnswersAndStopsCleanlyOnSigint) {
+  test::TempDir dir;
+  const std::string log = (dir / "serve.log").string();
+  const std::string script =
+      test::shell_quote(rlf_binary()) + " serve --model " +
+      test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string()) + " --port 0 > " +
+      test::shell_quote(log) + " 2>&1 & pid=$!\n"
+      "for i in $(seq 100); do grep -q 'on http' " + test::shell_quote(log) + " && break; sleep 0.1; done\n"
+      "url=$(grep -o 'http://[^ ]*/v1' " + test::shell_quote(log) + ")\n"
+      "python3 -c \"import json, sys, urllib.request as u; r = u.urlopen(u.Request(sys.argv[1] + '/completions', "
+      "data=json.dumps({'model': 'stories260K', 'prompt': 'Once upon a time', 'max_tokens': 5, 'temperature': 0}).encode(), "
+      "headers={'Content-Type': 'application/json'})); print('TEXT=' + json.load(r)['choices'][0]['text'])\" \"$url\"\n"
+      "kill -INT $pid; wait $pid; echo EXIT=$?; cat " + test::shell_quote(log) + "\n";
+  std::ofstream(dir / "run.sh") << script;
+  auto r = test::run_command("bash " + test::shell_quote((dir / "run.sh").string()));
+  EXPECT_NE(r.output.find("TEXT=, there was a little"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("EXIT=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rlf serve: model 'stories260K' on http://127.0.0.1:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped after 1 requests"), std::string::npos) << r.output;
+}
+
+TEST(Cli, TheAgentExampleTrainsThroughItsAgentProgram) {
+  test::TempDir dir;
+  const std::string prompts = (dir / "prompts.jsonl").string();
+  auto p = test::run_command("python3 " + test::shell_quote(test::source_path("examples/stories_keywords/make_prompts.py").string()) +
+                             " " + test::shell_quote(prompts));
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  auto r = test::run_command(
+      "cd " + test::shell_quote(test::source_path("").string()) + " && " + test::shell_quote(rlf_binary()) +
+      " train examples/agent/train.toml --json --set run.steps=2 --set rollout.prompts_per_step=2 --set data.eval_size=4" +
+      " --set model.path=" + test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string()) +
+      " --set data.path=" + test::shell_quote(prompts) + " --set run.out_dir=" + test::shell_quote((dir / "run").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json j = parse_json(r.output.substr(r.output.rfind("\n{") == std::string::npos ? 0 : r.output.rfind("\n{") + 1), "train");
+  EXPECT_EQ(j.at("steps"), 2);
+  EXPECT_EQ(j.at("turns_mean"), 2.0);  // every episode: two calls of the agent
+  const Json& last = j.at("last_metrics");
+  EXPECT_EQ(last.at("episode/ended_by_env"), 2 * 4);
+  EXPECT_EQ(last.at("reward/env/missing"), 0.0);
+}
+
 TEST(Cli, BadInputIsOneClearLineAndExitCodeOne) {
   test::TempDir dir;
   std::ofstream(dir / "config.json") << "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10";

@@ -1,0 +1,127 @@
+// rlf serve: an OpenAI-compatible endpoint for a model (serve/server.h), so
+// any OpenAI client, agent framework or judge can talk to it. Ctrl-C (SIGINT)
+// or SIGTERM stops it after the requests being decoded finish.
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "apps/cli/commands.h"
+#include "apps/cli/runtime.h"
+#include "model/lora.h"
+#include "rollout/policy.h"
+#include "serve/server.h"
+#include "util/error.h"
+
+namespace rlf::cli {
+
+namespace {
+
+// Set by SIGINT/SIGTERM (whichever thread takes the signal); a watcher thread
+// turns it into Server::stop(). The one process-wide flag a signal handler needs.
+volatile sig_atomic_t stop_requested = 0;
+extern "C" void on_stop_signal(int) { stop_requested = 1; }
+
+std::string default_model_name(const std::string& path) {
+  std::filesystem::path p(path);
+  while (!p.empty() && p.filename().empty()) p = p.parent_path();  // "dir/" -> "dir"
+  std::string name = p.filename().string();
+  if (p.has_extension() && std::filesystem::is_regular_file(p)) name = p.stem().string();
+  return name.empty() ? "model" : name;
+}
+
+int run_serve(const Args& args) {
+  configure_threads(args, args.str("dtype"), args.str("device"));
+  LoadOptions load;
+  load.dtype = args.str("dtype");
+  load.device = args.str("device");
+  Policy policy = load_policy(args.str("model"), args.str("tokenizer"), load);
+  apply_lora_adapter(*policy.model(), args.str("model"), args.str("adapter"), "--adapter");
+
+  EngineOptions eo;
+  eo.max_batch_rows = args.integer("max-batch");
+  eo.max_seq_len = args.integer("max-seq-len");
+  eo.eos_token_ids = policy.eos_token_ids;
+  eo.seed = static_cast<uint64_t>(args.integer("seed"));
+
+  ServeOptions so;
+  so.host = args.str("host");
+  so.port = args.integer("port");
+  so.model_name = args.given("served-model-name") ? args.str("served-model-name") : default_model_name(args.str("model"));
+  so.chat_template = args.str("chat-template");
+  so.http_threads = args.integer("http-threads");
+  so.max_pending = args.integer("max-pending");
+  if (args.given("api-key-env")) {
+    const std::string var = args.str("api-key-env");
+    auto key = read_process_env(var);
+    check(key && !key->empty(), "rlf serve: --api-key-env ", var, " names an unset or empty environment variable; "
+          "export ", var, "=<key> or leave --api-key-env out to serve without a key");
+    so.api_key = *key;
+  }
+  with_context("rlf serve", [&] { so.validate("--"); });
+
+  Server server(policy, eo, so);
+  const int port = server.bind();
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::atomic<bool> finished{false};
+  std::thread signals([&] {
+    while (!finished) {
+      if (stop_requested) {
+        std::cerr << "rlf serve: stopping (finishing the requests being decoded)\n";
+        server.stop();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::cout << "rlf serve: model '" << so.model_name << "' on http://" << so.host << ":" << port << "/v1"
+            << " (chat format " << server.chat_format() << (so.api_key.empty() ? "" : ", API key required") << ")"
+            << std::endl;
+  server.run();
+  finished = true;
+  signals.join();
+  const auto c = server.counters();
+  std::cerr << "rlf serve: stopped after " << c.requests << " requests (" << c.errors_4xx << " refused, " << c.errors_5xx
+            << " failed, " << c.cancelled << " streams cancelled by their clients)\n";
+  return 0;
+}
+
+}  // namespace
+
+CommandSpec make_serve_command() {
+  CommandSpec c;
+  c.name = "serve";
+  c.summary = "serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions)";
+  c.options = {
+      {"model", OptKind::String, "", "model: a Hugging Face directory or a llama2.c checkpoint (.bin)", "PATH"},
+      {"tokenizer", OptKind::String, "", "tokenizer.json, a directory with one, or a llama2.c tok*.bin (default: the model's)", "PATH"},
+      {"adapter", OptKind::String, "", "a LoRA adapter directory in the PEFT layout applied to --model", "DIR"},
+      {"host", OptKind::String, "127.0.0.1", "interface to listen on (0.0.0.0 = every interface)", "ADDR"},
+      {"port", OptKind::Int, "8000", "TCP port; 0 = any free port (printed at start)", "N", 0, 65535},
+      {"served-model-name", OptKind::String, "", "the model id clients send (default: the model's directory or file name)", "NAME"},
+      {"api-key-env", OptKind::String, "", "require \"Authorization: Bearer <key>\" with the key read from this environment "
+       "variable (e.g. RLF_API_KEY)", "VAR"},
+      {"chat-template", OptKind::String, "auto", "chat format for /v1/chat/completions: auto (the tokenizer's template; plain without one), none, "
+       "plain, chatml, qwen2, llama3, llama31, llama2, phi3", "FORMAT"},
+      {"max-batch", OptKind::Int, "64", "sequences decoded together (continuous batching across requests)", "N", 1, 65536},
+      {"max-seq-len", OptKind::Int, "0", "tokens per sequence (prompt + completion); 0 = the model's context", "N", 0, 1e7},
+      {"http-threads", OptKind::Int, "256", "HTTP connections handled at once", "N", 1, 65536},
+      {"max-pending", OptKind::Int, "4096", "requests waiting for the engine beyond this get 503", "N", 1, 1e9},
+      {"seed", OptKind::Int, "0", "seeds requests that carry no seed (in arrival order)", "N", 0, 9.2e18},
+      {"dtype", OptKind::String, "fp32", "compute dtype: fp32 or bf16", "DTYPE"},
+  };
+  c.run = [](const Args& a) {
+    check(a.given("model"), "rlf serve: --model PATH is required");
+    return run_serve(a);
+  };
+  return c;
+}
+
+}  // namespace rlf::cli

@@ -1,0 +1,471 @@
+#include "serve/server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <iostream>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "data/prompt_format.h"
+#include "serve/openai_api.h"
+#include "util/error.h"
+
+namespace rlf {
+
+void ServeOptions::validate(const std::string& prefix) const {
+  check(!host.empty(), prefix, "host must not be empty (e.g. 127.0.0.1)");
+  check(port >= 0 && port <= 65535, prefix, "port must be in [0, 65535] (got ", port, "; 0 = any free port)");
+  check(!model_name.empty(), prefix, "model_name must not be empty");
+  check(http_threads >= 1, prefix, "http_threads must be >= 1 (got ", http_threads, ")");
+  check(max_body_bytes >= 1024, prefix, "max_body_bytes must be >= 1024 (got ", max_body_bytes, ")");
+  check(max_pending >= 1, prefix, "max_pending must be >= 1 (got ", max_pending, ")");
+  check(max_n >= 1, prefix, "max_n must be >= 1 (got ", max_n, ")");
+}
+
+namespace {
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+// One HTTP request in flight: its engine requests (one per prompt) report here.
+struct Call {
+  ApiRequest req;
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<GeneratedSequence> results;  // by choice index (non-streamed)
+  int64_t outstanding = 0;                 // samples not yet finished
+  std::string error;                       // a failure (then the call is over)
+  int error_status = 500;
+  struct Event {
+    int64_t choice = 0;
+    bool finished = false;
+    StreamDelta delta;
+    GeneratedSequence seq;
+  };
+  std::deque<Event> events;                // streamed only
+  std::atomic<bool> cancelled{false};
+  std::vector<int64_t> engine_ids;
+};
+
+// The engine's RequestSource: a queue the HTTP threads fill, and the routing
+// of engine results back to their calls.
+class Scheduler : public RequestSource {
+ public:
+  explicit Scheduler(int64_t max_pending) : max_pending_(max_pending) {}
+
+  void submit(const std::shared_ptr<Call>& call, std::vector<GenerationRequest> reqs) {
+    std::lock_guard<std::mutex> lk(m_);
+    if (closed_) throw ApiError(503, "the server is shutting down", "", "", "server_error");
+    if (static_cast<int64_t>(pending_.size()) >= max_pending_)
+      throw ApiError(503, str("the server is overloaded (", pending_.size(), " requests waiting); retry later"), "", "",
+                     "server_error");
+    call->outstanding = 0;
+    for (size_t p = 0; p < reqs.size(); ++p) {
+      const int64_t id = next_id_++;
+      routes_[id] = Route{call, static_cast<int64_t>(p), reqs[p].n};
+      call->engine_ids.push_back(id);
+      call->outstanding += reqs[p].n;
+      pending_.push_back(LiveRequest{id, std::move(reqs[p])});
+    }
+    cv_.notify_all();
+  }
+
+  // The call is no longer wanted (its client left): the engine drops its samples.
+  void forget(const Call& call) {
+    std::lock_guard<std::mutex> lk(m_);
+    for (int64_t id : call.engine_ids) routes_.erase(id);
+    for (auto it = pending_.begin(); it != pending_.end();)
+      it = routes_.count(it->id) ? std::next(it) : pending_.erase(it);
+  }
+
+  // Stops serving: poll() returns false; requests not yet taken fail with 503.
+  void close() {
+    std::vector<std::shared_ptr<Call>> waiting;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      closed_ = true;
+      for (const auto& lr : pending_) {
+        auto it = routes_.find(lr.id);
+        if (it != routes_.end()) waiting.push_back(it->second.call), routes_.erase(it);
+      }
+      pending_.clear();
+      cv_.notify_all();
+    }
+    for (auto& c : waiting) fail(*c, "the server is shutting down", 503);
+  }
+
+  bool poll(std::vector<LiveRequest>& out, bool wait) override {
+    std::unique_lock<std::mutex> lk(m_);
+    if (wait) cv_.wait(lk, [&] { return closed_ || !pending_.empty(); });
+    for (auto& lr : pending_) out.push_back(std::move(lr));
+    pending_.clear();
+    return !closed_;
+  }
+
+  void on_delta(const StreamDelta& d) override {
+    auto [call, prompt] = route(d.id, false);
+    if (!call || !call->req.stream) return;
+    std::lock_guard<std::mutex> lk(call->m);
+    Call::Event e;
+    e.choice = prompt * call->req.n + d.sample;
+    e.delta = d;
+    call->events.push_back(std::move(e));
+    call->cv.notify_all();
+  }
+
+  void on_finished(GeneratedSequence seq) override {
+    auto [call, prompt] = route(seq.request_index, true);
+    if (!call) return;
+    std::lock_guard<std::mutex> lk(call->m);
+    const int64_t choice = prompt * call->req.n + seq.sample_index;
+    if (call->req.stream) {
+      Call::Event e;
+      e.choice = choice;
+      e.finished = true;
+      e.seq = std::move(seq);
+      call->events.push_back(std::move(e));
+    } else {
+      call->results[static_cast<size_t>(choice)] = std::move(seq);
+    }
+    call->outstanding -= 1;
+    call->cv.notify_all();
+  }
+
+  void on_failed(int64_t id, const std::string& error) override {
+    std::shared_ptr<Call> call;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      auto it = routes_.find(id);
+      if (it == routes_.end()) return;
+      call = it->second.call;
+      routes_.erase(it);
+    }
+    fail(*call, error, error.rfind("generation failed", 0) == 0 ? 500 : 400);
+  }
+
+  bool cancelled(int64_t id) override {
+    std::lock_guard<std::mutex> lk(m_);
+    auto it = routes_.find(id);
+    return it == routes_.end() || it->second.call->cancelled.load();
+  }
+
+  static void fail(Call& call, const std::string& error, int status) {
+    std::lock_guard<std::mutex> lk(call.m);
+    if (call.error.empty()) call.error = error, call.error_status = status;
+    call.cv.notify_all();
+  }
+
+ private:
+  struct Route {
+    std::shared_ptr<Call> call;
+    int64_t prompt = 0;
+    int64_t remaining = 0;  // samples of this engine request not yet finished
+  };
+  // The call an engine request reports to; `finished` counts one sample done.
+  std::pair<std::shared_ptr<Call>, int64_t> route(int64_t id, bool finished) {
+    std::lock_guard<std::mutex> lk(m_);
+    auto it = routes_.find(id);
+    if (it == routes_.end()) return {nullptr, 0};
+    auto out = std::make_pair(it->second.call, it->second.prompt);
+    if (finished && --it->second.remaining == 0) routes_.erase(it);
+    return out;
+  }
+
+  int64_t max_pending_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<LiveRequest> pending_;
+  std::unordered_map<int64_t, Route> routes_;
+  int64_t next_id_ = 1;
+  bool closed_ = false;
+};
+
+// Per streamed choice: what has been sent.
+struct StreamState {
+  size_t tokens = 0;
+  size_t text = 0;
+  bool started = false;
+  bool finished = false;
+};
+
+}  // namespace
+
+struct Server::Impl {
+  Policy& policy;
+  ServeOptions options;
+  RolloutEngine engine;
+  ApiModel model;
+  Scheduler scheduler;
+  httplib::Server http;
+  int bound_port = -1;
+  std::atomic<int64_t> next_call{1};
+  std::atomic<int64_t> n_requests{0}, n_4xx{0}, n_5xx{0}, n_cancelled{0};
+  std::thread engine_thread;
+  std::atomic<bool> stopped{false};
+
+  Impl(Policy& p, EngineOptions eo, ServeOptions o)
+      : policy(p), options(std::move(o)), engine(p.model(), p.tokenizer, std::move(eo)), scheduler(options.max_pending) {
+    options.validate();
+    model.name = options.model_name;
+    model.tokenizer = policy.tokenizer.get();
+    model.context_limit = engine.context_limit();
+    model.max_n = options.max_n;
+    model.chat_format = conversation_format(options.chat_template, *policy.tokenizer);
+    model.chat_options = chat_options_for(*policy.tokenizer);
+    routes();
+  }
+
+  void error_reply(httplib::Response& res, int status, const std::string& message, const std::string& type,
+                   const std::string& param = "", const std::string& code = "") {
+    (status >= 500 ? n_5xx : n_4xx) += 1;
+    res.status = status;
+    res.set_content(dump(api_error_json(message, type, param, code)), "application/json");
+  }
+
+  std::string new_id(const char* prefix) {
+    const uint64_t x = mix_seed(static_cast<uint64_t>(next_call++) ^ static_cast<uint64_t>(unix_now()) << 20);
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
+    return std::string(prefix) + buf;
+  }
+
+  void routes() {
+    http.new_task_queue = [n = options.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
+    http.set_payload_max_length(static_cast<size_t>(options.max_body_bytes));
+    // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which lets a
+    // second server bind a port in use and silently share its connections.
+    http.set_socket_options([](int sock) {
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (options.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+      const std::string want = "Bearer " + options.api_key;
+      const std::string got = req.get_header_value("Authorization");
+      unsigned diff = got.size() != want.size();
+      for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) diff |= static_cast<unsigned>(got[i] ^ want[i]);
+      if (diff == 0) return httplib::Server::HandlerResponse::Unhandled;
+      error_reply(res, 401, "a valid API key is required: send \"Authorization: Bearer <key>\"", "invalid_request_error",
+                  "", "invalid_api_key");
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      if (res.status == 404) error_reply(res, 404, "no route " + req.method + " " + req.path +
+                                                   " (rlf serve has GET /v1/models, POST /v1/completions, POST /v1/chat/completions)",
+                                         "invalid_request_error", "", "not_found");
+      else if (res.status == 413) error_reply(res, 413, str("the request body is larger than ", options.max_body_bytes, " bytes"),
+                                              "invalid_request_error");
+      else error_reply(res, res.status, str("HTTP ", res.status), res.status >= 500 ? "server_error" : "invalid_request_error");
+    });
+    http.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unknown error";
+      try {
+        std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      error_reply(res, 500, "internal error: " + what, "server_error");
+    });
+    http.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.set_content("{\"status\":\"ok\"}", "application/json"); });
+    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(dump(api_models(model, unix_now())), "application/json");
+    });
+    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { handle(Endpoint::Completions, req, res); });
+    http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { handle(Endpoint::Chat, req, res); });
+  }
+
+  void handle(Endpoint endpoint, const httplib::Request& hreq, httplib::Response& res) {
+    auto call = std::make_shared<Call>();
+    try {
+      call->req = parse_api_request(endpoint, hreq.body, model);
+      auto reqs = generation_requests(call->req);
+      for (size_t p = 0; p < reqs.size(); ++p) engine.check_request(reqs[p], "prompt " + std::to_string(p));
+      call->results.resize(call->req.prompts.size() * static_cast<size_t>(call->req.n));
+      scheduler.submit(call, std::move(reqs));
+      n_requests += 1;
+    } catch (const ApiError& e) {
+      return error_reply(res, e.status, e.what(), e.type, e.param, e.code);
+    } catch (const Error& e) {
+      return error_reply(res, 400, e.what(), "invalid_request_error");
+    }
+    const std::string id = new_id(endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-");
+    const int64_t created = unix_now();
+    if (!call->req.stream) {
+      std::unique_lock<std::mutex> lk(call->m);
+      call->cv.wait(lk, [&] { return call->outstanding == 0 || !call->error.empty(); });
+      if (!call->error.empty()) {
+        const std::string err = call->error;
+        const int status = call->error_status;
+        lk.unlock();
+        scheduler.forget(*call);
+        return error_reply(res, status, err, status >= 500 ? "server_error" : "invalid_request_error");
+      }
+      res.set_content(dump(api_response(call->req, model, id, created, call->results)), "application/json");
+      return;
+    }
+    res.set_header("Cache-Control", "no-cache");
+    auto states = std::make_shared<std::vector<StreamState>>(call->results.size());
+    auto complete = std::make_shared<bool>(false);
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, call, states, complete, id, created](size_t, httplib::DataSink& sink) {
+          return stream_some(*call, *states, *complete, id, created, sink);
+        },
+        [this, call, complete](bool) {
+          if (*complete) return;
+          call->cancelled = true;
+          scheduler.forget(*call);
+          n_cancelled += 1;
+        });
+  }
+
+  // Writes what the engine produced since the last call; false = the client is gone.
+  bool stream_some(Call& call, std::vector<StreamState>& states, bool& complete, const std::string& id, int64_t created,
+                   httplib::DataSink& sink) {
+    std::deque<Call::Event> events;
+    std::string error;
+    bool all_done = false;
+    {
+      std::unique_lock<std::mutex> lk(call.m);
+      call.cv.wait_for(lk, std::chrono::seconds(1),
+                       [&] { return !call.events.empty() || !call.error.empty() || call.outstanding == 0; });
+      events.swap(call.events);
+      error = call.error;
+      all_done = call.outstanding == 0;
+    }
+    auto send = [&](const Json& j) {
+      const std::string s = "data: " + dump(j) + "\n\n";
+      return sink.write(s.data(), s.size());
+    };
+    if (events.empty() && error.empty() && !all_done) return sink.is_writable();  // nothing yet; still connected?
+    int64_t completion_tokens = 0;
+    for (auto& e : events) {
+      StreamState& st = states[static_cast<size_t>(e.choice)];
+      StreamPiece p;
+      p.index = e.choice;
+      const int64_t prompt = e.choice / call.req.n;
+      if (!st.started) p.prompt_ids = &call.req.prompts[static_cast<size_t>(prompt)];
+      const std::vector<int32_t>* ids;
+      const std::vector<float>* lps;
+      const std::vector<std::vector<TokenLogprob>>* tops;
+      int64_t begin;
+      std::string text;
+      if (e.finished) {
+        ids = &e.seq.completion_ids, lps = &e.seq.logprobs, tops = &e.seq.top_logprobs, begin = 0;
+        if (st.text < e.seq.text.size()) text = e.seq.text.substr(st.text);
+        p.finish_reason = e.seq.finish_reason;
+        st.finished = true;
+      } else {
+        ids = &e.delta.token_ids, lps = &e.delta.logprobs, tops = &e.delta.top_logprobs, begin = e.delta.token_begin;
+        if (e.delta.text_begin <= static_cast<int64_t>(st.text) &&
+            e.delta.text_begin + static_cast<int64_t>(e.delta.text.size()) > static_cast<int64_t>(st.text))
+          text = e.delta.text.substr(st.text - static_cast<size_t>(e.delta.text_begin));
+      }
+      // Tokens not sent yet: [st.tokens, begin + ids->size()).
+      const size_t from = st.tokens >= static_cast<size_t>(begin) ? st.tokens - static_cast<size_t>(begin) : 0;
+      for (size_t k = from; k < ids->size(); ++k) {
+        p.token_ids.push_back((*ids)[k]);
+        p.logprobs.push_back((*lps)[k]);
+        if (k < tops->size()) p.top_logprobs.push_back((*tops)[k]);
+      }
+      st.tokens += p.token_ids.size();
+      st.text += text.size();
+      p.text = std::move(text);
+      if (!st.started && call.req.endpoint == Endpoint::Completions && call.req.echo)
+        p.text = call.req.prompt_texts[static_cast<size_t>(prompt)] + p.text;
+      st.started = true;
+      if (p.token_ids.empty() && p.text.empty() && !p.finish_reason && !p.prompt_ids) continue;
+      if (!send(api_stream_chunk(call.req, model, id, created, p))) return false;
+    }
+    if (!error.empty()) {
+      send(api_error_json(error, "server_error"));
+      send_done(sink);
+      complete = true;
+      return true;
+    }
+    if (all_done) {
+      bool every = true;
+      for (const auto& st : states) every = every && st.finished;
+      if (!every) return true;  // finishing events still queued (cannot happen: they precede outstanding == 0)
+      if (call.req.include_usage) {
+        int64_t prompt_tokens = 0;
+        for (const auto& ids : call.req.prompts) prompt_tokens += static_cast<int64_t>(ids.size());
+        for (const auto& st : states) completion_tokens += static_cast<int64_t>(st.tokens);
+        if (!send(api_usage_chunk(call.req, model, id, created, prompt_tokens, completion_tokens))) return false;
+      }
+      complete = true;
+      send_done(sink);
+    }
+    return true;
+  }
+
+  static void send_done(httplib::DataSink& sink) {
+    static const std::string done = "data: [DONE]\n\n";
+    sink.write(done.data(), done.size());
+    sink.done();
+  }
+};
+
+Server::Server(Policy& policy, EngineOptions engine, ServeOptions options)
+    : impl_(std::make_unique<Impl>(policy, std::move(engine), std::move(options))) {}
+
+Server::~Server() {
+  stop();
+  if (impl_->engine_thread.joinable()) impl_->engine_thread.join();
+}
+
+int Server::bind() {
+  if (impl_->bound_port >= 0) return impl_->bound_port;
+  const auto& o = impl_->options;
+  if (o.port == 0) {
+    impl_->bound_port = impl_->http.bind_to_any_port(o.host);
+  } else {
+    impl_->bound_port = impl_->http.bind_to_port(o.host, static_cast<int>(o.port)) ? static_cast<int>(o.port) : -1;
+  }
+  check(impl_->bound_port > 0, "rlf serve: cannot listen on ", o.host, ":", o.port,
+        " (the port is in use or the address is not this machine's; pick another --port or --host)");
+  return impl_->bound_port;
+}
+
+int Server::port() const { return impl_->bound_port; }
+
+std::string Server::chat_format() const {
+  return impl_->model.chat_format ? chat_format_name(*impl_->model.chat_format) : "none";
+}
+
+void Server::run() {
+  bind();
+  impl_->engine_thread = std::thread([this] {
+    try {
+      impl_->engine.serve(impl_->scheduler);
+    } catch (const std::exception& e) {
+      std::cerr << "rlf serve: the engine stopped: " << e.what() << "\n";
+      impl_->http.stop();
+    }
+  });
+  if (!impl_->stopped) impl_->http.listen_after_bind();
+  impl_->scheduler.close();
+  if (impl_->engine_thread.joinable()) impl_->engine_thread.join();
+}
+
+void Server::stop() {
+  impl_->stopped = true;
+  impl_->scheduler.close();
+  impl_->http.stop();
+}
+
+Server::Counters Server::counters() const {
+  return Counters{impl_->n_requests.load(), impl_->n_4xx.load(), impl_->n_5xx.load(), impl_->n_cancelled.load()};
+}
+
+}  // namespace rlf

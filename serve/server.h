@@ -1,0 +1,83 @@
+// `rlf serve`: an OpenAI-compatible HTTP server over one RolloutEngine.
+//
+// Routes: GET /v1/models, POST /v1/completions, POST /v1/chat/completions
+// (serve/openai_api.h has the wire format), GET /health.
+//
+// Threads: HTTP connections are handled by a pool of http_threads threads
+// (cpp-httplib); each request is parsed there and queued. One engine thread
+// runs RolloutEngine::serve(): every queued request joins the decoding batch
+// at the next step (continuous batching), so concurrent requests share the
+// model's forward passes. A streamed request gets server-sent events as its
+// tokens are sampled; a client that goes away mid-stream is noticed at its
+// next write and its samples leave the batch.
+//
+// Robustness: a bad request gets an OpenAI error object with a 4xx and
+// touches nothing else; a failure inside the engine fails the requests it
+// was decoding with a 500 and the server keeps serving. More than
+// max_pending requests waiting: 503. Bodies over max_body_bytes: 413.
+//
+// Security: binds to 127.0.0.1 unless told otherwise; with api_key set every
+// /v1 route needs "Authorization: Bearer <api_key>" (401 otherwise).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "rollout/engine.h"
+#include "rollout/policy.h"
+#include "tokenizer/chat_template.h"
+
+namespace rlf {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";  // interface to bind; "0.0.0.0" = every interface
+  int64_t port = 8000;             // 0 = any free port (port() tells which)
+  std::string model_name;          // the model id of /v1/models and "model"; required
+  std::string api_key;             // "" = no authentication; else the Bearer token every /v1 request needs
+  std::string chat_template = "auto";  // "auto" (the tokenizer's template; "plain" when it has none), "none"
+                                       // (/v1/chat/completions refused), or a format name (tokenizer/chat_template.h)
+  int64_t http_threads = 256;      // connections handled at once (streams hold one each)
+  int64_t max_body_bytes = 8 << 20;  // larger request bodies get 413
+  int64_t max_pending = 4096;      // requests waiting for the engine beyond this get 503
+  int64_t max_n = 128;             // completions one request may ask for (prompts x n)
+
+  // Throws rlf::Error naming `prefix` + key.
+  void validate(const std::string& prefix = "serve.") const;
+};
+
+class Server {
+ public:
+  // `policy` must outlive the server; the engine borrows its model.
+  Server(Policy& policy, EngineOptions engine, ServeOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds the socket (throws rlf::Error when the port is taken) and returns
+  // the port. Called by run() if not called before.
+  int bind();
+  int port() const;
+  // The chat format /v1/chat/completions renders with ("none" = refused).
+  std::string chat_format() const;
+  // Serves until stop(); starts the engine thread. Blocks.
+  void run();
+  // Makes run() return: stops accepting, fails waiting requests with 503,
+  // finishes the engine thread. Safe from any thread, also before run().
+  void stop();
+
+  // Counters since start (for tests and logs).
+  struct Counters {
+    int64_t requests = 0;   // generation requests accepted by the engine
+    int64_t errors_4xx = 0;
+    int64_t errors_5xx = 0;
+    int64_t cancelled = 0;  // streams whose client went away
+  };
+  Counters counters() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rlf

@@ -1,0 +1,162 @@
+// Black-box agents (env/agent_env.h) on stories260K: a Python agent calls the
+// policy over the OpenAI-compatible endpoint twice per episode and reports a
+// reward. The episode holds exactly the ids the policy sampled (which the
+// agent also received, as the token_ids extension) and the rendered
+// continuation of the conversation as an observation; agents that crash,
+// hang, rewrite the history or never report end only their own episode.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "data/prompt_format.h"
+#include "env/agent_env.h"
+#include "env/episode_producer.h"
+#include "tests/support/test_env.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace rlf {
+namespace {
+
+// The task's prompt says how the agent behaves: "normal", "crash", "hang",
+// "rewrite" (changes its first message on the second call), "silent" (exits
+// without a result line).
+const char* kAgent = R"PY(
+import json, os, sys, time, urllib.request
+def chat(messages):
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+        data=json.dumps({"model": "x", "messages": messages, "temperature": 0.3}).encode(),
+        headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        c = json.load(r)["choices"][0]
+        return c["message"]["content"], c["token_ids"]
+start = json.loads(sys.stdin.readline())
+mode = start["task"]["prompt"]
+assert start["api_key"] == os.environ["OPENAI_API_KEY"] and start["base_url"] == os.environ["OPENAI_BASE_URL"]
+messages = [{"role": "system", "content": "Stories only."}, {"role": "user", "content": "Tell me about " + mode + "."}]
+a, ids_a = chat(messages)
+if mode == "crash": os._exit(3)
+if mode == "hang": time.sleep(60)
+messages += [{"role": "assistant", "content": a}, {"role": "user", "content": "And then?"}]
+if mode == "rewrite": messages[1]["content"] = "something else"
+b, ids_b = chat(messages)
+if mode == "silent": sys.exit(0)
+print("a debug line on stdout", flush=True)
+print(json.dumps({"reward": len(a + b) / 100.0, "feedback": json.dumps({"texts": [a, b], "ids": [ids_a, ids_b]})}), flush=True)
+)PY";
+
+struct Fixture {
+  test::TempDir dir;
+  Policy policy = load_policy(test::shared_path("models/stories260K/stories260K.bin"), "", LoadOptions{});
+  AgentEnvOptions options(double timeout_s = 20) {
+    const std::string path = (dir / "agent.py").string();
+    std::ofstream(path) << kAgent;
+    AgentEnvOptions o;
+    o.command = {"/usr/bin/python3", "-u", path};
+    o.timeout_s = timeout_s;
+    o.echo_stderr = false;
+    return o;
+  }
+  static PromptExample task(const std::string& mode) {
+    PromptExample t;
+    t.id = mode;
+    t.prompt = mode;
+    t.where = "tasks #0";
+    return t;
+  }
+  std::vector<EpisodeGroup> produce(AgentEnvironment& env, const std::vector<PromptExample>& tasks, int64_t n) {
+    EpisodeOptions eo;
+    eo.max_turns = 3;
+    eo.max_observation_tokens = 48;
+    EpisodeProducer producer(policy, env, eo);
+    SamplingParams p;
+    p.temperature = 1.0;
+    p.max_new_tokens = 24;
+    std::vector<const PromptExample*> ptrs;
+    std::vector<uint64_t> seeds;
+    for (const auto& t : tasks) ptrs.push_back(&t), seeds.push_back(seeds.size() + 3);
+    return producer.produce(ptrs, n, p, seeds, 0, nullptr);
+  }
+};
+
+TEST(AgentEnv, EpisodesHoldExactlyWhatThePolicySampledAndWhatTheAgentSaid) {
+  Fixture f;
+  AgentEnvironment env(f.options());
+  auto groups = f.produce(env, {Fixture::task("a cat")}, 3);
+  ASSERT_EQ(groups.size(), 1u);
+  ASSERT_EQ(groups[0].episodes.size(), 3u);
+  const Tokenizer& tok = *f.policy.tokenizer;
+  // The prompt: the first call's conversation in the plain format (the tokenizer has no template), BOS first.
+  const std::vector<ChatMessage> first = {{"system", "Stories only."}, {"user", "Tell me about a cat."}};
+  ChatRenderOptions ro = chat_options_for(tok);
+  const std::string rendered = render_chat(ChatFormat::Plain, first, ro);
+  EXPECT_EQ(groups[0].prompt, rendered);
+  for (const Episode& e : groups[0].episodes) {
+    ASSERT_EQ(e.env_error, "") << e.env_error;
+    EXPECT_EQ(e.end_reason, "env");
+    ASSERT_EQ(e.n_turns, 2);
+    EXPECT_EQ(std::vector<int32_t>(e.tokens.begin(), e.tokens.begin() + e.n_prompt), tok.encode(rendered, true));
+    // What the agent received, reported back through its result line's feedback.
+    ASSERT_EQ(e.turn_feedback.size(), 2u);
+    const Json got = Json::parse(e.turn_feedback[1]);
+    std::vector<const Segment*> turns, observations;
+    for (const Segment& s : e.segments) {
+      if (s.role == SegmentRole::Policy) turns.push_back(&s);
+      if (s.role == SegmentRole::Observation) observations.push_back(&s);
+    }
+    ASSERT_EQ(turns.size(), 2u);
+    ASSERT_EQ(observations.size(), 1u);
+    for (size_t k = 0; k < 2; ++k) {
+      const std::vector<int32_t> sampled(e.tokens.begin() + turns[k]->begin, e.tokens.begin() + turns[k]->end);
+      EXPECT_EQ(got.at("ids").at(k).get<std::vector<int32_t>>(), sampled) << "turn " << k;
+      EXPECT_EQ(got.at("texts").at(k).get<std::string>(), turns[k]->text);
+      for (int64_t i = turns[k]->begin; i < turns[k]->end; ++i) EXPECT_GT(e.loss_weight[i], 0.0f);
+    }
+    // The observation: the rest of the second call's conversation, as the format continues it.
+    const std::vector<int32_t> obs(e.tokens.begin() + observations[0]->begin, e.tokens.begin() + observations[0]->end);
+    std::vector<ChatMessage> both = first;
+    both.push_back({"assistant", got.at("texts").at(0).get<std::string>()});
+    const std::string before = [&] { auto o = ro; o.add_generation_prompt = false; return render_chat(ChatFormat::Plain, both, o); }();
+    both.push_back({"user", "And then?"});
+    const std::string after = render_chat(ChatFormat::Plain, both, ro);
+    // What the format writes after the reply's content (here "\n\n"), then the new message and the generation prompt.
+    const std::string reply = got.at("texts").at(0).get<std::string>();
+    const std::string want = before.substr(before.rfind(reply) + reply.size()) + after.substr(before.size());
+    EXPECT_EQ(want.substr(0, 8), "\n\nUser: ");
+    std::vector<int32_t> want_ids = tok.encode(want, false);
+    if (want_ids.size() > 48) want_ids.resize(48);
+    EXPECT_EQ(obs, want_ids) << "observation text " << tok.decode(obs);
+    for (int64_t i = observations[0]->begin; i < observations[0]->end; ++i) EXPECT_EQ(e.loss_weight[i], 0.0f);
+    // The reward is the agent's.
+    ASSERT_TRUE(e.turn_rewards[1].has_value());
+    EXPECT_NEAR(*e.turn_rewards[1], (turns[0]->text.size() + turns[1]->text.size()) / 100.0, 1e-9);
+  }
+}
+
+TEST(AgentEnv, BrokenAgentsEndOnlyTheirOwnEpisodes) {
+  Fixture f;
+  AgentEnvironment env(f.options(/*timeout_s=*/4));
+  auto groups = f.produce(env, {Fixture::task("crash"), Fixture::task("hang"), Fixture::task("rewrite"),
+                                Fixture::task("silent"), Fixture::task("a dog")},
+                          1);
+  ASSERT_EQ(groups.size(), 5u);
+  auto error_of = [&](size_t g) { return groups[g].episodes.at(0).env_error; };
+  EXPECT_NE(error_of(0).find("exited with status 3"), std::string::npos) << error_of(0);
+  EXPECT_NE(error_of(1).find("no reply within 4 s"), std::string::npos) << error_of(1);
+  EXPECT_NE(error_of(2).find("changed message 1"), std::string::npos) << error_of(2);
+  EXPECT_NE(error_of(3).find("without printing"), std::string::npos) << error_of(3);
+  EXPECT_EQ(error_of(4), "");
+  EXPECT_EQ(groups[4].episodes[0].end_reason, "env");
+  for (size_t g = 0; g < 4; ++g) EXPECT_EQ(groups[g].episodes[0].end_reason, "env_error");
+}
+
+TEST(AgentEnv, ConfigErrorsNameTheOption) {
+  AgentEnvOptions o;
+  EXPECT_NE(test::error_of([&] { o.validate(); }).find("option 'command' is required"), std::string::npos);
+  o.command = {"python3"};
+  o.timeout_s = 0;
+  EXPECT_NE(test::error_of([&] { o.validate(); }).find("option 'timeout_s' must be > 0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rlf

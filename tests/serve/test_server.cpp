@@ -1,0 +1,241 @@
+// rlf serve over HTTP on the loopback interface, with stories260K: bad
+// requests get OpenAI error objects and 4xx without harming the server, a
+// client that leaves mid-stream is noticed, the API key is enforced, a seeded
+// request gives what rlf's own engine gives, the official `openai` client
+// works (oracle venv), and 64 concurrent requests all succeed.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <thread>
+
+#include "rollout/policy.h"
+#include "serve/server.h"
+#include "tests/support/test_env.h"
+#include "util/json_util.h"
+
+namespace rlf {
+namespace {
+
+// A server on a free port, run on its own thread for the test's lifetime.
+struct Running {
+  Policy policy;
+  std::unique_ptr<Server> server;
+  std::thread thread;
+  int port = 0;
+
+  explicit Running(ServeOptions so = {}, int64_t max_batch = 64) {
+    policy = load_policy(test::shared_path("models/stories260K/stories260K.bin"), "", LoadOptions{});
+    EngineOptions eo;
+    eo.eos_token_ids = policy.eos_token_ids;
+    eo.max_batch_rows = max_batch;
+    so.port = 0;
+    if (so.model_name.empty()) so.model_name = "stories260K";
+    server = std::make_unique<Server>(policy, eo, so);
+    port = server->bind();
+    thread = std::thread([this] { server->run(); });
+  }
+  ~Running() {
+    server->stop();
+    thread.join();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(120, 0);
+    return c;
+  }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port) + "/v1"; }
+};
+
+Json post(httplib::Client& c, const std::string& path, const std::string& body, int want_status,
+          const httplib::Headers& headers = {}) {
+  auto r = c.Post(path.c_str(), headers, body, "application/json");
+  EXPECT_TRUE(r) << "no response for " << body;
+  if (!r) return Json();
+  EXPECT_EQ(r->status, want_status) << body << " -> " << r->body;
+  return r->body.empty() ? Json() : Json::parse(r->body, nullptr, false);
+}
+
+void expect_error(const Json& j, const std::string& type, const std::string& param, const std::string& code = "") {
+  ASSERT_TRUE(j.is_object() && j.contains("error")) << j.dump();
+  const Json& e = j.at("error");
+  EXPECT_TRUE(e.at("message").is_string() && !e.at("message").get<std::string>().empty()) << j.dump();
+  EXPECT_EQ(e.at("type"), type) << j.dump();
+  if (!param.empty()) {
+    EXPECT_EQ(e.at("param"), param) << j.dump();
+  }
+  if (!code.empty()) {
+    EXPECT_EQ(e.at("code"), code) << j.dump();
+  }
+}
+
+TEST(Serve, BadRequestsGetOpenAIErrorsAndTheServerKeepsServing) {
+  ServeOptions so;
+  so.max_body_bytes = 64 * 1024;
+  Running s(so);
+  auto c = s.client();
+  auto models = c.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(Json::parse(models->body).at("data").at(0).at("id"), "stories260K");
+
+  expect_error(post(c, "/v1/completions", "{\"model\": \"stories260K\", \"prompt\": ", 400), "invalid_request_error", "");
+  expect_error(post(c, "/v1/completions", "[1, 2]", 400), "invalid_request_error", "");
+  expect_error(post(c, "/v1/completions", R"({"model": "stories260K", "prompt": "Hi", "bogus": 1})", 400),
+               "invalid_request_error", "bogus", "unknown_parameter");
+  expect_error(post(c, "/v1/completions", R"({"model": "stories260K", "prompt": "Hi", "temperature": "hot"})", 400),
+               "invalid_request_error", "temperature");
+  expect_error(post(c, "/v1/completions", R"({"model": "stories260K", "prompt": "Hi", "n": 0})", 400),
+               "invalid_request_error", "n");
+  expect_error(post(c, "/v1/completions", R"({"model": "stories260K", "prompt": "Hi", "logit_bias": {"5": 10}})", 400),
+               "invalid_request_error", "logit_bias", "unsupported_parameter");
+  expect_error(post(c, "/v1/completions", R"({"model": "gpt-4", "prompt": "Hi"})", 404), "invalid_request_error",
+               "model", "model_not_found");
+  expect_error(post(c, "/v1/chat/completions", R"({"model": "stories260K", "messages": []})", 400),
+               "invalid_request_error", "messages");
+  expect_error(post(c, "/v1/chat/completions", R"({"model": "stories260K", "messages": [{"role": "robot", "content": "x"}]})", 400),
+               "invalid_request_error", "messages[0].role");
+  // Lengths: a prompt over the context, max_tokens past it, a body over the limit.
+  std::string long_prompt;
+  for (int i = 0; i < 400; ++i) long_prompt += "Once upon a time ";
+  expect_error(post(c, "/v1/completions", Json{{"model", "stories260K"}, {"prompt", long_prompt}}.dump(), 400),
+               "invalid_request_error", "prompt", "context_length_exceeded");
+  expect_error(post(c, "/v1/completions", R"({"model": "stories260K", "prompt": "Hi", "max_tokens": 100000})", 400),
+               "invalid_request_error", "max_tokens", "context_length_exceeded");
+  expect_error(post(c, "/v1/completions", Json{{"model", "stories260K"}, {"prompt", std::string(100000, 'a')}}.dump(), 413),
+               "invalid_request_error", "");
+  auto missing = c.Get("/v1/nothing");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  expect_error(Json::parse(missing->body), "invalid_request_error", "", "not_found");
+
+  // Still serving, and a seeded request gives what rlf's engine gives.
+  Json ok = post(c, "/v1/completions",
+                 R"({"model": "stories260K", "prompt": "Once upon a time", "max_tokens": 25, "temperature": 1, "seed": 9,
+                     "n": 2, "return_token_ids": true, "logprobs": 0})", 200);
+  ASSERT_EQ(ok.at("choices").size(), 2u);
+  EngineOptions eo;
+  eo.eos_token_ids = s.policy.eos_token_ids;
+  RolloutEngine engine(s.policy.model(), s.policy.tokenizer, eo);
+  GenerationRequest r;
+  r.prompt_ids = s.policy.tokenizer->encode("Once upon a time", true);
+  r.n = 2;
+  r.params.max_new_tokens = 25;
+  r.params.seed = 9;
+  auto want = engine.generate({r});
+  for (int k = 0; k < 2; ++k) {
+    const Json& ch = ok.at("choices").at(k);
+    EXPECT_EQ(ch.at("prompt_token_ids").get<std::vector<int32_t>>(), want[k].prompt_ids);
+    EXPECT_EQ(ch.at("token_ids").get<std::vector<int32_t>>(), want[k].completion_ids);
+    EXPECT_EQ(ch.at("text"), want[k].text);
+    auto lps = ch.at("logprobs").at("token_logprobs").get<std::vector<float>>();
+    ASSERT_EQ(lps.size(), want[k].logprobs.size());
+    for (size_t i = 0; i < lps.size(); ++i) EXPECT_NEAR(lps[i], want[k].logprobs[i], 1e-4);
+  }
+  EXPECT_EQ(ok.at("usage").at("completion_tokens"), want[0].completion_ids.size() + want[1].completion_ids.size());
+  EXPECT_GE(s.server->counters().errors_4xx, 13);
+}
+
+TEST(Serve, AClientThatLeavesMidStreamIsDroppedAndOthersAreServed) {
+  Running s;
+  auto c = s.client();
+  int chunks = 0;
+  std::string seen;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = R"({"model": "stories260K", "prompt": "Once upon a time", "max_tokens": 400, "stream": true,
+                 "ignore_eos": true})";
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
+    seen.append(data, len);
+    return ++chunks < 3;  // hang up after three chunks
+  };
+  auto r = c.send(req);
+  EXPECT_FALSE(r);  // the client cancelled
+  EXPECT_NE(seen.find("data: {"), std::string::npos) << seen;
+  // The server notices at its next write and drops the sample.
+  for (int i = 0; i < 100 && s.server->counters().cancelled == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(s.server->counters().cancelled, 1);
+  auto c2 = s.client();
+  Json ok = post(c2, "/v1/completions", R"({"model": "stories260K", "prompt": "The dog", "max_tokens": 10})", 200);
+  EXPECT_EQ(ok.at("choices").size(), 1u);
+}
+
+TEST(Serve, AnApiKeyIsRequiredWhenSet) {
+  ServeOptions so;
+  so.api_key = "s3cret";
+  Running s(so);
+  auto c = s.client();
+  const std::string body = R"({"model": "stories260K", "prompt": "Hi", "max_tokens": 3})";
+  expect_error(post(c, "/v1/completions", body, 401), "invalid_request_error", "", "invalid_api_key");
+  expect_error(post(c, "/v1/completions", body, 401, {{"Authorization", "Bearer wrong"}}), "invalid_request_error", "",
+               "invalid_api_key");
+  post(c, "/v1/completions", body, 200, {{"Authorization", "Bearer s3cret"}});
+  auto health = c.Get("/health");  // outside /v1: no key needed
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
+TEST(Serve, ChatIsRefusedWithoutAChatFormat) {
+  ServeOptions so;
+  so.chat_template = "none";
+  Running s(so);
+  auto c = s.client();
+  expect_error(post(c, "/v1/chat/completions", R"({"model": "stories260K", "messages": [{"role": "user", "content": "Hi"}]})", 400),
+               "invalid_request_error", "messages");
+}
+
+TEST(Serve, ThePortInUseIsAClearError) {
+  Running s;
+  Policy p = load_policy(test::shared_path("models/stories260K/stories260K.bin"), "", LoadOptions{});
+  ServeOptions so;
+  so.model_name = "x";
+  so.port = s.port;
+  Server second(p, EngineOptions{}, so);
+  const std::string msg = test::error_of([&] { second.bind(); });
+  EXPECT_NE(msg.find("cannot listen on 127.0.0.1:" + std::to_string(s.port)), std::string::npos) << msg;
+}
+
+TEST(ServeOracle, TheOpenAIClientTalksToRlfServe) {
+  RLF_REQUIRE_ORACLE();
+  Running s;
+  auto r = test::run_command(test::shell_quote(test::oracle_python()) + " " +
+                             test::shell_quote(test::source_path("tests/oracle/openai_client_check.py").string()) + " " +
+                             test::shell_quote(s.base_url()) + " stories260K");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json out = Json::parse(r.output.substr(r.output.rfind("\n{") == std::string::npos ? 0 : r.output.rfind("\n{") + 1));
+  // The client's greedy completion is rlf's own greedy generation, token for token.
+  EngineOptions eo;
+  eo.eos_token_ids = s.policy.eos_token_ids;
+  RolloutEngine engine(s.policy.model(), s.policy.tokenizer, eo);
+  GenerationRequest g;
+  g.prompt_ids = out.at("greedy").at("prompt_token_ids").get<std::vector<int32_t>>();
+  g.params.temperature = 0;
+  g.params.max_new_tokens = 30;
+  auto want = engine.generate({g})[0];
+  EXPECT_EQ(out.at("greedy").at("token_ids").get<std::vector<int32_t>>(), want.completion_ids);
+  EXPECT_EQ(out.at("greedy").at("text"), want.text);
+  auto lps = out.at("greedy").at("logprobs").get<std::vector<float>>();
+  ASSERT_EQ(lps.size(), want.logprobs.size());
+  for (size_t i = 0; i < lps.size(); ++i) EXPECT_NEAR(lps[i], want.logprobs[i], 1e-4);
+}
+
+TEST(ServeOracle, SixtyFourConcurrentRequestsAllSucceed) {
+  RLF_REQUIRE_ORACLE();
+  Running s({}, /*max_batch=*/64);
+  auto r = test::run_command(test::shell_quote(test::oracle_python()) + " " +
+                             test::shell_quote(test::source_path("bench/serve_load.py").string()) +
+                             " --base-url " + test::shell_quote(s.base_url()) +
+                             " --model stories260K --concurrency 64 --requests 64 --max-tokens 48 --timeout 120");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json out = Json::parse(r.output.substr(r.output.find('{')));
+  const Json& level = out.at("levels").at(0);
+  EXPECT_EQ(level.at("ok"), 64) << r.output;
+  EXPECT_EQ(level.at("failed"), 0) << r.output;
+  EXPECT_EQ(s.server->counters().requests, 64);
+  EXPECT_EQ(s.server->counters().errors_5xx, 0);
+}
+
+}  // namespace
+}  // namespace rlf
