@@ -10,8 +10,8 @@ PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread nlohmann-json3-dev libpcre2-dev libicu-dev zlib1g-dev libtomlplusplus-dev libcurl4-openssl-dev libcpp-httplib-dev
   # sandboxed code execution
   bubblewrap libseccomp-dev python3
-  # tests and benchmarks (strace: the crash tests' fault injection)
-  libgtest-dev libgmock-dev libbenchmark-dev libsentencepiece-dev strace
+  # tests and benchmarks (strace: the crash tests' fault injection; chromium: the dashboard's browser test)
+  libgtest-dev libgmock-dev libbenchmark-dev libsentencepiece-dev strace chromium chromium-driver
   python3-venv python3-torch python3-pip
   # the oracle's peft and accelerate (installed without their pins on torch)
   python3-psutil python3-yaml

@@ -11,6 +11,7 @@ const std::vector<CommandSpec>& command_table() {
       make_config_command(),
       make_generate_command(),
       make_serve_command(),
+      make_dashboard_command(),
       make_eval_command(),
       make_eval_rm_command(),
       make_tokenize_command(),

@@ -13,6 +13,7 @@ CommandSpec make_config_command();
 CommandSpec make_demo_command();
 CommandSpec make_generate_command();
 CommandSpec make_serve_command();
+CommandSpec make_dashboard_command();
 CommandSpec make_eval_command();
 CommandSpec make_eval_rm_command();
 CommandSpec make_tokenize_command();

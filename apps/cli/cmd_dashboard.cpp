@@ -1,0 +1,66 @@
+// rlf dashboard RUN_DIR...: a live page of training runs (serve/dashboard.h):
+// every metric's curve with the runs overlaid, each run's config, the
+// samples log and progress. Ctrl-C (SIGINT) or SIGTERM stops it.
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include "apps/cli/commands.h"
+#include "serve/dashboard.h"
+#include "util/error.h"
+
+namespace rlf::cli {
+
+namespace {
+
+volatile sig_atomic_t dashboard_stop = 0;
+extern "C" void on_dashboard_signal(int) { dashboard_stop = 1; }
+
+int run_dashboard(const Args& args) {
+  DashboardOptions o;
+  for (const auto& p : args.positional()) o.runs.emplace_back(p);
+  o.host = args.str("host");
+  o.port = args.integer("port");
+  Dashboard dashboard(o);
+  const int port = dashboard.bind();
+  struct sigaction sa {};
+  sa.sa_handler = on_dashboard_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::atomic<bool> finished{false};
+  std::thread signals([&] {
+    while (!finished && !dashboard_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    dashboard.stop();
+  });
+  std::cout << "rlf dashboard: " << o.runs.size() << " run(s) on http://" << o.host << ":" << port << "/" << std::endl;
+  dashboard.run();
+  finished = true;
+  signals.join();
+  return 0;
+}
+
+}  // namespace
+
+CommandSpec make_dashboard_command() {
+  CommandSpec c;
+  c.name = "dashboard";
+  c.summary = "a live page of training runs in the browser: curves (runs overlaid), configs, samples, progress";
+  c.usage = "RUN_DIR...";
+  c.n_positional_min = 1;
+  c.n_positional_max = 64;
+  c.options = {
+      {"host", OptKind::String, "127.0.0.1", "interface to listen on (0.0.0.0 = every interface)", "ADDR"},
+      {"port", OptKind::Int, "8080", "TCP port; 0 = any free port (printed at start)", "N", 0, 65535},
+  };
+  c.run = [](const Args& a) {
+    check(!a.positional().empty(), "rlf dashboard: give one or more run directories, e.g. rlf dashboard runs/demo runs/agent");
+    return run_dashboard(a);
+  };
+  return c;
+}
+
+}  // namespace rlf::cli
