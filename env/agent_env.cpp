@@ -24,6 +24,7 @@ void AgentEnvOptions::validate() const {
   check(!command.empty(), "option 'command' is required: the agent program, e.g. command = [\"python3\", \"agent.py\"]");
   check(std::isfinite(timeout_s) && timeout_s > 0, "option 'timeout_s' must be > 0 (got ", timeout_s, ")");
   check(!host.empty(), "option 'host' must not be empty");
+  check(max_agents >= 1 && max_agents <= 65536, "option 'max_agents' must be in [1, 65536] (got ", max_agents, ")");
 }
 
 namespace {
@@ -247,7 +248,9 @@ AgentEnvironment::AgentEnvironment(AgentEnvOptions options) : impl_(std::make_sh
   options.validate();
   impl_->options = std::move(options);
   Impl* impl = impl_.get();
-  impl->http.new_task_queue = [] { return new httplib::ThreadPool(64); };
+  // Every running agent may hold a thread while it waits for its reply: one per agent, none queued behind
+  // a waiting call (which would wait for a reply that needs the queued call first).
+  impl->http.new_task_queue = [n = impl->options.max_agents] { return new httplib::ThreadPool(static_cast<size_t>(n) + 4); };
   impl->http.set_socket_options([](int sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
@@ -292,6 +295,8 @@ std::unique_ptr<EnvironmentSession> AgentEnvironment::reset(const PromptExample&
   auto st = std::make_shared<AgentState>();
   {
     std::lock_guard<std::mutex> lk(impl.m);
+    check(static_cast<int64_t>(impl.sessions.size()) < impl.options.max_agents, "more than max_agents = ",
+          impl.options.max_agents, " agents at once: raise [env] max_agents or lower prompts_per_step x group_size");
     const int64_t n = impl.next_episode++;
     st->episode = "a" + std::to_string(n);
     st->key = "rlf-agent-" + std::to_string(mix_seed(seed ^ mix_seed(static_cast<uint64_t>(n)))) + "-" + std::to_string(n);

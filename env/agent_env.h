@@ -12,6 +12,7 @@
 //   chat_template = "auto"  # how conversations are rendered (data/prompt_format.h conversation_format)
 //   working_dir = ""        # "" = rlf's
 //   echo_stderr = true      # copy the agent's stderr to rlf's, prefixed "[agent <pid>] "
+//   max_agents = 1024       # agents at once (prompts_per_step x group_size of a step must fit)
 //   max_turns = 4           # the generic [env] keys apply: calls per episode at most
 //
 // The agent program's side (docs/environments.md, "Black-box agents"):
@@ -61,6 +62,8 @@ struct AgentEnvOptions {
   std::string working_dir;           // "" = rlf's
   bool echo_stderr = true;           // copy its stderr to rlf's, prefixed "[agent <pid>] "
   std::string host = "127.0.0.1";    // where the endpoint listens (loopback only by default)
+  int64_t max_agents = 1024;         // agents running at once (each waiting call holds one HTTP thread);
+                                     // an episode beyond it ends with env_error
 
   void validate() const;  // throws rlf::Error naming the option
 };

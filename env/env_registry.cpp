@@ -76,6 +76,7 @@ const std::map<std::string, Parser>& parsers() {
          o.working_dir = r.get_string("working_dir", o.working_dir);
          o.echo_stderr = r.get_bool("echo_stderr", o.echo_stderr);
          o.host = r.get_string("host", o.host);
+         o.max_agents = r.get_int("max_agents", o.max_agents);
          o.validate();
          c.gives_rewards = true;
          return [o] { return std::make_unique<AgentEnvironment>(o); };

@@ -28,15 +28,15 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/chat_template.h"
+
 namespace rlf {
 
 // The longest wait before one retry, seconds (also caps Retry-After).
 inline constexpr double kChatMaxBackoffS = 30.0;
 
-struct ChatMessage {
-  std::string role;     // "system", "user" or "assistant"
-  std::string content;  // any bytes; invalid UTF-8 is sent as U+FFFD
-};
+// Messages are tokenizer/chat_template.h's ChatMessage (role, content): any
+// bytes; invalid UTF-8 is sent as U+FFFD.
 
 struct ChatClientOptions {
   std::string base_url;           // e.g. "http://127.0.0.1:8000/v1"; requests go to {base_url}/chat/completions; required

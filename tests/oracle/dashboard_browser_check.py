@@ -26,6 +26,15 @@ return [...document.querySelectorAll('#charts canvas')].map(c => {
 });"""
 
 
+# The page re-renders its tables as it polls: read text in one script call, never through element handles.
+def texts(driver, selector):
+    return driver.execute_script("return [...document.querySelectorAll(arguments[0])].map(e => e.innerText)", selector)
+
+
+def count(driver, selector):
+    return driver.execute_script("return document.querySelectorAll(arguments[0]).length", selector)
+
+
 def wait_for(what, fn, timeout=30):
     t0 = time.time()
     while time.time() - t0 < timeout:
@@ -47,41 +56,40 @@ def main():
     out = {}
     try:
         driver.get(url + "/?poll_ms=300")
-        charts = wait_for("the charts", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#charts canvas")) == n_metrics
-                          and driver.find_elements(By.CSS_SELECTOR, "#charts canvas"))
-        out["charts"] = len(charts)
+        wait_for("the charts", lambda: count(driver, "#charts canvas") == n_metrics)
+        out["charts"] = count(driver, "#charts canvas")
         pixels = wait_for("drawn curves", lambda: (lambda p: p if all(x > 200 for x in p) else None)(driver.execute_script(PIXELS_JS)))
         out["min_drawn_pixels"] = min(pixels)
-        rows = driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
-        out["runs"] = [r.text for r in rows]
-        assert len(rows) == 2, out["runs"]
-        assert "20 / 20" in rows[0].text and "finished" in rows[0].text, rows[0].text
-        assert "3 / 10" in rows[1].text and "running" in rows[1].text, rows[1].text
+        rows = texts(driver, "#runs tbody tr")
+        out["runs"] = rows
+        assert len(rows) == 2, rows
+        assert "20 / 20" in rows[0] and "finished" in rows[0], rows[0]
+        assert "3 / 10" in rows[1] and "running" in rows[1], rows[1]
         config = driver.find_element(By.ID, "config").text
         assert '"steps": 20' in config, config[:300]
-        samples = wait_for("samples", lambda: driver.find_elements(By.CSS_SELECTOR, "#samples .sample"))
+        samples = wait_for("samples", lambda: texts(driver, "#samples .sample"))
         out["samples"] = len(samples)
-        assert "Once upon a time" in samples[0].text, samples[0].text
+        assert "Once upon a time" in samples[0], samples[0]
 
         # The live run writes: a partial line (not shown), then whole lines.
         with open(live_dir + "/metrics.jsonl", "a") as f:
             f.write('{"step": 4, "reward/mean": 0.6, "loss": 0.4')
             f.flush()
             time.sleep(1.0)
-            assert "3 / 10" in driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")[1].text, "a partial line was shown"
+            assert "3 / 10" in texts(driver, "#runs tbody tr")[1], "a partial line was shown"
             f.write(', "kl/ref": 0.02}\n')
             for s in (5, 6):
                 f.write(json.dumps({"step": s, "reward/mean": 0.6 + 0.05 * s, "loss": 0.4, "kl/ref": 0.02}) + "\n")
         wait_for("the live run's new steps",
-                 lambda: "6 / 10" in driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")[1].text)
+                 lambda: "6 / 10" in texts(driver, "#runs tbody tr")[1])
         out["live_updated"] = True
         # Filtering the charts by name.
         box = driver.find_element(By.ID, "filter")
         box.send_keys("reward")
-        wait_for("the filter", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#charts canvas")) == 1)
+        wait_for("the filter", lambda: count(driver, "#charts canvas") == 1)
         box.clear()
         box.send_keys(" ")  # an input event with an empty filter again
-        wait_for("all charts back", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#charts canvas")) == n_metrics)
+        wait_for("all charts back", lambda: count(driver, "#charts canvas") == n_metrics)
         time.sleep(0.5)
         driver.save_screenshot(screenshot)
         logs = driver.get_log("browser")

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "net/chat_client.h"
 #include "rollout/policy.h"
 #include "serve/server.h"
 #include "tests/support/test_env.h"
@@ -143,7 +144,8 @@ TEST(Serve, AClientThatLeavesMidStreamIsDroppedAndOthersAreServed) {
   httplib::Request req;
   req.method = "POST";
   req.path = "/v1/completions";
-  req.body = R"({"model": "stories260K", "prompt": "Once upon a time", "max_tokens": 400, "stream": true,
+  // Four samples of 500 tokens: long enough that the server is still writing when the client is gone.
+  req.body = R"({"model": "stories260K", "prompt": "Once upon a time", "max_tokens": 500, "n": 4, "stream": true,
                  "ignore_eos": true})";
   req.set_header("Content-Type", "application/json");
   req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
@@ -160,6 +162,29 @@ TEST(Serve, AClientThatLeavesMidStreamIsDroppedAndOthersAreServed) {
   auto c2 = s.client();
   Json ok = post(c2, "/v1/completions", R"({"model": "stories260K", "prompt": "The dog", "max_tokens": 10})", 200);
   EXPECT_EQ(ok.at("choices").size(), 1u);
+}
+
+TEST(Serve, RlfsOwnChatClientTheCriticsAndJudgesUseGetsAnswers) {
+  ServeOptions so;
+  so.api_key = "k1";
+  Running s(so);
+  ChatClientOptions co;
+  co.base_url = s.base_url();
+  co.model = "stories260K";
+  co.api_key = "k1";
+  co.temperature = 0;
+  co.max_tokens = 20;
+  co.max_retries = 0;
+  ChatClient client(co);
+  client.probe();
+  const std::vector<ChatMessage> ask = {{"system", "You judge stories."}, {"user", "Is this story good? Once upon a time."}};
+  ChatResult a = client.complete(ask);
+  ASSERT_TRUE(a.ok) << a.error;
+  EXPECT_FALSE(a.content.empty());
+  EXPECT_EQ(client.complete(ask).content, a.content);  // greedy: the same verdict twice
+  co.api_key = "wrong";
+  ChatClient refused(co);
+  EXPECT_NE(test::error_of([&] { refused.probe(); }).find("401"), std::string::npos);
 }
 
 TEST(Serve, AnApiKeyIsRequiredWhenSet) {
