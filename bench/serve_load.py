@@ -69,7 +69,8 @@ async def run_level(args, concurrency):
     wall = time.perf_counter() - t0
     await client.close()
     ok = [r for r in results if not isinstance(r, BaseException)]
-    errors = [repr(r) for r in results if isinstance(r, BaseException)]
+    errors = [repr(r) + (" caused by " + repr(r.__cause__) if r.__cause__ else "")
+              for r in results if isinstance(r, BaseException)]
     lat = [r[0] for r in ok]
     ttft = [r[1] for r in ok if r[1] is not None]
     tokens = sum(r[2] for r in ok)

@@ -16,6 +16,7 @@
 #include "serve/openai_api.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "serve/http_socket.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -28,8 +29,6 @@ void AgentEnvOptions::validate() const {
 }
 
 namespace {
-
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 using Clock = std::chrono::steady_clock;
 
@@ -86,7 +85,7 @@ struct AgentEnvironment::Impl {
 
   void error_reply(httplib::Response& res, int status, const std::string& message, const std::string& code = "") {
     res.status = status;
-    res.set_content(dump(api_error_json(message, "invalid_request_error", "", code)), "application/json");
+    res.set_content(json_line(api_error_json(message, "invalid_request_error", "", code)), "application/json");
   }
 
   void serve_call(const httplib::Request& req, httplib::Response& res) {
@@ -136,7 +135,7 @@ struct AgentEnvironment::Impl {
     const std::string id = "chatcmpl-" + st->episode + "-" + std::to_string(call);
     const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
         std::chrono::system_clock::now().time_since_epoch()).count();
-    res.set_content(dump(api_response(r, model, id, created, {s})), "application/json");
+    res.set_content(json_line(api_response(r, model, id, created, {s})), "application/json");
   }
 };
 
@@ -183,7 +182,7 @@ class AgentSession final : public EnvironmentSession {
       Json j = parse_json(ex.reply, "the agent's result line");
       const Json& reward = j.at("reward");
       check(reward.is_null() || reward.is_number(), "the agent's result \"reward\" must be a number or null (got ",
-            reward.dump(), ")");
+            json_line(reward), ")");
       if (reward.is_number()) {
         out.reward = reward.get<double>();
         check(std::isfinite(*out.reward), "the agent's reward is not finite");
@@ -251,10 +250,6 @@ AgentEnvironment::AgentEnvironment(AgentEnvOptions options) : impl_(std::make_sh
   // Every running agent may hold a thread while it waits for its reply: one per agent, none queued behind
   // a waiting call (which would wait for a reply that needs the queued call first).
   impl->http.new_task_queue = [n = impl->options.max_agents] { return new httplib::ThreadPool(static_cast<size_t>(n) + 4); };
-  impl->http.set_socket_options([](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
   impl->http.Post("/v1/chat/completions", [impl](const httplib::Request& req, httplib::Response& res) { impl->serve_call(req, res); });
   impl->http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"object": "list", "data": [{"id": "policy", "object": "model", "owned_by": "rlf"}]})", "application/json");
@@ -264,7 +259,7 @@ AgentEnvironment::AgentEnvironment(AgentEnvOptions options) : impl_(std::make_sh
       impl->error_reply(res, res.status, "no route " + req.method + " " + req.path + " (the agent endpoint has POST /v1/chat/completions)",
                         "not_found");
   });
-  impl->port = impl->http.bind_to_any_port(impl->options.host);
+  impl->port = bind_server(impl->http, impl->options.host, 0);
   check(impl->port > 0, "the agent endpoint cannot listen on ", impl->options.host, " (option 'host')");
   impl->http_thread = std::thread([impl] { impl->http.listen_after_bind(); });
 }
@@ -333,7 +328,7 @@ std::unique_ptr<EnvironmentSession> AgentEnvironment::reset(const PromptExample&
   po.shutdown_grace_s = 1.0;
   po.env = {{"OPENAI_BASE_URL", base_url()}, {"OPENAI_API_KEY", st->key}, {"RLF_EPISODE", st->episode}};
   const double timeout = impl.options.timeout_s;
-  std::thread runner([st, po, timeout, text = dump(line)] {
+  std::thread runner([st, po, timeout, text = json_line(line)] {
     ScorerExchange ex;
     try {
       ScorerProcess proc(po);

@@ -92,7 +92,7 @@ Json ExternalEnvironment::request(Json message, int64_t episode_generation) {
     auto it = j.find("id");
     return it != j.end() && it->is_number_integer() && it->get<int64_t>() == id;
   };
-  ScorerExchange ex = process_->exchange(message.dump(-1, ' ', false, Json::error_handler_t::replace), options_.timeout_s,
+  ScorerExchange ex = process_->exchange(json_line(message), options_.timeout_s,
                                          is_reply);
   if (!ex.ok) {
     std::string why = ex.error;
@@ -110,7 +110,7 @@ void ExternalEnvironment::close(const std::string& episode, int64_t episode_gene
   std::lock_guard<std::mutex> lock(mutex_);
   if (episode_generation != process_->n_starts() || !process_->running()) return;
   Json message = {{"protocol", kExternalEnvProtocol}, {"id", next_id_++}, {"type", "close"}, {"episode", episode}};
-  process_->notify(message.dump(-1, ' ', false, Json::error_handler_t::replace), options_.timeout_s);
+  process_->notify(json_line(message), options_.timeout_s);
 }
 
 std::unique_ptr<EnvironmentSession> ExternalEnvironment::reset(const PromptExample& task, uint64_t seed,

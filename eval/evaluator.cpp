@@ -270,7 +270,7 @@ Json prompt_result_json(const PromptResult& p, const std::vector<std::string>& c
 void write_eval_details(const std::filesystem::path& path, const EvalResult& result) {
   std::string out;
   for (const PromptResult& p : result.prompts)
-    out += prompt_result_json(p, result.component_names).dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+    out += json_line(prompt_result_json(p, result.component_names)) + "\n";
   with_context("writing eval details '" + path.string() + "'", [&] { write_file_atomic(path, out); });
 }
 

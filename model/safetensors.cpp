@@ -34,7 +34,7 @@ std::string brief(const Json& v) {
     for (const auto& x : v) flat = flat && !x.is_structured();
   }
   if (!flat) return v.type_name();
-  std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string s = json_line(v);
   return s.size() <= 64 ? s : s.substr(0, 61) + "...";
 }
 

@@ -30,15 +30,13 @@ std::string format_seconds(double s) {
 }
 
 // Compact JSON; invalid UTF-8 in strings (a model's raw bytes) becomes U+FFFD instead of throwing.
-std::string dump_json(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
 // A short, single-line, valid-UTF-8 excerpt of a reply body for error messages.
 std::string excerpt(std::string_view body, size_t max_bytes = 300) {
   if (body.empty()) return "(empty body)";
   std::string out;
   for (char c : body.substr(0, max_bytes)) out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
   if (body.size() > max_bytes) out += "...";
-  return Json::parse(dump_json(Json(out))).get<std::string>();
+  return Json::parse(json_line(Json(out))).get<std::string>();
 }
 
 // The message of an HTTP error reply: OpenAI's {"error": {"message": ...}}, vLLM's
@@ -379,7 +377,7 @@ const ChatClientOptions& ChatClient::options() const { return impl_->options; }
 ChatResult ChatClient::complete(const std::vector<ChatMessage>& messages) {
   auto t0 = std::chrono::steady_clock::now();
   Json request = impl_->request_json(messages, impl_->options.max_tokens);
-  std::string key = dump_json(request);
+  std::string key = json_line(request);
   ChatResult result;
   std::string cache_error;
   if (impl_->cache) {
@@ -391,7 +389,7 @@ ChatResult ChatClient::complete(const std::vector<ChatMessage>& messages) {
   }
   if (!result.from_cache) {
     request["stream"] = false;
-    Impl::Outcome o = impl_->run(dump_json(request), fnv1a64(key), /*probe=*/false);
+    Impl::Outcome o = impl_->run(json_line(request), fnv1a64(key), /*probe=*/false);
     result.ok = o.ok;
     result.attempts = o.attempts;
     if (o.ok) result.content = std::move(o.content);
@@ -449,7 +447,7 @@ void ChatClient::probe(const std::string& hint) {
   const ChatClientOptions& o = impl_->options;
   Json request = impl_->request_json({{"user", "Reply with the single word: ok"}}, std::min<int64_t>(o.max_tokens, 16));
   request["stream"] = false;
-  std::string body = dump_json(request);
+  std::string body = json_line(request);
   Impl::Outcome out = impl_->run(body, fnv1a64(body), /*probe=*/true);
   if (out.ok) return;
   const AttemptOutcome& last = out.last;

@@ -39,7 +39,7 @@ std::optional<std::string> ChatCache::get(const std::string& key) const {
         j["version"] != kChatCacheVersion || !j.contains("request") || !j.contains("content") ||
         !j["content"].is_string())
       return std::nullopt;
-    if (j["request"].dump(-1, ' ', false, Json::error_handler_t::replace) != key) return std::nullopt;
+    if (json_line(j["request"]) != key) return std::nullopt;
     return j["content"].get<std::string>();
   } catch (const std::exception&) {  // unreadable or not JSON: a miss
     return std::nullopt;
@@ -53,7 +53,7 @@ void ChatCache::put(const std::string& key, const std::string& content) const {
     std::filesystem::create_directories(path.parent_path(), ec);
     check(!ec, "cannot create the directory: ", ec.message());
     Json j = {{"format", kFormat}, {"version", kChatCacheVersion}, {"request", Json::parse(key)}, {"content", content}};
-    write_file_atomic(path, j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
+    write_file_atomic(path, json_line(j) + "\n");
   });
 }
 

@@ -9,8 +9,6 @@
 namespace rlf {
 namespace {
 
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
 std::string preview(const std::string& line) {
   return line.size() > 120 ? line.substr(0, 120) + "..." : line;
 }
@@ -76,7 +74,7 @@ std::string external_request(const RewardGroup& group, int64_t id, bool send_rec
     }
     request["turns"] = turns;
   }
-  return dump(request);
+  return json_line(request);
 }
 
 std::vector<RewardResult> parse_external_reply(const std::string& line, const RewardGroup& group, int64_t id) {
@@ -89,7 +87,7 @@ std::vector<RewardResult> parse_external_reply(const std::string& line, const Re
   }
   check(reply.is_object(), "reply must be a JSON object with 'scores', got ", reply.type_name(), ": ", preview(line));
   if (reply.contains("id") && !reply["id"].is_null()) {
-    check(reply["id"] == Json(id), "reply id ", dump(reply["id"]), " does not match request id ", id);
+    check(reply["id"] == Json(id), "reply id ", json_line(reply["id"]), " does not match request id ", id);
   }
   auto scores = reply.find("scores");
   check(scores != reply.end() && scores->is_array(), "reply has no 'scores' list: ", preview(line));
@@ -110,7 +108,7 @@ std::vector<RewardResult> parse_external_reply(const std::string& line, const Re
       continue;
     }
     if (!s.is_number()) {
-      r.missing_reason = str("external scorer: score #", i, " is not a number: ", preview(dump(s)));
+      r.missing_reason = str("external scorer: score #", i, " is not a number: ", preview(json_line(s)));
       continue;
     }
     if (token_rewards && !(*token_rewards)[i].is_null()) {

@@ -36,7 +36,7 @@ const Json* OptionReader::find(const std::string& key) {
 bool OptionReader::has(const std::string& key) { return find(key) != nullptr; }
 
 void OptionReader::wrong_type(const std::string& key, const char* expected, const Json& value) const {
-  std::string shown = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string shown = json_line(value);
   if (shown.size() > 60) shown = shown.substr(0, 60) + "...";
   fail(context(), ": option '", key, "' must be ", expected, ", got ", value.type_name(), " ", shown);
 }

@@ -34,6 +34,5 @@ Json to_json(const ExecBenchReport& r) {
               {"programs_per_s", r.programs_per_s}, {"mean_run_ms", r.mean_run_ms}};
 }
 
-std::string dump_json_line(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 }  // namespace rlf::sandbox

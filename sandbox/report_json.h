@@ -18,7 +18,7 @@ Json to_json(const VerifyReport& report);
 // {programs, workers, ok, wall_ms, programs_per_s, mean_run_ms}
 Json to_json(const ExecBenchReport& report);
 
-// One line of JSON; invalid UTF-8 in program output is replaced, not an error.
-std::string dump_json_line(const Json& json);
+// One line of these: rlf::json_line (util/json_util.h) replaces invalid UTF-8
+// in program output instead of failing.
 
 }  // namespace rlf::sandbox

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "serve/dashboard_page.h"
+#include "serve/http_socket.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -45,8 +46,6 @@ JsonlPage read_jsonl_page(const std::filesystem::path& file, int64_t offset, int
 
 namespace {
 
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
 Json read_json_or_null(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return nullptr;
@@ -64,7 +63,7 @@ struct Dashboard::Impl {
 
   void error(httplib::Response& res, int status, const std::string& message) {
     res.status = status;
-    res.set_content(dump(Json{{"error", {{"message", message}}}}), "application/json");
+    res.set_content(json_line(Json{{"error", {{"message", message}}}}), "application/json");
   }
 
   // The run index of ?run=I, or -1 after replying with an error.
@@ -87,7 +86,7 @@ struct Dashboard::Impl {
     const long long offset = o.empty() ? 0 : std::strtoll(o.c_str(), &end, 10);
     if ((!o.empty() && *end != '\0') || offset < 0) return error(res, 400, "offset must be a byte offset >= 0 (got '" + o + "')");
     JsonlPage p = read_jsonl_page(options.runs[static_cast<size_t>(i)] / file, offset, options.max_rows);
-    res.set_content(dump(Json{{"rows", p.rows}, {"offset", p.offset}, {"restarted", p.restarted}}), "application/json");
+    res.set_content(json_line(Json{{"rows", p.rows}, {"offset", p.offset}, {"restarted", p.restarted}}), "application/json");
   }
 
   Json runs_json() const {
@@ -110,13 +109,9 @@ Dashboard::Dashboard(DashboardOptions options) : impl_(std::make_unique<Impl>())
   options.validate();
   impl_->options = std::move(options);
   Impl* impl = impl_.get();
-  impl->http.set_socket_options([](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
   impl->http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(kDashboardPage, "text/html; charset=utf-8"); });
   impl->http.Get("/api/runs", [impl](const httplib::Request&, httplib::Response& res) {
-    res.set_content(dump(impl->runs_json()), "application/json");
+    res.set_content(json_line(impl->runs_json()), "application/json");
   });
   impl->http.Get("/api/metrics", [impl](const httplib::Request& req, httplib::Response& res) { impl->page("metrics.jsonl", req, res); });
   impl->http.Get("/api/samples", [impl](const httplib::Request& req, httplib::Response& res) { impl->page("samples.jsonl", req, res); });
@@ -130,8 +125,7 @@ Dashboard::~Dashboard() { stop(); }
 int Dashboard::bind() {
   if (impl_->port > 0) return impl_->port;
   const auto& o = impl_->options;
-  impl_->port = o.port == 0 ? impl_->http.bind_to_any_port(o.host)
-                            : (impl_->http.bind_to_port(o.host, static_cast<int>(o.port)) ? static_cast<int>(o.port) : -1);
+  impl_->port = bind_server(impl_->http, o.host, static_cast<int>(o.port));
   check(impl_->port > 0, "rlf dashboard: cannot listen on ", o.host, ":", o.port, " (the port is in use? pick another --port)");
   return impl_->port;
 }

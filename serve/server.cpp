@@ -13,6 +13,7 @@
 
 #include "data/prompt_format.h"
 #include "serve/openai_api.h"
+#include "serve/http_socket.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -32,8 +33,6 @@ namespace {
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
-
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 // One HTTP request in flight: its engine requests (one per prompt) report here.
 struct Call {
@@ -227,7 +226,7 @@ struct Server::Impl {
                    const std::string& param = "", const std::string& code = "") {
     (status >= 500 ? n_5xx : n_4xx) += 1;
     res.status = status;
-    res.set_content(dump(api_error_json(message, type, param, code)), "application/json");
+    res.set_content(json_line(api_error_json(message, type, param, code)), "application/json");
   }
 
   std::string new_id(const char* prefix) {
@@ -240,12 +239,6 @@ struct Server::Impl {
   void routes() {
     http.new_task_queue = [n = options.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
     http.set_payload_max_length(static_cast<size_t>(options.max_body_bytes));
-    // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which lets a
-    // second server bind a port in use and silently share its connections.
-    http.set_socket_options([](int sock) {
-      int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    });
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (options.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
       const std::string want = "Bearer " + options.api_key;
@@ -278,7 +271,7 @@ struct Server::Impl {
     });
     http.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.set_content("{\"status\":\"ok\"}", "application/json"); });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(dump(api_models(model, unix_now())), "application/json");
+      res.set_content(json_line(api_models(model, unix_now())), "application/json");
     });
     http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { handle(Endpoint::Completions, req, res); });
     http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { handle(Endpoint::Chat, req, res); });
@@ -310,7 +303,7 @@ struct Server::Impl {
         scheduler.forget(*call);
         return error_reply(res, status, err, status >= 500 ? "server_error" : "invalid_request_error");
       }
-      res.set_content(dump(api_response(call->req, model, id, created, call->results)), "application/json");
+      res.set_content(json_line(api_response(call->req, model, id, created, call->results)), "application/json");
       return;
     }
     res.set_header("Cache-Control", "no-cache");
@@ -344,7 +337,7 @@ struct Server::Impl {
       all_done = call.outstanding == 0;
     }
     auto send = [&](const Json& j) {
-      const std::string s = "data: " + dump(j) + "\n\n";
+      const std::string s = "data: " + json_line(j) + "\n\n";
       return sink.write(s.data(), s.size());
     };
     if (events.empty() && error.empty() && !all_done) return sink.is_writable();  // nothing yet; still connected?
@@ -427,11 +420,7 @@ Server::~Server() {
 int Server::bind() {
   if (impl_->bound_port >= 0) return impl_->bound_port;
   const auto& o = impl_->options;
-  if (o.port == 0) {
-    impl_->bound_port = impl_->http.bind_to_any_port(o.host);
-  } else {
-    impl_->bound_port = impl_->http.bind_to_port(o.host, static_cast<int>(o.port)) ? static_cast<int>(o.port) : -1;
-  }
+  impl_->bound_port = bind_server(impl_->http, o.host, static_cast<int>(o.port));
   check(impl_->bound_port > 0, "rlf serve: cannot listen on ", o.host, ":", o.port,
         " (the port is in use or the address is not this machine's; pick another --port or --host)");
   return impl_->bound_port;

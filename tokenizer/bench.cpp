@@ -37,7 +37,7 @@ std::string to_json(const TokenizeBenchResult& r) {
   Json j = {{"tokenizer", r.tokenizer},   {"bytes", r.bytes},       {"tokens", r.tokens},
             {"iterations", r.iterations}, {"seconds", r.seconds},   {"first_pass_seconds", r.first_pass_seconds},
             {"mb_per_s", r.mb_per_s},     {"tokens_per_s", r.tokens_per_s}};
-  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return json_line(j);
 }
 
 std::string_view builtin_bench_text() {

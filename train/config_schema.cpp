@@ -13,7 +13,7 @@ namespace rlf {
 namespace {
 
 // The value as written in TOML (JSON's spelling of scalars and flat arrays is valid TOML).
-std::string toml_text(const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string toml_text(const Json& v) { return json_line(v); }
 
 std::string describe(const Json& v) {
   const char* t = v.is_number_integer() ? "integer" : v.is_number_float() ? "float" : v.type_name();

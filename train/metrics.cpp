@@ -60,7 +60,7 @@ JsonlWriter::~JsonlWriter() {
 
 void JsonlWriter::write(const Json& record) {
   check(record.is_object(), "log '", path_.string(), "': a record must be a JSON object, got ", record.type_name());
-  const std::string line = record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  const std::string line = json_line(record) + "\n";
   const bool ok = std::fwrite(line.data(), 1, line.size(), file_) == line.size() && std::fflush(file_) == 0;
   check(ok, "cannot write to log '", path_.string(), "': ", std::strerror(errno));
 }

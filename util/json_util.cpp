@@ -16,4 +16,6 @@ Json parse_json(const std::string& text, const std::string& source) {
 
 Json read_json_file(const std::string& path) { return parse_json(read_file(path), "'" + path + "'"); }
 
+std::string json_line(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
 }  // namespace rlf

@@ -20,6 +20,10 @@ Json parse_json(const std::string& text, const std::string& source);
 // Reads and parses a JSON file.
 Json read_json_file(const std::string& path);
 
+// `j` as one line of JSON; invalid UTF-8 in strings becomes U+FFFD instead of
+// throwing (model output and user text are arbitrary bytes).
+std::string json_line(const Json& j);
+
 namespace detail {
 // An integer field must hold an integer: 5.5 is an error, never truncated to 5.
 template <typename T>

@@ -22,7 +22,7 @@ CommandSpec make_bench_exec_command() {
     sandbox::ExecBenchReport report =
         sandbox::bench_exec(args.integer("programs"), static_cast<int>(args.integer("workers")), options);
     if (args.flag("json")) {
-      std::cout << sandbox::dump_json_line(sandbox::to_json(report)) << "\n";
+      std::cout << json_line(sandbox::to_json(report)) << "\n";
     } else {
       std::cout << report.n_programs << " programs on " << report.n_workers << " workers: " << report.programs_per_s
                 << " programs/s (mean run " << report.mean_run_ms << " ms, " << report.n_ok << " ok)\n";

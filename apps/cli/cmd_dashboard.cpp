@@ -1,23 +1,16 @@
 // rlf dashboard RUN_DIR...: a live page of training runs (serve/dashboard.h):
 // every metric's curve with the runs overlaid, each run's config, the
 // samples log and progress. Ctrl-C (SIGINT) or SIGTERM stops it.
-#include <signal.h>
-
-#include <atomic>
-#include <chrono>
 #include <iostream>
-#include <thread>
 
 #include "apps/cli/commands.h"
+#include "apps/cli/runtime.h"
 #include "serve/dashboard.h"
 #include "util/error.h"
 
 namespace rlf::cli {
 
 namespace {
-
-volatile sig_atomic_t dashboard_stop = 0;
-extern "C" void on_dashboard_signal(int) { dashboard_stop = 1; }
 
 int run_dashboard(const Args& args) {
   DashboardOptions o;
@@ -26,20 +19,9 @@ int run_dashboard(const Args& args) {
   o.port = args.integer("port");
   Dashboard dashboard(o);
   const int port = dashboard.bind();
-  struct sigaction sa {};
-  sa.sa_handler = on_dashboard_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  std::atomic<bool> finished{false};
-  std::thread signals([&] {
-    while (!finished && !dashboard_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    dashboard.stop();
-  });
+  StopOnSignal on_signal([&] { dashboard.stop(); });
   std::cout << "rlf dashboard: " << o.runs.size() << " run(s) on http://" << o.host << ":" << port << "/" << std::endl;
   dashboard.run();
-  finished = true;
-  signals.join();
   return 0;
 }
 

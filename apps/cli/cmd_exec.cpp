@@ -33,7 +33,7 @@ CommandSpec make_exec_command() {
     sandbox::validate(options);
     std::string source = read_file(args.positional().at(0));
     sandbox::ExecResult result = sandbox::run_python(source, options);
-    std::cout << sandbox::dump_json_line(sandbox::to_json(result)) << "\n";
+    std::cout << json_line(sandbox::to_json(result)) << "\n";
     return result.status == sandbox::ExecStatus::ok ? 0 : 1;
   };
   return cmd;

@@ -174,7 +174,7 @@ int run_generate(const Args& args) {
         j["scores"] = all;
         j["explanation"] = scores.describe(best);
         j["finish_reason"] = finish_reason_name(s.finish_reason);
-        std::cout << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+        std::cout << json_line(j) << "\n";
       } else {
         std::cout << "=== prompt " << q << ": best of " << best_of << " (sample " << s.sample_index << ", "
                   << scores.describe(best) << ")\n" << items[q].text << s.text << "\n";
@@ -196,7 +196,7 @@ int run_generate(const Args& args) {
       j["logprobs"] = s.logprobs;
       j["finish_reason"] = finish_reason_name(s.finish_reason);
       j["stop"] = s.stop;
-      std::cout << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+      std::cout << json_line(j) << "\n";
     } else {
       if (results.size() > 1) std::cout << "=== prompt " << s.request_index << " sample " << s.sample_index << " ("
                                         << finish_reason_name(s.finish_reason) << ")\n";

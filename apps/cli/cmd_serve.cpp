@@ -1,13 +1,8 @@
 // rlf serve: an OpenAI-compatible endpoint for a model (serve/server.h), so
 // any OpenAI client, agent framework or judge can talk to it. Ctrl-C (SIGINT)
-// or SIGTERM stops it after the requests being decoded finish.
-#include <signal.h>
-
-#include <atomic>
-#include <chrono>
+// or SIGTERM stops it after the requests being decoded finish (StopOnSignal).
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
 #include "apps/cli/commands.h"
 #include "apps/cli/runtime.h"
@@ -19,11 +14,6 @@
 namespace rlf::cli {
 
 namespace {
-
-// Set by SIGINT/SIGTERM (whichever thread takes the signal); a watcher thread
-// turns it into Server::stop(). The one process-wide flag a signal handler needs.
-volatile sig_atomic_t stop_requested = 0;
-extern "C" void on_stop_signal(int) { stop_requested = 1; }
 
 std::string default_model_name(const std::string& path) {
   std::filesystem::path p(path);
@@ -65,28 +55,14 @@ int run_serve(const Args& args) {
 
   Server server(policy, eo, so);
   const int port = server.bind();
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  std::atomic<bool> finished{false};
-  std::thread signals([&] {
-    while (!finished) {
-      if (stop_requested) {
-        std::cerr << "rlf serve: stopping (finishing the requests being decoded)\n";
-        server.stop();
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+  StopOnSignal on_signal([&] {
+    std::cerr << "rlf serve: stopping (finishing the requests being decoded)\n";
+    server.stop();
   });
   std::cout << "rlf serve: model '" << so.model_name << "' on http://" << so.host << ":" << port << "/v1"
             << " (chat format " << server.chat_format() << (so.api_key.empty() ? "" : ", API key required") << ")"
             << std::endl;
   server.run();
-  finished = true;
-  signals.join();
   const auto c = server.counters();
   std::cerr << "rlf serve: stopped after " << c.requests << " requests (" << c.errors_4xx << " refused, " << c.errors_5xx
             << " failed, " << c.cancelled << " streams cancelled by their clients)\n";

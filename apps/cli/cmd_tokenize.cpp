@@ -40,7 +40,7 @@ int run_tokenize(const Args& args) {
   if (args.given("decode")) {
     std::vector<int32_t> ids = parse_ids(args.str("decode"));
     std::string text = tok->decode(ids, args.flag("skip-special"));
-    if (json) std::cout << Json{{"text", text}}.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+    if (json) std::cout << json_line(Json{{"text", text}}) << "\n";
     else std::cout << text << "\n";
     return 0;
   }
@@ -48,12 +48,12 @@ int run_tokenize(const Args& args) {
   if (json) {
     Json tokens = Json::array();
     for (int32_t id : ids) tokens.push_back(tok->token_string(id));
-    std::cout << Json{{"ids", ids}, {"tokens", tokens}}.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+    std::cout << json_line(Json{{"ids", ids}, {"tokens", tokens}}) << "\n";
     return 0;
   }
   std::cout << ids.size() << " tokens\n";
   for (size_t i = 0; i < ids.size(); ++i) {
-    std::string shown = Json(tok->token_string(ids[i])).dump(-1, ' ', false, Json::error_handler_t::replace);
+    std::string shown = json_line(Json(tok->token_string(ids[i])));
     std::cout << i << "\t" << ids[i] << "\t" << shown << (tok->is_special(ids[i]) ? "\t(special)" : "") << "\n";
   }
   return 0;

@@ -32,7 +32,7 @@ CommandSpec make_verify_code_command() {
     sandbox::VerifyReport report =
         sandbox::verify_references(tasks, options, static_cast<int>(args.integer("workers")));
     if (args.flag("json")) {
-      std::cout << sandbox::dump_json_line(sandbox::to_json(report)) << "\n";
+      std::cout << json_line(sandbox::to_json(report)) << "\n";
     } else {
       std::cout << report.passed << "/" << report.total << " reference solutions pass (" << report.wall_ms
                 << " ms)\n";

@@ -1,5 +1,8 @@
 #include "apps/cli/runtime.h"
 
+#include <signal.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 
@@ -35,6 +38,37 @@ Json cpu_report(const CpuThreadPlan& plan) {
 std::optional<std::string> read_process_env(const std::string& name) {
   const char* v = std::getenv(name.c_str());
   return v ? std::optional<std::string>(v) : std::nullopt;
+}
+
+namespace {
+// The one process-wide flag a signal handler may set.
+volatile sig_atomic_t stop_signal_seen = 0;
+extern "C" void on_stop_signal(int) { stop_signal_seen = 1; }
+}  // namespace
+
+StopOnSignal::StopOnSignal(std::function<void()> stop) {
+  stop_signal_seen = 0;
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  watcher_ = std::thread([this, stop = std::move(stop)] {
+    while (!done_) {
+      if (stop_signal_seen) {
+        stop();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+}
+
+StopOnSignal::~StopOnSignal() {
+  done_ = true;
+  watcher_.join();
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
 }
 
 }  // namespace rlf::cli

@@ -4,7 +4,10 @@
 // device (--device).
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <optional>
+#include <thread>
 #include <string>
 
 #include "apps/cli/cli.h"
@@ -27,6 +30,21 @@ Json cpu_report(const CpuThreadPlan& plan);
 
 // The value of a command's `--fast-cpu on|off` option (CausalLM::set_fast_cpu_path).
 bool fast_cpu_option(const Args& args);
+
+// While it lives, SIGINT and SIGTERM (from whichever thread takes them) call
+// `stop` once, on a watcher thread, instead of killing the process: servers
+// use it to finish what they are doing and return from their run loop.
+class StopOnSignal {
+ public:
+  explicit StopOnSignal(std::function<void()> stop);
+  ~StopOnSignal();
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread watcher_;
+};
 
 // An environment variable of this process (unset: nullopt). Only the CLI, the
 // program's edge, reads the environment; libraries get this as an EnvLookup.

@@ -41,7 +41,7 @@ TEST(SandboxStatus, JsonFormKeepsEveryField) {
   EXPECT_EQ(j["output_truncated"], false);
   EXPECT_TRUE(j.contains("wall_ms") && j.contains("stderr") && j.contains("note"));
   // Invalid UTF-8 from the program is replaced when printed, not an error.
-  EXPECT_NE(dump_json_line(j).find("\"stdout\":\"\xef\xbf\xbd ok\""), std::string::npos) << dump_json_line(j);
+  EXPECT_NE(json_line(j).find("\"stdout\":\"\xef\xbf\xbd ok\""), std::string::npos) << json_line(j);
 }
 
 TEST(SandboxStatus, UncaughtExceptionAndExitCodeAreFailed) {
