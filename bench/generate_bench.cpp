@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "bench/bench_model.h"
+#include "model/cpu_fast_forward.h"
 #include "model/loader.h"
 #include "rollout/engine.h"
 #include "util/error.h"
@@ -19,6 +20,51 @@ void GenerateBenchOptions::validate() const {
   check(prompt_len > 0, "bench: --prompt-len must be > 0");
   check(repeats > 0, "bench: --repeats must be > 0");
 }
+
+namespace {
+
+// The matmul bound of one decoding step: every projection of every layer and
+// the classifier at `rows` rows, through the path decoding takes
+// (matmul_wt_into on the fp32 CPU fast path, LibTorch's linear otherwise),
+// nothing else. Returns {median ms over `repeats`, bytes of weights read}.
+std::pair<double, double> linear_bound(CausalLMImpl& model, int64_t rows, int64_t repeats) {
+  torch::NoGradGuard ng;
+  const bool fast = model.fast_cpu_path_applies();
+  std::vector<torch::Tensor> weights;
+  for (size_t l = 0; l < model.model->layers->size(); ++l) {
+    auto& layer = *model.model->layers->ptr<DecoderLayerImpl>(l);
+    for (const auto* lin : {&layer.self_attn->q_proj, &layer.self_attn->k_proj, &layer.self_attn->v_proj,
+                            &layer.self_attn->o_proj, &layer.mlp->gate_proj, &layer.mlp->up_proj,
+                            &layer.mlp->down_proj})
+      weights.push_back((*lin)->weight);
+  }
+  weights.push_back(model.lm_head ? model.lm_head->weight : model.model->embed_tokens->weight);
+  double bytes = 0;
+  std::vector<torch::Tensor> inputs, outputs;
+  for (const auto& w : weights) {
+    bytes += static_cast<double>(w.numel() * w.element_size());
+    inputs.push_back(torch::randn({rows, w.size(1)}, w.options()));
+    outputs.push_back(torch::empty({rows, w.size(0)}, w.options()));
+  }
+  auto pass = [&] {
+    for (size_t i = 0; i < weights.size(); ++i) {
+      if (fast) matmul_wt_into(inputs[i], weights[i], torch::Tensor(), outputs[i]);
+      else outputs[i] = torch::nn::functional::linear(inputs[i], weights[i]);
+    }
+    (void)outputs.back().sum().item<float>();  // synchronise (CUDA)
+  };
+  pass();  // warm-up
+  std::vector<double> ms;
+  for (int64_t r = 0; r < std::max<int64_t>(3, repeats); ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    pass();
+    ms.push_back(1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], bytes};
+}
+
+}  // namespace
 
 Json run_generate_bench(const GenerateBenchOptions& o) {
   o.validate();
@@ -85,6 +131,16 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   j["ms_per_step"] = median(step_ms);
   j["repeats"] = o.repeats;
   j["kv_cache_mb"] = engine.cache_bytes() / 1e6;
+  {
+    // The same step's matmuls alone: the bound batched decoding approaches.
+    const auto [ms, bytes] = linear_bound(*model, o.batch, o.repeats);
+    const double step = median(step_ms);
+    j["linear_ms_per_step"] = ms;
+    j["linear_bound_tokens_per_s"] = 1e3 * o.batch / ms;
+    j["fraction_of_linear_bound"] = step > 0 ? ms / step : 0.0;
+    j["weight_bytes_per_step"] = bytes;
+    j["weight_gb_per_s"] = step > 0 ? bytes / (step * 1e6) : 0.0;
+  }
   j["fast_cpu_path"] = model->fast_cpu_path();
   {
     torch::NoGradGuard no_grad;  // as during generation

@@ -26,7 +26,12 @@ struct GenerateBenchOptions {
 
 // Runs one warm-up generation, then `repeats` timed ones; returns a JSON
 // object with tokens_per_s (generated tokens / wall time, prefill included),
-// decode_tokens_per_s, ms_per_step, batch, dtype, params, ...
+// decode_tokens_per_s, ms_per_step, batch, dtype, params, ...; and the step's
+// matmul bound measured in the same run: linear_ms_per_step (every
+// projection and the classifier at `batch` rows, through the path decoding
+// takes), linear_bound_tokens_per_s, fraction_of_linear_bound (linear ms /
+// decode ms per step), weight_bytes_per_step and weight_gb_per_s (weights
+// read per decode step / its time: the bandwidth batch 1 achieves).
 Json run_generate_bench(const GenerateBenchOptions& options);
 
 }  // namespace rlf

@@ -8,7 +8,10 @@
 #   RLF_LLAMA_CPP_PYTHON=.venv-llama-cpp/bin/python build/tests/model/test_model --gtest_filter='GgufLlamaCpp.*'
 #
 # Not part of scripts/test.sh: the compile would run on every clean CI
-# checkout. GGML_NATIVE=ON builds for this CPU (AVX2/AVX-512 where present).
+# checkout. GGML_NATIVE=ON builds for this CPU (AVX2/AVX-512 where present);
+# --no-binary/--no-cache-dir: never a wheel pip cached on another CPU (a peer
+# benchmarked at its best is compiled for the machine it runs on). About 3
+# minutes on the 2-core Sapphire Rapids machine (2026-11-26).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${1:-$root/.venv-llama-cpp}"
@@ -20,7 +23,8 @@ if ! "$venv/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version_
   echo "setup_llama_cpp: building llama-cpp-python $version into $venv"
   CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF}" \
     CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
-    "$venv/bin/pip" install -q --disable-pip-version-check "llama-cpp-python==$version"
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --no-binary llama-cpp-python \
+      "llama-cpp-python==$version"
 fi
 "$venv/bin/python" -c "import llama_cpp; print('setup_llama_cpp: llama-cpp-python', llama_cpp.__version__)"
 echo "$venv/bin/python"

@@ -1,7 +1,8 @@
 // The fp32 CPU paths of CausalLM::forward_hidden (see transformer.h,
 // set_fast_cpu_path). Same weights and the same fp32 arithmetic as the
 // module path, far fewer operations: per layer, the 7 projections are
-// LibTorch matmuls on the model's own parameter tensors and everything
+// matmuls on the model's own parameter tensors (rlf's matrix-vector kernel
+// at up to 64 rows, LibTorch's above: matmul_wt_into) and everything
 // between them (RMSNorm, RoPE, the KV-cache write, attention, SwiGLU) is one
 // kernel call each (model/cpu_kernels.h). On small models the module path
 // spends most of its time in per-operation overhead (~60 tensor ops per layer
@@ -20,6 +21,7 @@
 
 #include <cmath>
 
+#include "model/cpu_fast_forward.h"
 #include "model/cpu_kernels.h"
 #include "model/transformer.h"
 #include "util/error.h"
@@ -33,12 +35,26 @@ using torch::autograd::variable_list;
 
 float* fp(const torch::Tensor& t) { return t.data_ptr<float>(); }
 
+}  // namespace
+
+void matmul_wt_into(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias, torch::Tensor& out) {
+  const int64_t N = x.size(0);
+  if (N <= cpu::kMatmulWtMaxRows) {
+    const torch::Tensor xc = x.contiguous();
+    cpu::matmul_wt(fp(xc), fp(w), bias.defined() ? fp(bias) : nullptr, fp(out), N, w.size(1), w.size(0));
+  } else if (bias.defined()) {
+    at::addmm_out(out, bias, x, w.t());
+  } else {
+    at::mm_out(out, x, w.t());
+  }
+}
+
+namespace {
+
 // out = x @ W^T (+ b) for a torch::nn::Linear with its adapter (model/lora.h),
 // written into `out` [N, out_features].
 void linear_into(const torch::Tensor& x, const torch::nn::Linear& lin, LoraSlot& lora, torch::Tensor& out) {
-  const torch::Tensor& w = lora_inference_weight(lin, lora);
-  if (lin->bias.defined()) at::addmm_out(out, lin->bias, x, w.t());
-  else at::mm_out(out, x, w.t());
+  matmul_wt_into(x, lora_inference_weight(lin, lora), lin->bias, out);
   lora_add_into(lora, x, out);
 }
 

@@ -1,6 +1,5 @@
 #include "model/cpu_kernels.h"
 
-#include <ATen/Parallel.h>
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -10,11 +9,30 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
+
+#include "model/cpu_team.h"
 
 namespace rlf::cpu {
 
 namespace {
+
+int g_kernel_threads = 1;            // set_kernel_threads
+std::unique_ptr<ThreadTeam> g_team;  // g_kernel_threads threads; null for 1
+
+// f(b, e) over [begin, end) in blocks of `grain` items, dealt round-robin to
+// the team's threads (round-robin balances causal attention, whose jobs grow
+// along the sequence). Items must be independent.
+template <class F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
+  const int64_t blocks = (end - begin + grain - 1) / grain;
+  if (!g_team || blocks <= 1) {
+    if (end > begin) f(begin, end);
+    return;
+  }
+  g_team->run(blocks, [&](int64_t k) { f(begin + k * grain, std::min(end, begin + (k + 1) * grain)); });
+}
 
 // Dot product with 8 independent partial sums (lane j sums the products
 // i = j mod 8 with fused multiply-adds), reduced by a fixed tree
@@ -69,6 +87,92 @@ inline void dot_rows(const float* a, const float* rows, int64_t stride, int64_t 
   int64_t s = 0;
   for (; s + 8 <= S; s += 8) dot_rows8(a, rows + s * stride, stride, n, out + s);
   for (; s < S; ++s) out[s] = dot(a, rows + s * stride, n);
+}
+
+#ifdef RLF_KERNELS_AVX2
+// The tree of dot(): ((0+1)+(2+3))+((4+5)+(6+7)).
+inline float hsum(__m256 v) {
+  const __m256 t = _mm256_hadd_ps(v, v);
+  const __m256 u = _mm256_hadd_ps(t, t);
+  return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1)));
+}
+#endif
+
+// y[n, o] for R weight rows o0.. and M input rows n0..: each weight vector
+// loaded once feeds M fused multiply-adds. Per element: one vector of lane
+// sums over i < Iv (16 lanes with AVX-512, 8 with AVX2, 8 scalar partial
+// sums otherwise), reduced, then the tail in order.
+template <int R, int M>
+inline void matmul_wt_block(const float* x, const float* w, const float* bias, float* y, int64_t I, int64_t O,
+                            int64_t n0, int64_t o0) {
+  float out[R][M];
+#if defined(__AVX512F__) && defined(RLF_KERNELS_AVX2)
+  const int64_t Iv = I - I % 16;
+  __m512 acc[R][M];
+  for (int r = 0; r < R; ++r)
+    for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < Iv; i += 16) {
+    __m512 xv[M];
+    for (int m = 0; m < M; ++m) xv[m] = _mm512_loadu_ps(x + (n0 + m) * I + i);
+    for (int r = 0; r < R; ++r) {
+      const __m512 wv = _mm512_loadu_ps(w + (o0 + r) * I + i);
+      for (int m = 0; m < M; ++m) acc[r][m] = _mm512_fmadd_ps(wv, xv[m], acc[r][m]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int m = 0; m < M; ++m) {
+      // lanes i and i + 8 first, then dot()'s tree over the 8 sums (through
+      // memory: GCC 12's 512-to-256-bit casts warn of uninitialised values)
+      alignas(64) float l[16];
+      _mm512_store_ps(l, acc[r][m]);
+      out[r][m] = hsum(_mm256_add_ps(_mm256_load_ps(l), _mm256_load_ps(l + 8)));
+    }
+#elif defined(RLF_KERNELS_AVX2)
+  const int64_t Iv = I - I % 8;
+  __m256 acc[R][M];
+  for (int r = 0; r < R; ++r)
+    for (int m = 0; m < M; ++m) acc[r][m] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < Iv; i += 8) {
+    __m256 xv[M];
+    for (int m = 0; m < M; ++m) xv[m] = _mm256_loadu_ps(x + (n0 + m) * I + i);
+    for (int r = 0; r < R; ++r) {
+      const __m256 wv = _mm256_loadu_ps(w + (o0 + r) * I + i);
+      for (int m = 0; m < M; ++m) acc[r][m] = _mm256_fmadd_ps(wv, xv[m], acc[r][m]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int m = 0; m < M; ++m) out[r][m] = hsum(acc[r][m]);
+#else
+  const int64_t Iv = I - I % 8;
+  for (int r = 0; r < R; ++r)
+    for (int m = 0; m < M; ++m) {
+      const float* a = x + (n0 + m) * I;
+      const float* b = w + (o0 + r) * I;
+      float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int64_t i = 0; i < Iv; i += 8)
+        for (int j = 0; j < 8; ++j) l[j] += a[i + j] * b[i + j];
+      out[r][m] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    }
+#endif
+  for (int r = 0; r < R; ++r)
+    for (int m = 0; m < M; ++m) {
+      const float* a = x + (n0 + m) * I;
+      const float* b = w + (o0 + r) * I;
+      float s = out[r][m];
+      for (int64_t i = Iv; i < I; ++i) s += a[i] * b[i];
+      y[(n0 + m) * O + o0 + r] = bias ? s + bias[o0 + r] : s;
+    }
+}
+
+// Weight rows [o0, o1) against all N input rows.
+template <int R>
+void matmul_wt_rows(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t I, int64_t O,
+                    int64_t o0, int64_t o1) {
+  for (int64_t o = o0; o < o1; o += R) {
+    int64_t n = 0;
+    for (; n + 2 <= N; n += 2) matmul_wt_block<R, 2>(x, w, bias, y, I, O, n, o);
+    if (n < N) matmul_wt_block<R, 1>(x, w, bias, y, I, O, n, o);
+  }
 }
 
 // y += alpha * x
@@ -241,8 +345,26 @@ void swiglu_backward_range(const float* g, const float* u, const float* da, floa
 
 }  // namespace
 
+void set_kernel_threads(int threads) {
+  threads = std::max(1, threads);
+  if (threads == g_kernel_threads) return;
+  g_team.reset();
+  if (threads > 1) g_team = std::make_unique<ThreadTeam>(threads);
+  g_kernel_threads = threads;
+}
+int kernel_threads() { return g_kernel_threads; }
+
+void matmul_wt(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t I, int64_t O) {
+  // One contiguous share of the weight rows per thread: each streams its part
+  // of the matrix front to back (the hardware prefetcher's best case).
+  const int64_t O4 = O - O % 4, quads = O4 / 4;
+  const int64_t share = std::max<int64_t>(16, (quads + g_kernel_threads - 1) / g_kernel_threads);
+  parallel_for(0, quads, share, [&](int64_t b, int64_t e) { matmul_wt_rows<4>(x, w, bias, y, N, I, O, b * 4, e * 4); });
+  matmul_wt_rows<1>(x, w, bias, y, N, I, O, O4, O);
+}
+
 void rms_norm_forward(const float* x, const float* w, float* y, float* r, int64_t N, int64_t D, float eps) {
-  at::parallel_for(0, N, 16, [&](int64_t b, int64_t e) {
+  parallel_for(0, N, 16, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {
       const float* xr = x + n * D;
       float* yr = y + n * D;
@@ -257,7 +379,7 @@ void rms_norm_backward(const float* x, const float* w, const float* r, const flo
                        int64_t N, int64_t D) {
   // y_i = w_i x_i r, r = (mean(x^2) + eps)^-1/2, dr/dx_j = -r^3 x_j / D:
   //   dx_j = r w_j dy_j - x_j r^3 / D * sum_i w_i dy_i x_i;   dw_i += dy_i x_i r.
-  at::parallel_for(0, N, 16, [&](int64_t b, int64_t e) {
+  parallel_for(0, N, 16, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {
       const float* xr = x + n * D;
       const float* dyr = dy + n * D;
@@ -282,7 +404,7 @@ void rope_inplace(float* x, const int64_t* pos, const float* cos_table, const fl
   // Forward: y1 = x1 c1 - x2 s1, y2 = x2 c2 + x1 s2 (halves of the head).
   // Transpose: x1 = y1 c1 + y2 s2, x2 = y2 c2 - y1 s1.
   const int64_t half = hd / 2;
-  at::parallel_for(0, N, 64, [&](int64_t b, int64_t e) {
+  parallel_for(0, N, 64, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {
       const float* c = cos_table + pos[n] * hd;
       const float* s = sin_table + pos[n] * hd;
@@ -306,8 +428,8 @@ void rope_inplace(float* x, const int64_t* pos, const float* cos_table, const fl
 void attention_forward(const float* q, const KeyLayout& kv, const int64_t* pos, const uint8_t* valid, bool cached,
                        const AttentionShape& sh, float* out, float* probs) {
   const bool ordered = !cached && positions_are_indices(pos, sh.B, sh.T);
-  at::parallel_for(0, sh.B * sh.T * sh.H, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> w;
+  parallel_for(0, sh.B * sh.T * sh.H, 1, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> w;
     attention_jobs(begin, end, q, kv, pos, valid, cached, ordered, sh, out, probs, w);
   });
 }
@@ -320,19 +442,21 @@ void attention_backward(const float* q, const float* k, const float* v, const fl
   std::fill(dv, dv + B * T * K * hd, 0.0f);
   const bool ordered = positions_are_indices(pos, B, T);
   // One task per (row, kv head): it owns that head's dk/dv and its G query heads' dq.
-  at::parallel_for(0, B * K, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> dp(static_cast<size_t>(T)), ds(static_cast<size_t>(T));
+  parallel_for(0, B * K, 1, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> dp, ds;
+    dp.resize(static_cast<size_t>(T));
+    ds.resize(static_cast<size_t>(T));
     attention_backward_jobs(begin, end, q, k, v, probs, dout, sh, ordered, dq, dk, dv, dp, ds);
   });
 }
 
 void swiglu_forward(const float* g, const float* u, float* a, int64_t n) {
-  at::parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) { swiglu_forward_range(g, u, a, b, e); });
+  parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) { swiglu_forward_range(g, u, a, b, e); });
 }
 
 void swiglu_backward(const float* g, const float* u, const float* da, float* dg, float* du, int64_t n) {
   // a = g s(g) u:  da/dg = u s (1 + g (1 - s)),  da/du = g s.
-  at::parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) { swiglu_backward_range(g, u, da, dg, du, b, e); });
+  parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) { swiglu_backward_range(g, u, da, dg, du, b, e); });
 }
 
 }  // namespace rlf::cpu

@@ -13,6 +13,23 @@
 
 namespace rlf::cpu {
 
+// Threads the kernels below run on (a ThreadTeam of their own,
+// model/cpu_team.h; default 1). A process-wide setting like
+// at::set_num_threads, set by apply_cpu_threads (model/cpu_threads.h); call
+// it while no kernel runs. Results do not depend on it: each output element
+// is computed by one thread in a fixed order.
+void set_kernel_threads(int threads);
+int kernel_threads();
+
+// y[n, o] = dot(x[n], w[o]) (+ bias[o]) for n < N, o < O: x [N, I], w [O, I]
+// (a Linear's weight), y [N, O], all row-major. For the few rows of decoding:
+// every weight row is read once for all N rows (OpenBLAS's sgemm packs the
+// weight first, a second pass over memory when N is small). Each y element
+// sums in the same order whatever N and the thread count.
+void matmul_wt(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t I, int64_t O);
+// The largest N for which matmul_wt beats OpenBLAS's sgemm (measured; see the .cpp).
+constexpr int64_t kMatmulWtMaxRows = 64;
+
 // y[n] = w * x[n] * r[n], r[n] = 1/sqrt(mean(x[n]^2) + eps); r may be null.
 void rms_norm_forward(const float* x, const float* w, float* y, float* r, int64_t N, int64_t D, float eps);
 // Gradients of rms_norm_forward: dx [N, D] (overwritten) and dw [D] (added to).

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "model/cpu_kernels.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -35,13 +36,14 @@ CpuThreadPlan plan_cpu_threads(int threads, const std::string& dtype, const std:
   const int n = threads == 0 ? available_cores() : threads;
   const bool fp32 = dtype.empty() || dtype == "fp32" || dtype == "float32";
   const bool cpu = device.empty() || device == "cpu";
-  if (fp32 && cpu && openblas_present()) return {1, n};
-  return {n, 1};
+  if (fp32 && cpu && openblas_present()) return {1, n, n};
+  return {n, 1, n};
 }
 
 CpuThreadPlan apply_cpu_threads(const CpuThreadPlan& plan) {
   at::set_num_threads(plan.torch_threads);
   if (auto fn = openblas_setter()) fn(plan.blas_threads);
+  cpu::set_kernel_threads(plan.kernel_threads);
   return plan;
 }
 

@@ -9,6 +9,9 @@
 //   fp32 on CPU, OpenBLAS present:  OpenBLAS = n, LibTorch = 1
 //   otherwise (bf16/fp16, CUDA, a LibTorch without OpenBLAS, e.g. MKL):
 //                                   LibTorch = n, OpenBLAS = 1
+// rlf's own fp32 kernels (model/cpu_kernels.h: decoding's matrix-vector
+// products, attention, RMSNorm, SwiGLU) get n threads in every plan; they run
+// between the BLAS calls, never beside them.
 #pragma once
 
 #include <string>
@@ -18,6 +21,7 @@ namespace rlf {
 struct CpuThreadPlan {
   int torch_threads = 1;  // at::set_num_threads
   int blas_threads = 1;   // openblas_set_num_threads (ignored without OpenBLAS)
+  int kernel_threads = 1; // cpu::set_kernel_threads
 };
 
 // Cores this process may run on (sched_getaffinity).

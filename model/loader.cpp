@@ -1,6 +1,7 @@
 #include "model/loader.h"
 
 #include "model/checkpoint_layout.h"
+#include "model/huge_pages.h"
 #include "model/llama2c.h"
 #include "model/safetensors.h"
 #include "util/error.h"
@@ -72,6 +73,7 @@ CausalLM make_random_model(const ModelConfig& config, uint64_t seed, torch::Scal
   CausalLM model(config);
   model->init_random(seed);
   model->to(device, dtype);
+  place_in_huge_pages(*model);
   model->refresh_rope();
   return model;
 }
@@ -105,6 +107,7 @@ LoadedModel load_model(const std::filesystem::path& path, const LoadOptions& opt
       CausalLM model(out.config);
       load_weights(*model, tensors, source);
       model->to(device, dtype);
+      place_in_huge_pages(*model);
       model->refresh_rope();
       return model;
     };

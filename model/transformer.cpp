@@ -1,6 +1,8 @@
 #include "model/transformer.h"
 
 #include "algorithms/entropy.h"
+#include "model/cpu_fast_forward.h"
+#include "model/cpu_kernels.h"
 
 #include <cmath>
 
@@ -154,8 +156,18 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
 torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
   check(!config_.is_classifier(), "this model is a ", config_.architecture,
         " (a reward model with a score head): it scores sequences and cannot generate or give token log-probs");
-  if (lm_head) return lm_head(hidden);
-  return torch::nn::functional::linear(hidden, model->embed_tokens->weight);
+  const torch::Tensor& w = lm_head ? lm_head->weight : model->embed_tokens->weight;
+  const int64_t rows = hidden.numel() / std::max<int64_t>(1, hidden.size(-1));
+  if (rows <= cpu::kMatmulWtMaxRows && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat32 &&
+      !torch::GradMode::is_enabled() && fast_cpu_path_applies()) {
+    // Decoding's few rows: the matrix-vector kernel reads the vocabulary's weights once.
+    auto out_sizes = hidden.sizes().vec();
+    out_sizes.back() = w.size(0);
+    auto out = torch::empty({rows, w.size(0)}, hidden.options());
+    matmul_wt_into(hidden.reshape({rows, hidden.size(-1)}), w, torch::Tensor(), out);
+    return out.view(out_sizes);
+  }
+  return torch::nn::functional::linear(hidden, w);
 }
 
 torch::Tensor CausalLMImpl::scores(const torch::Tensor& hidden) {

@@ -31,7 +31,8 @@ CpuThreadPlan configure_threads(const Args& args, const std::string& dtype, cons
 
 Json cpu_report(const CpuThreadPlan& plan) {
   const CpuFeatures f = cpu_features();
-  return {{"torch_threads", plan.torch_threads}, {"blas_threads", plan.blas_threads}, {"avx512", f.avx512},
+  return {{"torch_threads", plan.torch_threads}, {"blas_threads", plan.blas_threads},
+          {"kernel_threads", plan.kernel_threads}, {"avx512", f.avx512},
           {"avx512_bf16", f.avx512_bf16}, {"amx_bf16", f.amx_bf16}};
 }
 

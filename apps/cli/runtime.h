@@ -24,7 +24,7 @@ CpuThreadPlan configure_threads(const Args& args, const std::string& dtype = "fp
 // The same with a thread count from a config file (0 = all cores).
 CpuThreadPlan configure_threads(int threads, const std::string& dtype, const std::string& device);
 
-// {"torch_threads", "blas_threads", "avx512", "avx512_bf16", "amx_bf16"}: the
+// {"torch_threads", "blas_threads", "kernel_threads", "avx512", "avx512_bf16", "amx_bf16"}: the
 // thread plan and the CPU features a benchmark ran with.
 Json cpu_report(const CpuThreadPlan& plan);
 

@@ -8,6 +8,7 @@
 
 #include <map>
 
+#include "model/cpu_kernels.h"
 #include "model/loader.h"
 
 namespace rlf {
@@ -166,10 +167,10 @@ TEST_P(FastPath, TrainingGradientsMatchModulePath) {
 }
 
 // Forward log-probs and every parameter gradient of the training path, and
-// cached decoding logits, are bit-identical with 1 and 3 LibTorch threads:
-// the kernels split work by rows and heads, never inside a sum (the products
-// run on OpenBLAS, whose thread count this does not change; `rlf demo` fixes
-// that one).
+// cached decoding logits, are bit-identical with the kernels on 1 and 3
+// threads (cpu::set_kernel_threads): they split work by rows, heads and
+// output features, never inside a sum (the large products run on OpenBLAS,
+// whose thread count this does not change; `rlf demo` fixes that one).
 TEST_P(FastPath, ResultsDoNotDependOnTheThreadCount) {
   CausalLM m = model();
   const ModelConfig& c = m->config();
@@ -178,12 +179,12 @@ TEST_P(FastPath, ResultsDoNotDependOnTheThreadCount) {
   auto mask = torch::ones({5, 23}, torch::kBool);
   mask[3].narrow(0, 15, 8).fill_(false);
   auto targets = torch::randint(0, c.vocab_size, {5, 23}, torch::kInt64);
-  const int threads_before = at::get_num_threads();
+  const int threads_before = cpu::kernel_threads();
   std::map<std::string, torch::Tensor> grads[2];
   torch::Tensor logprobs[2], decoded[2];
   const int counts[2] = {1, 3};
   for (int i = 0; i < 2; ++i) {
-    at::set_num_threads(counts[i]);
+    cpu::set_kernel_threads(counts[i]);
     auto lp = m->token_logprobs(m->forward_hidden(ids, pos, nullptr, mask), targets);
     logprobs[i] = lp.detach().clone();
     grads[i] = gradients_of(*m, -(lp * mask).sum() / mask.sum());
@@ -192,7 +193,7 @@ TEST_P(FastPath, ResultsDoNotDependOnTheThreadCount) {
     m->forward_hidden(ids.narrow(1, 0, 10), pos.narrow(1, 0, 10), &cache);
     decoded[i] = m->logits(m->forward_hidden(ids.narrow(1, 10, 1), pos.narrow(1, 10, 1), &cache));
   }
-  at::set_num_threads(threads_before);
+  cpu::set_kernel_threads(threads_before);
   EXPECT_TRUE(torch::equal(logprobs[0], logprobs[1]));
   EXPECT_TRUE(torch::equal(decoded[0], decoded[1]));
   for (const auto& [name, g] : grads[0]) EXPECT_TRUE(torch::equal(g, grads[1][name])) << name;

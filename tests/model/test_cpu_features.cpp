@@ -77,6 +77,8 @@ TEST(CpuThreads, PlanGivesCoresToThePoolThatDoesTheMatmuls) {
   } else {
     EXPECT_EQ(fp32.torch_threads, 3);
   }
+  EXPECT_EQ(bf16.kernel_threads, 3);
+  EXPECT_EQ(fp32.kernel_threads, 3);
   EXPECT_EQ(plan_cpu_threads(3, "fp32", "cuda").torch_threads, 3);
   EXPECT_EQ(plan_cpu_threads(0, "bf16", "cpu").torch_threads, available_cores());
   EXPECT_THROW(plan_cpu_threads(-1, "fp32", "cpu"), std::exception);

@@ -1,0 +1,132 @@
+// rlf's own CPU pieces below the transformer: the matrix-vector kernel
+// (cpu::matmul_wt) against LibTorch's matmul, the thread team that runs the
+// kernels, and weights moved into huge pages.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "model/cpu_fast_forward.h"
+#include "model/cpu_kernels.h"
+#include "model/cpu_team.h"
+#include "model/huge_pages.h"
+
+namespace rlf {
+namespace {
+
+struct ThreadsGuard {
+  int before = cpu::kernel_threads();
+  ~ThreadsGuard() { cpu::set_kernel_threads(before); }
+};
+
+torch::Tensor matmul_wt(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
+  auto y = torch::empty({x.size(0), w.size(0)}, torch::kFloat32);
+  cpu::matmul_wt(x.data_ptr<float>(), w.data_ptr<float>(), bias.defined() ? bias.data_ptr<float>() : nullptr,
+                 y.data_ptr<float>(), x.size(0), x.size(1), w.size(0));
+  return y;
+}
+
+// Every shape class: widths with and without a vector tail (768, 100, 5),
+// row counts that are and are not multiples of the 4-row blocks, 1 to 64
+// input rows, with and without bias; against LibTorch in double precision.
+TEST(MatmulWt, MatchesLibTorchForEveryShape) {
+  ThreadsGuard g;
+  cpu::set_kernel_threads(2);
+  torch::manual_seed(0);
+  for (int64_t I : {768, 100, 5})
+    for (int64_t O : {1, 7, 130})
+      for (int64_t N : {1, 2, 3, 8, 64})
+        for (bool with_bias : {false, true}) {
+          auto x = torch::randn({N, I}), w = torch::randn({O, I});
+          auto bias = with_bias ? torch::randn({O}) : torch::Tensor();
+          auto ref = x.to(torch::kFloat64).mm(w.to(torch::kFloat64).t());
+          if (with_bias) ref += bias.to(torch::kFloat64);
+          const double err = (matmul_wt(x, w, bias).to(torch::kFloat64) - ref).abs().max().item<double>();
+          EXPECT_LT(err, 1e-4 * std::sqrt(static_cast<double>(I))) << "N " << N << " I " << I << " O " << O;
+        }
+}
+
+// A row's result does not depend on the other rows (batch invariance) nor on
+// the thread count: bit for bit.
+TEST(MatmulWt, RowsAreIndependentOfBatchAndThreads) {
+  ThreadsGuard g;
+  torch::manual_seed(1);
+  auto x = torch::randn({5, 300}), w = torch::randn({258, 300}), bias = torch::randn({258});
+  cpu::set_kernel_threads(1);
+  auto one_thread = matmul_wt(x, w, bias);
+  cpu::set_kernel_threads(3);
+  auto three = matmul_wt(x, w, bias);
+  EXPECT_TRUE(torch::equal(one_thread, three));
+  for (int64_t n = 0; n < 5; ++n)
+    EXPECT_TRUE(torch::equal(matmul_wt(x.narrow(0, n, 1).contiguous(), w, bias), three.narrow(0, n, 1))) << n;
+}
+
+// matmul_wt_into takes the kernel up to kMatmulWtMaxRows rows and LibTorch
+// above; both agree with LibTorch's linear.
+TEST(MatmulWt, IntoChoosesAPathAndAgreesWithLinear) {
+  torch::manual_seed(2);
+  auto w = torch::randn({40, 24}), bias = torch::randn({40});
+  for (int64_t N : {int64_t{1}, cpu::kMatmulWtMaxRows, cpu::kMatmulWtMaxRows + 1}) {
+    auto x = torch::randn({N, 24});
+    auto out = torch::empty({N, 40});
+    matmul_wt_into(x, w, bias, out);
+    EXPECT_TRUE(torch::allclose(out, torch::nn::functional::linear(x, w, bias), 1e-5, 1e-5)) << N;
+  }
+}
+
+TEST(ThreadTeam, RunsEveryTaskOnceAndNestedCallsSerially) {
+  cpu::ThreadTeam team(3);
+  EXPECT_EQ(team.threads(), 3);
+  for (int round = 0; round < 2000; ++round) {  // many short jobs: the hand-over between jobs
+    const int64_t tasks = 1 + round % 17;
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(tasks));
+    std::atomic<int> nested{0};
+    team.run(tasks, [&](int64_t t) {
+      hits[static_cast<size_t>(t)]++;
+      if (t == 0) team.run(4, [&](int64_t) { nested++; });  // from inside a task: runs on this thread
+    });
+    for (int64_t t = 0; t < tasks; ++t) ASSERT_EQ(hits[static_cast<size_t>(t)].load(), 1) << round << " " << t;
+    ASSERT_EQ(nested.load(), 4);
+  }
+}
+
+TEST(ThreadTeam, TasksGoToThreadsRoundRobin) {
+  cpu::ThreadTeam team(2);
+  std::vector<std::thread::id> ran(6);
+  team.run(6, [&](int64_t t) { ran[static_cast<size_t>(t)] = std::this_thread::get_id(); });
+  EXPECT_EQ(ran[0], std::this_thread::get_id());  // the caller is thread 0
+  for (size_t t = 2; t < 6; ++t) EXPECT_EQ(ran[t], ran[t - 2]) << t;
+  EXPECT_NE(ran[0], ran[1]);
+}
+
+TEST(ThreadTeam, WorkersAsleepWakeForTheNextJob) {
+  cpu::ThreadTeam team(2, /*spin_us=*/1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past the spin: workers wait on the futex
+  std::atomic<int> done{0};
+  team.run(8, [&](int64_t) { done++; });
+  EXPECT_EQ(done.load(), 8);
+}
+
+TEST(HugePages, MovesLargeParametersAndKeepsThemParameters) {
+  auto lin = torch::nn::Linear(torch::nn::LinearOptions(1024, 1024));  // 4 MiB weight, 4 KiB bias
+  torch::manual_seed(3);
+  const auto before = lin->weight.detach().clone();
+  const auto* impl = lin->weight.unsafeGetTensorImpl();
+  const void* old_data = lin->weight.data_ptr();
+  const void* bias_data = lin->bias.data_ptr();
+  EXPECT_EQ(place_in_huge_pages(*lin), int64_t{1024} * 1024 * 4);
+  EXPECT_EQ(lin->weight.unsafeGetTensorImpl(), impl);  // the same parameter object
+  EXPECT_NE(lin->weight.data_ptr(), old_data);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(lin->weight.data_ptr()) % (2u << 20), 0u);
+  EXPECT_EQ(lin->bias.data_ptr(), bias_data);  // small: left where it was
+  EXPECT_TRUE(torch::equal(lin->weight.detach(), before));
+  EXPECT_TRUE(lin->weight.requires_grad());
+  // Still trains: a gradient step writes into the new memory.
+  torch::optim::SGD opt(lin->parameters(), 0.1);
+  lin->forward(torch::ones({2, 1024})).sum().backward();
+  opt.step();
+  EXPECT_FALSE(torch::equal(lin->weight.detach(), before));
+}
+
+}  // namespace
+}  // namespace rlf
