@@ -65,7 +65,12 @@ JOB = {
     "max_grad_norm": 1.0,
     "steps": 60,
     "seed": 0,
-    "threads": 2,                # torch intra-op threads on both sides
+    "threads": 2,                # CPU threads on both sides
+    # TRL's thread plan: "blas" = torch 1 intra-op thread + OpenBLAS `threads`
+    # (what rlf does in fp32, and PyTorch eager's fastest fp32 plan on the
+    # 2-core machine: bench/README.md), "torch" = torch `threads` + OpenBLAS's
+    # default (all cores; the plan before 2026-11-26).
+    "trl_thread_plan": "blas",
     "dtype": "fp32",
     # OpenMP threads sleep instead of spinning at barriers: on a shared machine
     # spinning makes 2-thread runs several times slower (rlf and torch alike).
@@ -110,6 +115,15 @@ def ensure_venv(argv):
             policy = a.split("=", 1)[1]
     if policy:
         os.environ["OMP_WAIT_POLICY"] = policy
+    plan = JOB["trl_thread_plan"]
+    threads = JOB["threads"]
+    for i, a in enumerate(argv[:-1]):
+        if a == "--trl-thread-plan":
+            plan = argv[i + 1]
+        elif a == "--threads":
+            threads = int(argv[i + 1])
+    if plan == "blas":  # OpenBLAS reads it when torch loads
+        os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
     stamp = VENV / ".rlf-trl-installed"
     if not stamp.exists():
         print(f"[setup] creating {VENV} (Debian python3 + system torch, {' '.join(TRL_REQUIREMENTS)})", flush=True)
@@ -285,7 +299,7 @@ def run_trl(out, model_dir, job):
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    torch.set_num_threads(job["threads"])
+    torch.set_num_threads(1 if job["trl_thread_plan"] == "blas" else job["threads"])
     run_dir = out / "trl_run"
     shutil.rmtree(run_dir, ignore_errors=True)
     dataset = Dataset.from_list([{"prompt": "<s>" + text, "keywords": kws} for text, kws in PROMPTS])
@@ -344,7 +358,8 @@ def run_trl(out, model_dir, job):
         for s in steps:
             f.write(json.dumps(s) + "\n")
     return {"impl": f"trl {trl.__version__} (transformers {transformers.__version__}, torch {torch.__version__})",
-            "threads": torch.get_num_threads(), "wall_s": wall, "steps": steps}
+            "threads": torch.get_num_threads(), "thread_plan": job["trl_thread_plan"],
+            "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"), "wall_s": wall, "steps": steps}
 
 
 # ---- rlf ------------------------------------------------------------------------
@@ -463,6 +478,7 @@ def report(out, job, runs):
     for name, run in runs.items():
         if run is not None:
             summary[name] = {"impl": run["impl"], "threads": run["threads"], "load_before": run.get("load_before"),
+                             "thread_plan": run.get("thread_plan"), "openblas_threads": run.get("openblas_threads"),
                              **step_stats(run)}
     if runs.get("trl") and runs.get("rlf"):
         summary["speedup_rlf_over_trl"] = summary["trl"]["step_s_median"] / summary["rlf"]["step_s_median"]
@@ -498,6 +514,8 @@ def main():
         p.add_argument("--" + k.replace("_", "-"), type=type(v), default=v, help=f"job parameter (default {v})")
     a = p.parse_args()
     job = {k: getattr(a, k) for k in JOB}
+    if job["trl_thread_plan"] not in ("blas", "torch"):
+        p.error(f"--trl-thread-plan {job['trl_thread_plan']}: use blas or torch")
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     rlf = find_rlf(a.rlf)

@@ -204,15 +204,31 @@ inline float fast_exp(float x) {
   return y * scale;
 }
 
-// o[0, hd) = sum_s w[s] * rows[s * stride + (0, hd)], accumulating 8 columns
-// at a time in registers (no store-to-load chain through o).
+// o[0, hd) = sum_s w[s] * rows[s * stride + (0, hd)]: each column sums over
+// s in order (one fused multiply-add per slot), kept in registers (no
+// store-to-load chain through o). With AVX2, 64 columns at a time: 8
+// independent accumulator chains instead of one (the sums are the same).
 inline void weighted_rows(const float* w, const float* rows, int64_t stride, int64_t S, int64_t hd, float* o) {
   int64_t i = 0;
+#ifdef RLF_KERNELS_AVX2
+  for (; i + 64 <= hd; i += 64) {
+    __m256 acc[8];
+    for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t s = 0; s < S; ++s) {
+      const float ws = w[s];
+      if (ws == 0.0f) continue;  // invisible slots: their rows may hold anything
+      const __m256 wv = _mm256_set1_ps(ws);
+      const float* r = rows + s * stride + i;
+      for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(r + 8 * j), acc[j]);
+    }
+    for (int j = 0; j < 8; ++j) _mm256_storeu_ps(o + i + 8 * j, acc[j]);
+  }
+#endif
   for (; i + 8 <= hd; i += 8) {
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int64_t s = 0; s < S; ++s) {
       const float ws = w[s];
-      if (ws == 0.0f) continue;  // invisible slots: their rows may hold anything
+      if (ws == 0.0f) continue;
       const float* r = rows + s * stride + i;
       for (int j = 0; j < 8; ++j) acc[j] += ws * r[j];
     }
@@ -361,6 +377,39 @@ void matmul_wt(const float* x, const float* w, const float* bias, float* y, int6
   const int64_t share = std::max<int64_t>(16, (quads + g_kernel_threads - 1) / g_kernel_threads);
   parallel_for(0, quads, share, [&](int64_t b, int64_t e) { matmul_wt_rows<4>(x, w, bias, y, N, I, O, b * 4, e * 4); });
   matmul_wt_rows<1>(x, w, bias, y, N, I, O, O4, O);
+}
+
+void softmax_rows(const float* logits, const float* inv_t, int64_t N, int64_t V, float* lse, float* probs) {
+  // sum_i exp(scale * x[i] - shift) with the exponentials written to e
+  auto exp_sum = [](const float* x, float scale, float shift, int64_t V, float* e) {
+    double total = 0;
+    for (int64_t b = 0; b < V; b += 1024) {
+      const int64_t n = std::min<int64_t>(1024, V - b);
+      for (int64_t i = 0; i < n; ++i) e[b + i] = fast_exp(scale * x[b + i] - shift);
+      total += sum8(e + b, n);
+    }
+    return total;
+  };
+  parallel_for(0, N, 1, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) {
+      const float* x = logits + n * V;
+      float* p = probs + n * V;
+      float m = -INFINITY;
+      for (int64_t i = 0; i < V; ++i) m = std::max(m, x[i]);
+      if (!std::isfinite(m)) {  // NaN or Inf logits: the caller reports them
+        lse[n] = NAN;
+        std::fill(p, p + V, NAN);
+        continue;
+      }
+      // temperature 1 first (the log-probs' normaliser); p holds exp(x - m)
+      const double z = exp_sum(x, 1.0f, m, V, p);
+      lse[n] = m + static_cast<float>(std::log(z));
+      double zt = z;
+      if (inv_t[n] != 1.0f) zt = exp_sum(x, inv_t[n], m * inv_t[n], V, p);
+      const float inv = static_cast<float>(1.0 / zt);
+      for (int64_t i = 0; i < V; ++i) p[i] *= inv;
+    }
+  });
 }
 
 void rms_norm_forward(const float* x, const float* w, float* y, float* r, int64_t N, int64_t D, float eps) {

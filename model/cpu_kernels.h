@@ -30,6 +30,13 @@ void matmul_wt(const float* x, const float* w, const float* bias, float* y, int6
 // The largest N for which matmul_wt beats OpenBLAS's sgemm (measured; see the .cpp).
 constexpr int64_t kMatmulWtMaxRows = 64;
 
+// The sampler's normalisers, per row n of logits [N, V]: lse[n] =
+// logsumexp(logits[n]) and probs[n] = softmax(logits[n] * inv_t[n])
+// (inv_t[n] > 0; probs [N, V]). Exponentials by a ~1 ulp polynomial, sums in
+// 8 lanes per block of 1,024 values, blocks added in double. Rows run in
+// parallel.
+void softmax_rows(const float* logits, const float* inv_t, int64_t N, int64_t V, float* lse, float* probs);
+
 // y[n] = w * x[n] * r[n], r[n] = 1/sqrt(mean(x[n]^2) + eps); r may be null.
 void rms_norm_forward(const float* x, const float* w, float* y, float* r, int64_t N, int64_t D, float eps);
 // Gradients of rms_norm_forward: dx [N, D] (overwritten) and dw [D] (added to).

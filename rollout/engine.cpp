@@ -7,6 +7,7 @@
 #include <deque>
 #include <unordered_map>
 
+#include "model/cpu_kernels.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -343,17 +344,19 @@ void RolloutEngine::sample_rows_on_device(const torch::Tensor& logits, std::vect
 void RolloutEngine::sample_rows(const torch::Tensor& logits, std::vector<Row>& rows, int64_t row0) {
   if (!logits.is_cpu() || options_.tensor_sampling) return sample_rows_on_device(logits, rows, row0);
   const int64_t n = logits.size(0), V = logits.size(1);
-  // Vectorised over the batch: the temperature-1 normaliser (for log-probs)
-  // and the tempered probabilities (for plain sampling); rows with filters
-  // (top-k/top-p/min-p) take the sorted path on their logits.
+  // One kernel over the batch (cpu::softmax_rows, rows in parallel): the
+  // temperature-1 normaliser (for log-probs) and the tempered probabilities
+  // (for plain sampling); rows with filters (top-k/top-p/min-p) take the
+  // sorted path on their logits.
   std::vector<float> inv_t(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const double t = rows[row0 + i].req->params.temperature;
     inv_t[i] = t > 0 ? static_cast<float>(1.0 / t) : 1.0f;
   }
-  auto lse = logits.logsumexp(-1).contiguous();  // [n]
+  auto lse = torch::empty({n}, torch::kFloat32);
+  auto probs = torch::empty({n, V}, torch::kFloat32);
+  cpu::softmax_rows(logits.data_ptr<float>(), inv_t.data(), n, V, lse.data_ptr<float>(), probs.data_ptr<float>());
   check_finite_normalisers(lse.data_ptr<float>(), n, rows, row0);
-  auto probs = torch::softmax(logits * torch::from_blob(inv_t.data(), {n, 1}, torch::kFloat32), -1).contiguous();
   const float* lg = logits.data_ptr<float>();
   const float* pr = probs.data_ptr<float>();
   const float* ls = lse.data_ptr<float>();

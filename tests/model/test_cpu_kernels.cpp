@@ -1,9 +1,11 @@
 // rlf's own CPU pieces below the transformer: the matrix-vector kernel
-// (cpu::matmul_wt) against LibTorch's matmul, the thread team that runs the
+// (cpu::matmul_wt) against LibTorch's matmul, the sampler's normalisers
+// (cpu::softmax_rows) against LibTorch's, the thread team that runs the
 // kernels, and weights moved into huge pages.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 
 #include "model/cpu_fast_forward.h"
@@ -72,6 +74,34 @@ TEST(MatmulWt, IntoChoosesAPathAndAgreesWithLinear) {
     matmul_wt_into(x, w, bias, out);
     EXPECT_TRUE(torch::allclose(out, torch::nn::functional::linear(x, w, bias), 1e-5, 1e-5)) << N;
   }
+}
+
+// The sampler's normalisers against LibTorch: temperature 1 and others, a
+// vocabulary that is not a multiple of the blocks, extreme logits; a row with
+// NaN or Inf gets a NaN normaliser (the engine reports it).
+TEST(SoftmaxRows, MatchLibTorchAndFlagNonFiniteRows) {
+  ThreadsGuard g;
+  cpu::set_kernel_threads(2);
+  torch::manual_seed(4);
+  const int64_t N = 5, V = 32001;
+  auto logits = torch::randn({N, V}) * 4;
+  logits[3][7] = 60.0f;  // one dominant token
+  std::vector<float> inv_t = {1.0f, 2.0f, 0.5f, 1.0f, 1.0f / 0.7f};
+  auto lse = torch::empty({N}), probs = torch::empty({N, V});
+  cpu::softmax_rows(logits.data_ptr<float>(), inv_t.data(), N, V, lse.data_ptr<float>(), probs.data_ptr<float>());
+  auto x64 = logits.to(torch::kFloat64);
+  EXPECT_LT((lse.to(torch::kFloat64) - x64.logsumexp(-1)).abs().max().item<double>(), 2e-6);
+  for (int64_t n = 0; n < N; ++n) {
+    auto ref = torch::softmax(x64[n] * inv_t[static_cast<size_t>(n)], -1);
+    EXPECT_LT((probs[n].to(torch::kFloat64) - ref).abs().max().item<double>(), 1e-6) << n;
+    EXPECT_NEAR(probs[n].sum().item<double>(), 1.0, 1e-5) << n;
+  }
+  logits[1][100] = NAN;
+  logits[2][5] = INFINITY;
+  cpu::softmax_rows(logits.data_ptr<float>(), inv_t.data(), N, V, lse.data_ptr<float>(), probs.data_ptr<float>());
+  EXPECT_TRUE(std::isnan(lse[1].item<float>()));
+  EXPECT_TRUE(std::isnan(lse[2].item<float>()));
+  EXPECT_TRUE(std::isfinite(lse[0].item<float>()));
 }
 
 TEST(ThreadTeam, RunsEveryTaskOnceAndNestedCallsSerially) {
