@@ -25,6 +25,14 @@ rlf=${RLF:-$root/build/apps/cli/rlf}
 py=${RLF_ORACLE_PYTHON:-$root/.venv-oracle/bin/python}
 shared=${RLF_SHARED_DIR:-$root/../shared}
 unset OMP_WAIT_POLICY
+die() { echo "single_stream: $*" >&2; exit 1; }
+[ -x "$rlf" ] || die "no rlf binary at $rlf (build first: bash scripts/build.sh, or set RLF=PATH)"
+[ -x "$py" ] || die "no oracle python at $py (bash scripts/test.sh creates .venv-oracle, or set RLF_ORACLE_PYTHON)"
+[ -f "$shared/tokenizers/hf/llama2/tokenizer.model" ] ||
+  die "no $shared/tokenizers/hf/llama2/tokenizer.model (set RLF_SHARED_DIR to the shared/ folder)"
+case "$shape" in stories15M|stories42M|stories110M) ;; *) die "shape '$shape': use stories15M, stories42M or stories110M" ;; esac
+[[ "$new_tokens" =~ ^[1-9][0-9]*$ && "$threads" =~ ^[1-9][0-9]*$ && "$rounds" =~ ^[1-9][0-9]*$ ]] ||
+  die "NEW_TOKENS, THREADS and ROUNDS must be positive integers (got '$new_tokens' '$threads' '$rounds')"
 mkdir -p "$out"
 llama_py=$(bash "$root/bench/setup_llama_cpp.sh" "${LLAMA_CPP_VENV:-$root/.venv-llama-cpp}" | tail -1)
 "$llama_py" -c "import numpy" 2>/dev/null || "${llama_py%/python}/pip" install -q numpy

@@ -1,6 +1,5 @@
 #include "model/cpu_kernels.h"
 
-
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define RLF_KERNELS_AVX2 1

@@ -1,8 +1,10 @@
-// fp32 CPU kernels for the transformer's non-matmul work (RMSNorm, RoPE,
-// attention, SwiGLU), forward and backward, on contiguous row-major buffers.
+// fp32 CPU kernels on contiguous row-major buffers: RMSNorm, RoPE,
+// attention and SwiGLU, forward and backward; decoding's matrix products
+// (matmul_wt) and the sampler's normalisers (softmax_rows).
 // model/cpu_fast_forward.cpp composes them with LibTorch matmuls into the
 // inference path and, wrapped as autograd functions, into the fp32 CPU
-// training path (see transformer.h, set_fast_cpu_path).
+// training path (see transformer.h, set_fast_cpu_path); rollout/engine.cpp
+// samples with softmax_rows.
 //
 // Shapes: N = B*T token rows, H query heads, K kv heads (G = H / K per kv
 // head), hd head dim, D hidden, S key slots. q is [N, H*hd]; k and v are
@@ -27,7 +29,10 @@ int kernel_threads();
 // weight first, a second pass over memory when N is small). Each y element
 // sums in the same order whatever N and the thread count.
 void matmul_wt(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t I, int64_t O);
-// The largest N for which matmul_wt beats OpenBLAS's sgemm (measured; see the .cpp).
+// The largest N for which matmul_wt_into (model/cpu_fast_forward.h) takes
+// matmul_wt: at 64 rows it and OpenBLAS's sgemm were level (76.6 vs 79.4 ms
+// for a stories110M step's matmuls), below it matmul_wt was faster (47 vs 61
+// ms at 32, 13.6 vs 35.0 at 1; docs/DESIGN.md, 2026-11-26).
 constexpr int64_t kMatmulWtMaxRows = 64;
 
 // The sampler's normalisers, per row n of logits [N, V]: lse[n] =

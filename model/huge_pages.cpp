@@ -13,8 +13,9 @@ int64_t place_in_huge_pages(torch::nn::Module& module) {
   torch::NoGradGuard ng;
   int64_t moved = 0;
   for (auto& p : module.parameters()) {
+    if (!p.defined() || !p.is_cpu() || !p.is_contiguous()) continue;
     const size_t bytes = static_cast<size_t>(p.numel()) * p.element_size();
-    if (!p.defined() || !p.is_cpu() || !p.is_contiguous() || bytes < kHuge) continue;
+    if (bytes < kHuge) continue;
     const size_t len = (bytes + kHuge - 1) / kHuge * kHuge;
     void* mem = nullptr;
     if (posix_memalign(&mem, kHuge, len) != 0) continue;
