@@ -19,6 +19,7 @@ void GenerateBenchOptions::validate() const {
   check(new_tokens > 0, "bench: --new-tokens must be > 0");
   check(prompt_len > 0, "bench: --prompt-len must be > 0");
   check(repeats > 0, "bench: --repeats must be > 0");
+  check(group > 0 && batch % group == 0, "bench: --group (", group, ") must divide --batch (", batch, ")");
 }
 
 namespace {
@@ -79,8 +80,9 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
 
   Rng rng(o.seed);
   std::vector<GenerationRequest> requests;
-  for (int64_t b = 0; b < o.batch; ++b) {
+  for (int64_t b = 0; b < o.batch / o.group; ++b) {
     GenerationRequest r;
+    r.n = o.group;
     for (int64_t t = 0; t < o.prompt_len; ++t) r.prompt_ids.push_back(static_cast<int32_t>(rng.next() % c.vocab_size));
     r.params.temperature = 1.0;
     r.params.max_new_tokens = o.new_tokens;
@@ -90,10 +92,11 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   }
   EngineOptions eo;
   eo.max_batch_rows = o.batch;
+  eo.share_prompt_cache = o.share_prompt;
   RolloutEngine engine(model, nullptr, eo);
   engine.generate(requests);  // warm-up (allocates the cache, primes kernels)
 
-  std::vector<double> walls, decode_rates, step_ms;
+  std::vector<double> walls, decode_rates, step_ms, prefill_s;
   int64_t generated = 0;
   for (int64_t r = 0; r < o.repeats; ++r) {
     engine.reset_stats();
@@ -106,6 +109,7 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
     walls.push_back(wall);
     decode_rates.push_back(st.decode_s > 0 ? (st.n_decode_tokens - o.batch) / st.decode_s : 0);
     step_ms.push_back(st.n_steps > 0 ? 1e3 * st.decode_s / st.n_steps : 0);
+    prefill_s.push_back(st.prefill_s);
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -129,8 +133,11 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   j["tokens_per_s"] = generated / wall;
   j["decode_tokens_per_s"] = median(decode_rates);
   j["ms_per_step"] = median(step_ms);
+  j["prefill_s"] = median(prefill_s);
   j["repeats"] = o.repeats;
-  j["kv_cache_mb"] = engine.cache_bytes() / 1e6;
+  j["group"] = o.group;
+  j["share_prompt"] = o.share_prompt;
+  j["kv_cache_mb"] = engine.cache_peak_bytes() / 1e6;
   {
     // The same step's matmuls alone: the bound batched decoding approaches.
     const auto [ms, bytes] = linear_bound(*model, o.batch, o.repeats);

@@ -17,6 +17,8 @@ struct GenerateBenchOptions {
   std::string device = "cpu";
   int64_t new_tokens = 128;           // tokens generated per sequence (EOS ignored)
   int64_t prompt_len = 16;            // random prompt tokens per sequence
+  int64_t group = 1;                  // samples per prompt (batch / group prompts; must divide batch)
+  bool share_prompt = true;           // a group's rows read one copy of its prompt's KV cache (EngineOptions)
   int64_t repeats = 1;                // timed runs; the median is reported
   uint64_t seed = 0;
   bool fast_cpu = true;               // fp32 CPU inference path (CausalLM::set_fast_cpu_path)
@@ -31,7 +33,8 @@ struct GenerateBenchOptions {
 // projection and the classifier at `batch` rows, through the path decoding
 // takes), linear_bound_tokens_per_s, fraction_of_linear_bound (linear ms /
 // decode ms per step), weight_bytes_per_step and weight_gb_per_s (weights
-// read per decode step / its time: the bandwidth batch 1 achieves).
+// read per decode step / its time: the bandwidth batch 1 achieves);
+// kv_cache_mb: the most the KV cache held (rows plus shared prompts).
 Json run_generate_bench(const GenerateBenchOptions& options);
 
 }  // namespace rlf

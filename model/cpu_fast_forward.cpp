@@ -210,6 +210,11 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
   torch::Tensor gate = torch::empty({N, I}, f32), up = torch::empty({N, I}, f32);
   at::index_select_out(h, model->embed_tokens->weight, 0, ids);
   cpu::AttentionShape sh{B, T, H, K, hd, static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
+  // Rows' shared prefixes (len 0 = none); forward_hidden checked every
+  // position fed is past its row's prefix and within the row's own slots.
+  std::vector<cpu::SharedPrefix> prefixes(static_cast<size_t>(B));
+  bool shared = false;
+  for (int64_t b = 0; cache && b < B; ++b) shared |= cache->prefix(b) != nullptr;
 
   for (int64_t l = 0; l < L; ++l) {
     auto& layer = *model->layers->ptr<DecoderLayerImpl>(l);
@@ -221,8 +226,9 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     cpu::rope_inplace(fp(q), pp, fp(cos_t), fp(sin_t), N, H, hd, false);
     cpu::rope_inplace(fp(k), pp, fp(cos_t), fp(sin_t), N, K, hd, false);
 
-    // Keys/values: with a cache, written at the tokens' positions and read
-    // back from [0, position]; without one, this call's tokens.
+    // Keys/values: with a cache, written at the tokens' own slots and read
+    // back from [0, position] (a row's shared prefix first, then its own
+    // slots from position - prefix length); without one, this call's tokens.
     cpu::KeyLayout kv{fp(k), fp(v), T * K * hd, hd, K * hd};
     if (cache) {
       torch::Tensor& ck = cache->keys(l);
@@ -230,6 +236,17 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
       kv = {fp(ck), fp(cv), ck.stride(0), ck.stride(1), ck.stride(2)};
       check(cv.stride(0) == kv.s0 && cv.stride(1) == kv.s1 && cv.stride(2) == kv.s2,
             "KV cache keys/values layouts differ");
+      if (shared) {
+        for (int64_t b = 0; b < B; ++b) {
+          const KVCache* p = cache->prefix(b);
+          if (!p) continue;
+          const torch::Tensor& pk = p->keys(l);
+          const torch::Tensor& pv = p->values(l);
+          check(pv.strides() == pk.strides() && pk.stride(3) == 1, "shared prefix keys/values layouts differ");
+          prefixes[b] = {pk.data_ptr<float>(), pv.data_ptr<float>(), p->max_len(), pk.stride(1), pk.stride(2)};
+        }
+        kv.prefix = prefixes.data();
+      }
       float* ckp = fp(ck);
       float* cvp = fp(cv);
       const float* kp = fp(k);
@@ -237,7 +254,7 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
       for (int64_t n = 0; n < N; ++n) {
         const int64_t b = n / T;
         for (int64_t kh = 0; kh < K; ++kh) {
-          const int64_t off = b * kv.s0 + kh * kv.s1 + pp[n] * kv.s2;
+          const int64_t off = b * kv.s0 + kh * kv.s1 + (pp[n] - prefixes[b].len) * kv.s2;
           std::copy(kp + (n * K + kh) * hd, kp + (n * K + kh + 1) * hd, ckp + off);
           std::copy(vvp + (n * K + kh) * hd, vvp + (n * K + kh + 1) * hd, cvp + off);
         }

@@ -207,12 +207,15 @@ inline float fast_exp(float x) {
 // s in order (one fused multiply-add per slot), kept in registers (no
 // store-to-load chain through o). With AVX2, 64 columns at a time: 8
 // independent accumulator chains instead of one (the sums are the same).
-inline void weighted_rows(const float* w, const float* rows, int64_t stride, int64_t S, int64_t hd, float* o) {
+// With `accumulate` the sums start from o's values instead of 0, so two
+// calls over consecutive stretches of slots give one call's result exactly.
+inline void weighted_rows(const float* w, const float* rows, int64_t stride, int64_t S, int64_t hd, float* o,
+                          bool accumulate = false) {
   int64_t i = 0;
 #ifdef RLF_KERNELS_AVX2
   for (; i + 64 <= hd; i += 64) {
     __m256 acc[8];
-    for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
+    for (int j = 0; j < 8; ++j) acc[j] = accumulate ? _mm256_loadu_ps(o + i + 8 * j) : _mm256_setzero_ps();
     for (int64_t s = 0; s < S; ++s) {
       const float ws = w[s];
       if (ws == 0.0f) continue;  // invisible slots: their rows may hold anything
@@ -225,6 +228,7 @@ inline void weighted_rows(const float* w, const float* rows, int64_t stride, int
 #endif
   for (; i + 8 <= hd; i += 8) {
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (accumulate) std::copy(o + i, o + i + 8, acc);
     for (int64_t s = 0; s < S; ++s) {
       const float ws = w[s];
       if (ws == 0.0f) continue;
@@ -234,7 +238,7 @@ inline void weighted_rows(const float* w, const float* rows, int64_t stride, int
     for (int j = 0; j < 8; ++j) o[i + j] = acc[j];
   }
   for (; i < hd; ++i) {
-    float a = 0.0f;
+    float a = accumulate ? o[i] : 0.0f;
     for (int64_t s = 0; s < S; ++s)
       if (w[s] != 0.0f) a += w[s] * rows[s * stride + i];
     o[i] = a;
@@ -275,8 +279,12 @@ void attention_jobs(int64_t begin, int64_t end, const float* q, const KeyLayout&
     const float* kb = kv.keys + b * kv.s0 + kh * kv.s1;
     const float* vb = kv.values + b * kv.s0 + kh * kv.s1;
     const int64_t S = cached ? p + 1 : (ordered ? t + 1 : T);
+    // Positions [0, P) from the row's shared prefix, [P, S) from its own slots 0...
+    const SharedPrefix* pre = cached && kv.prefix && kv.prefix[b].len > 0 ? &kv.prefix[b] : nullptr;
+    const int64_t P = pre ? std::min(pre->len, S) : 0;
     w.resize(static_cast<size_t>(S));
-    dot_rows(qv, kb, kv.s2, hd, S, w.data());
+    if (P > 0) dot_rows(qv, pre->keys + kh * pre->s1, pre->s2, hd, P, w.data());
+    dot_rows(qv, kb, kv.s2, hd, S - P, w.data() + P);
     float mx = -INFINITY;
     for (int64_t s = 0; s < S; ++s) {
       if (!cached && ((!ordered && pos[b * T + s] > p) || (valid && !valid[b * T + s]))) {
@@ -301,7 +309,8 @@ void attention_jobs(int64_t begin, int64_t end, const float* q, const KeyLayout&
     }
     const float inv = 1.0f / sum8(wp, S);
     for (int64_t s = 0; s < S; ++s) wp[s] *= inv;
-    weighted_rows(wp, vb, kv.s2, S, hd, o);
+    if (P > 0) weighted_rows(wp, pre->values + kh * pre->s1, pre->s2, P, hd, o);
+    weighted_rows(wp + P, vb, kv.s2, S - P, hd, o, /*accumulate=*/P > 0);
     if (pr) std::copy(wp, wp + S, pr);
   }
 }

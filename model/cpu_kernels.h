@@ -54,12 +54,25 @@ void rms_norm_backward(const float* x, const float* w, const float* r, const flo
 void rope_inplace(float* x, const int64_t* pos, const float* cos_table, const float* sin_table, int64_t N,
                   int64_t heads, int64_t hd, bool inverse);
 
+// A prefix that cached rows share (a group's prompt): positions [0, len) of
+// the row are read from here, element (kv head kh, position s, i) at
+// base + kh*s1 + s*s2 + i.
+struct SharedPrefix {
+  const float* keys = nullptr;
+  const float* values = nullptr;
+  int64_t len = 0;
+  int64_t s1 = 0, s2 = 0;
+};
+
 // Where attention reads keys and values: element (row b, kv head kh, slot s,
-// i) is at base + b*s0 + kh*s1 + s*s2 + i.
+// i) is at base + b*s0 + kh*s1 + s*s2 + i. With `prefix` (cached only, one
+// entry per row; len 0 = none) row b's positions below prefix[b].len are
+// read from its prefix and position p >= len from the row's slot p - len.
 struct KeyLayout {
   const float* keys = nullptr;
   const float* values = nullptr;
   int64_t s0 = 0, s1 = 0, s2 = 0;
+  const SharedPrefix* prefix = nullptr;
 };
 
 struct AttentionShape {
@@ -67,8 +80,8 @@ struct AttentionShape {
   float scale = 1.0f;  // 1/sqrt(hd)
 };
 
-// Causal attention. With `cached` the query at position p attends slots
-// [0, p] of its row; otherwise it attends this call's tokens s (slot = token
+// Causal attention. With `cached` the query at position p attends positions
+// [0, p] of its row (its shared prefix, then its own slots); otherwise it attends this call's tokens s (slot = token
 // index) with pos[s] <= pos[t] and valid[s] (valid may be null). out is
 // [N, H*hd]. `probs` (optional, uncached only) receives the softmax
 // [B, H, T, T] (0 where not visible). A query that sees nothing gets NaN, as

@@ -36,8 +36,32 @@ AttentionImpl::AttentionImpl(const ModelConfig& c)
   o_proj = register_module("o_proj", torch::nn::Linear(lin(n_heads_ * head_dim_, d, c.o_bias)));
 }
 
-torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, torch::Tensor* cache_k,
-                                     torch::Tensor* cache_v) {
+namespace {
+
+// Keys (or values) [B, K, S, hd] of positions [0, S) for rows that may read
+// their first positions from a shared prefix: a copy, prefix then own slots,
+// zeros past what a row holds (positions no query of it sees).
+torch::Tensor with_prefixes(const KVCache& cache, int64_t layer, const torch::Tensor& own, int64_t S, bool values) {
+  const int64_t B = own.size(0);
+  auto out = torch::zeros({B, own.size(1), S, own.size(3)}, own.options());
+  for (int64_t b = 0; b < B; ++b) {
+    const KVCache* pre = cache.prefix(b);
+    const int64_t P = pre ? std::min(pre->max_len(), S) : 0;
+    auto row = out.select(0, b);
+    if (P > 0) {
+      const torch::Tensor& store = values ? pre->values(layer) : pre->keys(layer);
+      row.narrow(1, 0, P).copy_(store.select(0, 0).narrow(1, 0, P));
+    }
+    const int64_t m = std::min(S - P, own.size(2));
+    if (m > 0) row.narrow(1, P, m).copy_(own.select(0, b).narrow(1, 0, m));
+  }
+  return out;
+}
+
+}  // namespace
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, KVCache* cache,
+                                     int64_t layer) {
   const int64_t B = x.size(0), T = x.size(1), K = n_kv_heads_, G = n_heads_ / n_kv_heads_, hd = head_dim_;
   auto q = RotaryEmbedding::apply(lora_project(q_proj, q_lora, x).view({B, T, n_heads_, hd}), ctx.cos, ctx.sin);  // [B, T, H, hd]
   auto k = RotaryEmbedding::apply(lora_project(k_proj, k_lora, x).view({B, T, K, hd}), ctx.cos, ctx.sin);         // [B, T, K, hd]
@@ -46,13 +70,16 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   v = v.transpose(1, 2);  // [B, K, T, hd]
 
   torch::Tensor keys = k, values = v;  // [B, K, S, hd]
-  if (cache_k) {
-    // Write this call's keys at their positions, then read keys [0, S).
-    auto idx = ctx.positions.view({B, 1, T, 1}).expand({B, K, T, hd});
-    cache_k->scatter_(2, idx, k);
-    cache_v->scatter_(2, idx, v);
-    keys = cache_k->narrow(2, 0, ctx.n_keys);
-    values = cache_v->narrow(2, 0, ctx.n_keys);
+  if (cache) {
+    // Write this call's keys at their slots, then read positions [0, S).
+    torch::Tensor& cache_k = cache->keys(layer);
+    torch::Tensor& cache_v = cache->values(layer);
+    const bool shared = ctx.slots.defined();
+    auto idx = (shared ? ctx.slots : ctx.positions).view({B, 1, T, 1}).expand({B, K, T, hd});
+    cache_k.scatter_(2, idx, k);
+    cache_v.scatter_(2, idx, v);
+    keys = shared ? with_prefixes(*cache, layer, cache_k, ctx.n_keys, false) : cache_k.narrow(2, 0, ctx.n_keys);
+    values = shared ? with_prefixes(*cache, layer, cache_v, ctx.n_keys, true) : cache_v.narrow(2, 0, ctx.n_keys);
   }
   const int64_t S = keys.size(2);
   // Queries grouped by their kv head: [B, K, G*T, hd], so no key/value repetition.
@@ -87,9 +114,9 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
   post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
 }
 
-torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, torch::Tensor* cache_k,
-                                        torch::Tensor* cache_v) {
-  auto h = x + self_attn->forward(input_layernorm(x), ctx, cache_k, cache_v);
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, KVCache* cache,
+                                        int64_t layer) {
+  auto h = x + self_attn->forward(input_layernorm(x), ctx, cache, layer);
   return h + mlp(post_attention_layernorm(h));
 }
 
@@ -128,12 +155,26 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
   const int64_t max_pos = positions.max().item<int64_t>();  // the one host sync of a step
   check(max_pos < rope_.max_positions(), "position ", max_pos, " is beyond max_position_embeddings (",
         config_.max_position_embeddings, "): shorten the prompt or the number of new tokens");
-  if (cache) check(max_pos < cache->max_len(), "position ", max_pos, " is beyond the KV cache length (", cache->max_len(), ")");
+  torch::Tensor slots;  // with shared prefixes: [B, T] own slots (positions minus the row's prefix length)
+  if (cache) {
+    const int64_t B = input_ids.size(0);
+    std::vector<int64_t> plen(static_cast<size_t>(B));
+    bool shared = false;
+    for (int64_t b = 0; b < B; ++b) shared |= (plen[b] = cache->prefix_len(b)) > 0;
+    if (shared) {
+      slots = positions - torch::tensor(plen, torch::kInt64).to(positions.device()).view({B, 1});
+      check(slots.min().item<int64_t>() >= 0, "a position inside a row's shared prefix was fed again");
+    }
+    const int64_t max_slot = shared ? slots.max().item<int64_t>() : max_pos;
+    check(max_slot < cache->max_len(), "position ", max_pos, " is beyond the KV cache length (", cache->max_len(),
+          shared ? " slots after the row's shared prefix)" : ")");
+  }
   if (fast_cpu_path_applies(cache)) return forward_hidden_cpu_fast(input_ids, positions, cache, key_mask);
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
   AttentionContext ctx;
   std::tie(ctx.cos, ctx.sin) = rope_.lookup(positions, dtype());
   ctx.positions = positions;
+  ctx.slots = slots;
   if (cache) {
     ctx.n_keys = max_pos + 1;
     auto key_pos = torch::arange(ctx.n_keys, positions.options()).view({1, 1, ctx.n_keys});
@@ -148,7 +189,7 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
   const int64_t L = static_cast<int64_t>(model->layers->size());
   for (int64_t l = 0; l < L; ++l) {
     auto layer = model->layers->ptr<DecoderLayerImpl>(l);
-    h = layer->forward(h, ctx, cache ? &cache->keys(l) : nullptr, cache ? &cache->values(l) : nullptr);
+    h = layer->forward(h, ctx, cache, l);
   }
   return model->norm(h);
 }

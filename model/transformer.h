@@ -40,16 +40,19 @@ struct AttentionContext {
   torch::Tensor positions;    // [B, T] int64
   torch::Tensor blocked;      // [B, 1, 1, T, S] bool: true where a query may NOT see a key
   int64_t n_keys = 0;         // S: with a cache, 1 + the largest position; else T
+  // With a cache whose rows share prefixes (KVCache::set_prefix): the rows'
+  // own slots for this call's tokens (positions minus the row's prefix length).
+  torch::Tensor slots;        // [B, T] int64; undefined = no row has a prefix
 };
 
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const ModelConfig& config);
-  // x [B, T, D]. With a cache, this call's keys/values are written at
-  // ctx.positions and queries attend to cached keys [0, S); without one, keys
-  // are this call's tokens. ctx.blocked masks what a query may not see.
-  torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx, torch::Tensor* cache_k,
-                        torch::Tensor* cache_v);
+  // x [B, T, D]. With a cache, this call's keys/values are written into
+  // layer `layer` of it at ctx.positions (ctx.slots with shared prefixes) and
+  // queries attend to cached positions [0, S); without one, keys are this
+  // call's tokens. ctx.blocked masks what a query may not see.
+  torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx, KVCache* cache, int64_t layer);
 
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   LoraSlot q_lora, k_lora, v_lora, o_lora;  // adapters (model/lora.h); empty by default
@@ -71,8 +74,7 @@ TORCH_MODULE(MLP);
 class DecoderLayerImpl : public torch::nn::Module {
  public:
   explicit DecoderLayerImpl(const ModelConfig& config);
-  torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx, torch::Tensor* cache_k,
-                        torch::Tensor* cache_v);
+  torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx, KVCache* cache, int64_t layer);
   Attention self_attn{nullptr};
   MLP mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};

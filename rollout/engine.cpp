@@ -212,15 +212,26 @@ void RolloutEngine::admit(Queue& queue, std::vector<Row>& rows, std::vector<Gene
     const int64_t P = static_cast<int64_t>(req.prompt_ids.size());
     const int64_t row0 = static_cast<int64_t>(rows.size());
 
-    // Prefill the prompt once into row0, then share its cache with the group.
+    // Prefill the prompt once. A group's rows share it (one copy of the
+    // prompt's keys and values, read by all n rows); a single sample, or a
+    // group with sharing off, holds it in its own row (copied to the group's
+    // other rows).
     auto t0 = Clock::now();
     std::vector<int64_t> ids(req.prompt_ids.begin(), req.prompt_ids.end());
     auto input = torch::tensor(ids, torch::kInt64).view({1, P}).to(device);
     auto positions = torch::arange(P, torch::TensorOptions().dtype(torch::kInt64).device(device)).view({1, P});
-    KVCache view = cache_.rows(row0, 1);
-    auto hidden = model_->forward_hidden(input, positions, &view);
+    torch::Tensor hidden;
+    if (shares_prompt(req)) {
+      auto prefix = std::make_shared<KVCache>(model_->config(), 1, P, model_->dtype(), device);
+      hidden = model_->forward_hidden(input, positions, prefix.get());
+      cache_.set_prefix(row0, n, std::move(prefix));
+    } else {
+      cache_.set_prefix(row0, n, nullptr);
+      KVCache view = cache_.rows(row0, 1);
+      hidden = model_->forward_hidden(input, positions, &view);
+      cache_.broadcast_prefix(row0, row0 + 1, n - 1, P);
+    }
     auto last = model_->logits(hidden.narrow(1, P - 1, 1)).to(torch::kFloat32).contiguous();
-    cache_.broadcast_prefix(row0, row0 + 1, n - 1, P);
     stats_.prefill_s += seconds_since(t0);
     stats_.n_prefill_tokens += P;
     stats_.n_fed_tokens += P;
@@ -411,6 +422,11 @@ void RolloutEngine::compact(std::vector<Row>& rows, std::vector<GeneratedSequenc
     }
     rows.pop_back();
   }
+  cache_.release_rows(static_cast<int64_t>(rows.size()));  // a group's shared prompt goes with its last row
+}
+
+bool RolloutEngine::shares_prompt(const GenerationRequest& req) const {
+  return options_.share_prompt_cache && req.n > 1;
 }
 
 int64_t RolloutEngine::context_limit() const {
@@ -443,7 +459,8 @@ std::vector<GeneratedSequence> RolloutEngine::generate(const std::vector<Generat
     const auto& req = requests[r];
     check_request(req, "generation request " + std::to_string(r));
     const int64_t P = static_cast<int64_t>(req.prompt_ids.size());
-    max_len = std::max(max_len, std::min(P + std::min(req.total_budget(), model_limit), model_limit));
+    const int64_t row_limit = std::min(P + std::min(req.total_budget(), model_limit), model_limit);
+    max_len = std::max(max_len, shares_prompt(req) ? row_limit - P : row_limit);  // a shared prompt is not in the row
     total += req.n;
   }
   std::vector<GenerationRequest> seeded = requests;  // requests without a seed get one, in order
@@ -559,6 +576,7 @@ void RolloutEngine::serve(RequestSource& source) {
     for (auto& [id, l] : live)
       if (!l.failed) l.failed = true, source.on_failed(id, error);
     rows.clear();
+    cache_.release_rows(0);
     queue.items.clear();
     live.clear();
     done.clear();

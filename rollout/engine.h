@@ -6,8 +6,11 @@
 //
 // Scheduling (continuous batching): up to `max_batch_rows` sequences decode
 // together. A request with n samples is admitted as a group: its prompt is
-// prefilled once and the prompt's cache is copied to the group's n rows
-// (no recomputation per sample); rows that finish are refilled from the queue.
+// prefilled once into a shared prefix that the group's n rows read (one copy
+// of the prompt's keys and values, not n; KVCache::set_prefix), and each
+// row's own cache holds only its tokens after the prompt; rows that finish
+// are refilled from the queue. The samples' tokens and log-probs are the same,
+// bit for bit, with sharing off (EngineOptions::share_prompt_cache).
 //
 // Every finished sequence returns its prompt ids, completion ids, the policy's
 // per-token log-probs at temperature 1 (from the same forward code the trainer
@@ -129,6 +132,8 @@ struct EngineOptions {
   uint64_t seed = 0;              // seeds requests that carry none (in request order)
   bool tensor_sampling = false;   // sample with tensor ops as on a GPU (sample_rows_on_device) even on the CPU;
                                   // a GPU model always does (tests compare the two paths on the CPU)
+  bool share_prompt_cache = true; // a group's rows read one copy of its prompt's KV cache; false = each row
+                                  // holds a copy (the layout before sharing; benchmarks compare the two)
 
   void validate() const;
 };
@@ -217,11 +222,15 @@ class RolloutEngine {
   // Tokens a sequence may hold: max_seq_len, else the model's max_position_embeddings.
   int64_t context_limit() const;
 
-  // Reserves the cache for `n_rows` sequences of up to `max_len` tokens.
+  // Reserves the cache for `n_rows` sequences of up to `max_len` tokens each
+  // after their shared prompt (all of their tokens when they share none).
   void reserve_cache(int64_t n_rows, int64_t max_len);
   // Frees the cache (the trainer calls this before an update).
   void release_cache();
+  // Bytes the cache holds now (rows and live shared prompts), and the most
+  // it held since it was reserved (what a generate() call needed).
   int64_t cache_bytes() const { return cache_.reserved() ? cache_.bytes() : 0; }
+  int64_t cache_peak_bytes() const { return cache_.reserved() ? cache_.peak_bytes() : 0; }
 
   const EngineStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
@@ -229,6 +238,8 @@ class RolloutEngine {
 
  private:
   struct Row;
+  // True when `req`'s samples share one copy of its prompt's cache.
+  bool shares_prompt(const GenerationRequest& req) const;
   void admit(struct Queue& queue, std::vector<Row>& rows, std::vector<GeneratedSequence>& done,
              TurnHandler* handler);
   // Records the top-k log-probs of rows [row0, row0 + n) that asked for them.

@@ -18,6 +18,8 @@ CommandSpec make_bench_generate_command() {
       {"dtype", OptKind::String, "auto", "auto (bf16 where native: GPU, AMX, AVX512_BF16; else fp32), fp32 or bf16", "DTYPE"},
       {"new-tokens", OptKind::Int, "128", "tokens generated per sequence", "N", 1, 1e6},
       {"prompt-len", OptKind::Int, "16", "random prompt tokens per sequence", "N", 1, 1e6},
+      {"group", OptKind::Int, "1", "samples per prompt (the batch is batch/group prompts; must divide --batch)", "N", 1, 4096},
+      {"share-prompt", OptKind::String, "on", "on|off: a group's samples read one copy of its prompt's KV cache (off: a copy per sample)", "ON|OFF"},
       {"repeats", OptKind::Int, "3", "timed runs (median reported) after one warm-up", "N", 1, 1000},
       {"seed", OptKind::Int, "0", "seed for weights, prompts and sampling", "N", 0, 9.2e18},
       {"fast-cpu", OptKind::String, "on", "on|off: the fp32 CPU inference path (off: LibTorch module path)", "ON|OFF"},
@@ -31,6 +33,10 @@ CommandSpec make_bench_generate_command() {
     o.device = a.str("device");
     o.new_tokens = a.integer("new-tokens");
     o.prompt_len = a.integer("prompt-len");
+    o.group = a.integer("group");
+    const std::string share = a.str("share-prompt");
+    check(share == "on" || share == "off", "--share-prompt must be on or off (got '", share, "')");
+    o.share_prompt = share == "on";
     o.repeats = a.integer("repeats");
     o.seed = static_cast<uint64_t>(a.integer("seed"));
     o.fast_cpu = fast_cpu_option(a);

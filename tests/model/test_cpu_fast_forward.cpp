@@ -93,6 +93,82 @@ TEST_P(FastPath, CachedPrefillAndRaggedDecodeMatchModulePath) {
   EXPECT_GT(out[0][0].abs().max().item<double>(), 1e-3);  // not a comparison of zeros
 }
 
+// Rows that read a shared prefix (one copy of a prompt, KVCache::set_prefix)
+// give exactly what rows holding the prompt in their own slots give, on both
+// paths, beside a row without a prefix; feeding a position inside the prefix
+// or past the row's own slots is an error.
+TEST_P(FastPath, RowsReadingASharedPrefixMatchRowsHoldingThePrompt) {
+  CausalLM m = model();
+  const ModelConfig& c = m->config();
+  torch::NoGradGuard ng;
+  const int64_t P = 7, L2 = 5, steps = 4;
+  auto ids = torch::randint(0, c.vocab_size, {3, 16}, torch::kInt64);
+  ids.narrow(0, 1, 1).narrow(1, 0, P).copy_(ids.narrow(0, 0, 1).narrow(1, 0, P));  // rows 0 and 1: one prompt
+  for (int fast = 0; fast < 2; ++fast) {
+    m->set_fast_cpu_path(fast == 1);
+    auto prefill = [&](KVCache& cache, int64_t row, int64_t len) {
+      KVCache view = cache.rows(row, 1);
+      auto pos = torch::arange(len, torch::kInt64).view({1, len});
+      return m->logits(m->forward_hidden(ids.narrow(0, row, 1).narrow(1, 0, len), pos, &view));
+    };
+    KVCache copies(c, 3, 16, torch::kFloat32, torch::kCPU);
+    auto first = prefill(copies, 0, P);
+    prefill(copies, 1, P);
+    prefill(copies, 2, L2);
+    KVCache shared(c, 3, 16 - P, torch::kFloat32, torch::kCPU);
+    auto prefix = std::make_shared<KVCache>(c, 1, P, torch::kFloat32, torch::kCPU);
+    {
+      auto pos = torch::arange(P, torch::kInt64).view({1, P});
+      EXPECT_TRUE(torch::equal(m->logits(m->forward_hidden(ids.narrow(0, 0, 1).narrow(1, 0, P), pos, prefix.get())), first));
+    }
+    shared.set_prefix(0, 2, prefix);
+    prefill(shared, 2, L2);
+    for (int64_t step = 0; step < steps; ++step) {
+      auto tok = torch::empty({3, 1}, torch::kInt64), pos = torch::empty({3, 1}, torch::kInt64);
+      for (int64_t r = 0; r < 3; ++r) {
+        const int64_t len = r < 2 ? P : L2;
+        tok[r][0] = ids[r][len + step];
+        pos[r][0] = len + step;
+      }
+      auto want = m->logits(m->forward_hidden(tok, pos, &copies));
+      auto got = m->logits(m->forward_hidden(tok, pos, &shared));
+      EXPECT_TRUE(torch::equal(want, got)) << "fast " << fast << " step " << step << " max diff "
+                                           << max_diff(want, got);
+    }
+    auto one = torch::zeros({3, 1}, torch::kInt64);
+    auto inside = torch::tensor({int64_t{P - 1}, int64_t{P + steps}, int64_t{L2 + steps}}).view({3, 1});
+    EXPECT_THROW(m->forward_hidden(one, inside, &shared), Error);
+    auto beyond = torch::tensor({int64_t{16}, int64_t{P + steps}, int64_t{L2 + steps}}).view({3, 1});
+    EXPECT_THROW(m->forward_hidden(one, beyond, &shared), Error);
+  }
+}
+
+// A shared prefix counts once in bytes(), moves with its row and is freed
+// with the last row that reads it.
+TEST(KVCacheSharing, PrefixBytesMovesAndRelease) {
+  ModelConfig c = ModelConfig::preset("stories260K");
+  KVCache cache(c, 4, 10, torch::kFloat32, torch::kCPU);
+  const int64_t rows_bytes = cache.bytes();
+  auto prefix = std::make_shared<KVCache>(c, 1, 20, torch::kFloat32, torch::kCPU);
+  std::weak_ptr<const KVCache> alive = prefix;
+  cache.set_prefix(1, 2, std::move(prefix));
+  EXPECT_EQ(cache.bytes(), rows_bytes + rows_bytes / 4 * 2);  // one prefix of 20 slots = two rows of 10
+  EXPECT_EQ(cache.prefix_len(1), 20);
+  EXPECT_EQ(cache.prefix_len(0), 0);
+  EXPECT_EQ(cache.rows(1, 3).prefix_len(0), 20);  // views carry their rows' prefixes
+  cache.move_row(2, 0, 25);
+  EXPECT_EQ(cache.prefix_len(0), 20);
+  EXPECT_EQ(cache.prefix_len(2), 0);
+  cache.release_rows(1);
+  EXPECT_FALSE(alive.expired());  // row 0 still reads it
+  cache.set_prefix(0, 1, nullptr);
+  EXPECT_TRUE(alive.expired());
+  EXPECT_EQ(cache.bytes(), rows_bytes);
+  EXPECT_EQ(cache.peak_bytes(), rows_bytes + rows_bytes / 4 * 2);
+  auto nested = std::make_shared<KVCache>(c, 2, 5, torch::kFloat32, torch::kCPU);
+  EXPECT_THROW(cache.set_prefix(0, 1, nested), Error);  // a prefix is one row
+}
+
 TEST_P(FastPath, UncachedWithPaddingMatchesModulePathOnValidTokens) {
   CausalLM m = model();
   const ModelConfig& c = m->config();

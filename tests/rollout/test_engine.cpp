@@ -106,6 +106,55 @@ TEST(Engine, GroupSharesOnePrefillAndSamplesDiffer) {
   EXPECT_GT(distinct.size(), 1u);
 }
 
+// Groups read one copy of their prompt's keys and values (a shared prefix)
+// instead of one per sample: the tokens and log-probs are the same, bit for
+// bit, as with each row holding a copy, on the fp32 CPU kernels and on
+// LibTorch's path, with ragged prompts, single samples beside groups, and
+// groups split over a small batch (rows compacted while others decode).
+TEST(Engine, SharedPromptsSampleExactlyWhatCopiedPromptsSample) {
+  for (bool fast : {true, false}) {
+    auto model = tiny_model();
+    model->set_fast_cpu_path(fast);
+    std::vector<GenerationRequest> reqs = {request(prompt(30, 1), 1.0, 9, 7, 4), request(prompt(7, 2), 0.9, 12, 8),
+                                           request(prompt(12, 3), 1.2, 6, 9, 3), request(prompt(1, 4), 1.0, 11, 10, 2)};
+    reqs[0].params.stop_token_ids = {5, 17, 33};  // rows of a group finish at different steps
+    for (int64_t rows : {64, 3}) {
+      EngineOptions shared_opts, copied_opts;
+      shared_opts.max_batch_rows = copied_opts.max_batch_rows = rows;
+      copied_opts.share_prompt_cache = false;
+      RolloutEngine shared(model, nullptr, shared_opts), copied(model, nullptr, copied_opts);
+      auto a = shared.generate(reqs), b = copied.generate(reqs);
+      ASSERT_EQ(a.size(), 10u);
+      ASSERT_EQ(b.size(), 10u);
+      for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].completion_ids, b[i].completion_ids) << "fast " << fast << " rows " << rows << " seq " << i;
+        EXPECT_EQ(a[i].logprobs, b[i].logprobs) << "fast " << fast << " rows " << rows << " seq " << i;
+      }
+      EXPECT_EQ(shared.stats().n_prefill_tokens, copied.stats().n_prefill_tokens);
+    }
+  }
+}
+
+// G samples of a P-token prompt hold the prompt once plus G rows of their
+// own tokens; the prompt's copy is freed with the group's last row.
+TEST(Engine, AGroupHoldsOneCopyOfItsPrompt) {
+  auto model = tiny_model();
+  const ModelConfig& c = model->config();
+  const int64_t slot_bytes = c.num_hidden_layers * 2 * c.num_key_value_heads * c.resolved_head_dim() * 4;
+  const int64_t G = 16, P = 64, new_tokens = 8;
+  auto req = request(prompt(P, 6), 1.0, new_tokens, 3, G);
+  RolloutEngine shared(model, nullptr, {});
+  EngineOptions copied_opts;
+  copied_opts.share_prompt_cache = false;
+  RolloutEngine copied(model, nullptr, copied_opts);
+  shared.generate({req});
+  copied.generate({req});
+  EXPECT_EQ(shared.cache_peak_bytes(), (G * new_tokens + P) * slot_bytes);
+  EXPECT_EQ(shared.cache_bytes(), G * new_tokens * slot_bytes);  // the prompt's copy went with the group
+  EXPECT_EQ(copied.cache_peak_bytes(), G * (P + new_tokens) * slot_bytes);
+  EXPECT_EQ(copied.cache_bytes(), copied.cache_peak_bytes());
+}
+
 TEST(Engine, SameSeedSameOutputDifferentSeedDifferentOutput) {
   auto model = tiny_model();
   RolloutEngine e1(model, nullptr, {}), e2(model, nullptr, {});
