@@ -3,12 +3,13 @@ Hugging Face directory with a tokenizer, so that rlf and a peer engine (via
 `rlf export --gguf`) run the very same weights.
 
     .venv-oracle/bin/python bench/random_hf_model.py --shape stories110M \
-        --tokenizer ../shared/tokenizers/hf/llama2 --out DIR [--seed 0]
+        --tokenizer ../shared/tokenizers/hf/llama2 --out DIR [--seed 0] [--hf-only]
 
 Shapes as ModelConfig::preset (model/config.cpp); tied embeddings as in
 llama2.c's models; weights N(0, 0.02), norms 1 (rlf's init_random). Also
 writes DIR/tokenizer.bin, the SentencePiece vocabulary in llama2.c's format
-(its tokenizer.py's export), which `rlf export --gguf --tokenizer` reads.
+(its tokenizer.py's export), which `rlf export --gguf --tokenizer` reads
+(not with --hf-only; bench/trl_compare.py needs only the HF directory).
 """
 import argparse
 import shutil
@@ -53,6 +54,7 @@ def main():
     ap.add_argument("--tokenizer", required=True, help="a directory with tokenizer.model (+ tokenizer_config.json)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--hf-only", action="store_true", help="skip DIR/tokenizer.bin (needs no protobuf)")
     a = ap.parse_args()
     dim, layers, heads, kv, vocab, ctx = SHAPES[a.shape]
     cfg = LlamaConfig(vocab_size=vocab, hidden_size=dim, intermediate_size=ffn(dim), num_hidden_layers=layers,
@@ -71,7 +73,8 @@ def main():
     for f in Path(a.tokenizer).iterdir():
         if f.name.startswith("tokenizer") or f.name == "special_tokens_map.json":
             shutil.copy(f, out / f.name)
-    write_llama2c_tokenizer(Path(a.tokenizer) / "tokenizer.model", out / "tokenizer.bin")
+    if not a.hf_only:
+        write_llama2c_tokenizer(Path(a.tokenizer) / "tokenizer.model", out / "tokenizer.bin")
     print(out)
 
 

@@ -7,7 +7,9 @@ generates both configurations:
   model    stories260K (llama2.c) converted by `rlf convert` into a Hugging Face
            directory; a tokenizer.json rebuilt from its llama2.c vocabulary
            (SentencePiece BPE: scores -> merges, byte fallback) is written next
-           to it and used by both sides (checked to encode like rlf)
+           to it and used by both sides (checked to encode like rlf); or, with
+           --model stories15M|stories42M|stories110M, random weights of that
+           shape (bench/random_hf_model.py) with the Llama 2 tokenizer
   prompts  TinyStories openings, each with two keywords (OUT/prompts.jsonl)
   reward   keyword coverage: (keywords present) / (keywords), case-insensitive,
            whole words — rlf's `keywords` reward and an identical Python function
@@ -53,7 +55,9 @@ TRL_CONSTRAINTS = ["numpy<2", "torch<2", "pyarrow<19", "pandas<3"]  # keep Debia
 
 # The job: every parameter both sides read.
 JOB = {
-    "model": "stories260K",      # shared/models/<model>/<model>.bin + tok512.bin
+    "model": "stories260K",      # shared/models/<model>/<model>.bin + tok512.bin, or a shape of
+                                 # bench/random_hf_model.py (stories15M, stories42M, stories110M):
+                                 # random weights with the Llama 2 tokenizer (shared/tokenizers/hf/llama2)
     "prompts_per_step": 4,       # groups per step (TRL: per_device_train_batch_size)
     "group_size": 8,             # completions per prompt (TRL: num_generations)
     "max_new_tokens": 64,        # completion length limit (TRL: max_completion_length)
@@ -211,11 +215,35 @@ def llama2c_tokenizer_json(pieces, scores):
     }
 
 
+RANDOM_SHAPES = ("stories15M", "stories42M", "stories110M")  # bench/random_hf_model.py's SHAPES
+
+
+def trl_prompt_prefix(job):
+    """What TRL's prompt text starts with so that it encodes, without special
+    tokens added, to rlf's ids (BOS + the text): the Llama 2 tokenizer (legacy
+    mode) adds no word-start mark right after a special token, so it needs the
+    space that its normaliser would otherwise add."""
+    return "<s> " if job["model"] in RANDOM_SHAPES else "<s>"
+
+
 def prepare(out, rlf, job):
     """OUT/model (HF directory + tokenizer.json) and OUT/prompts.jsonl."""
     model_dir = out / "model"
     src = SHARED / "models" / job["model"]
-    if not (model_dir / "model.safetensors").exists():
+    random_shape = job["model"] in RANDOM_SHAPES
+    if random_shape:
+        # The same random weights for both sides, written once (bench/random_hf_model.py).
+        hf_tok = SHARED / "tokenizers" / "hf" / "llama2"
+        if not (hf_tok / "tokenizer.json").exists():
+            sys.exit(f"missing {hf_tok / 'tokenizer.json'} (set RLF_SHARED_DIR to the shared folder)")
+        if not (model_dir / "model.safetensors").exists():
+            subprocess.run([sys.executable, str(REPO / "bench" / "random_hf_model.py"), "--shape", job["model"],
+                            "--tokenizer", str(hf_tok), "--out", str(model_dir), "--seed", str(job["seed"]),
+                            "--hf-only"], check=True)
+    elif not (model_dir / "model.safetensors").exists():
+        if not (src / f"{job['model']}.bin").exists():
+            sys.exit(f"--model {job['model']}: no {src / (job['model'] + '.bin')}; use a llama2.c model in "
+                     f"shared/models or a shape: {', '.join(RANDOM_SHAPES)}")
         subprocess.run([str(rlf), "convert", str(src / f"{job['model']}.bin"), str(model_dir)], check=True)
     config = json.loads((model_dir / "config.json").read_text())
     # rlf convert lists BOS as a second stop id (llama2.c stops at BOS), but TRL
@@ -226,9 +254,10 @@ def prepare(out, rlf, job):
     gen = json.loads(gen_cfg.read_text()) if gen_cfg.exists() else {}
     gen["eos_token_id"] = config["eos_token_id"]
     gen_cfg.write_text(json.dumps(gen, indent=1) + "\n")
-    pieces, scores = read_llama2c_vocab(src / "tok512.bin", config["vocab_size"])
     tok_json = model_dir / "tokenizer.json"
-    tok_json.write_text(json.dumps(llama2c_tokenizer_json(pieces, scores), ensure_ascii=False))
+    if not random_shape:
+        pieces, scores = read_llama2c_vocab(src / "tok512.bin", config["vocab_size"])
+        tok_json.write_text(json.dumps(llama2c_tokenizer_json(pieces, scores), ensure_ascii=False))
     (model_dir / "tokenizer_config.json").write_text(json.dumps({
         "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>",
         "unk_token": "<unk>", "pad_token": "<unk>", "add_bos_token": True, "add_eos_token": False,
@@ -242,7 +271,7 @@ def prepare(out, rlf, job):
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file(str(tok_json))
     for text, _ in PROMPTS[:3]:
-        ours = tok.encode("<s>" + text, add_special_tokens=False).ids
+        ours = tok.encode(trl_prompt_prefix(job) + text, add_special_tokens=False).ids
         res = subprocess.run([str(rlf), "tokenize", "--tokenizer", str(tok_json), "--text", text, "--add-special",
                               "--json"], capture_output=True, text=True)
         theirs = json.loads(res.stdout)["ids"] if res.returncode == 0 else None
@@ -302,7 +331,7 @@ def run_trl(out, model_dir, job):
     torch.set_num_threads(1 if job["trl_thread_plan"] == "blas" else job["threads"])
     run_dir = out / "trl_run"
     shutil.rmtree(run_dir, ignore_errors=True)
-    dataset = Dataset.from_list([{"prompt": "<s>" + text, "keywords": kws} for text, kws in PROMPTS])
+    dataset = Dataset.from_list([{"prompt": trl_prompt_prefix(job) + text, "keywords": kws} for text, kws in PROMPTS])
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), torch_dtype=torch.float32)
 
