@@ -1,6 +1,11 @@
 #include "model/huge_pages.h"
 
+#include <cstdint>
 #include <cstdlib>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -17,17 +22,36 @@ int64_t place_in_huge_pages(torch::nn::Module& module) {
     const size_t bytes = static_cast<size_t>(p.numel()) * p.element_size();
     if (bytes < kHuge) continue;
     const size_t len = (bytes + kHuge - 1) / kHuge * kHuge;
+#if defined(__linux__)
+    // A mapping of its own, never touched before (heap memory may already sit
+    // in 4 KiB pages), aligned to 2 MiB inside it and advised before the first touch.
+    const size_t map_len = len + kHuge;
+    void* base = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) continue;
+    const uintptr_t b = reinterpret_cast<uintptr_t>(base);
+    void* mem = reinterpret_cast<void*>((b + kHuge - 1) / kHuge * kHuge);
+    madvise(mem, len, MADV_HUGEPAGE);  // failure leaves ordinary pages
+    auto release = [base, map_len](void*) { munmap(base, map_len); };
+#else
     void* mem = nullptr;
     if (posix_memalign(&mem, kHuge, len) != 0) continue;
-#if defined(__linux__)
-    madvise(mem, len, MADV_HUGEPAGE);  // before the first touch; failure leaves ordinary pages
+    auto release = [](void* q) { std::free(q); };
 #endif
-    torch::Tensor t = torch::from_blob(mem, p.sizes(), [](void* q) { std::free(q); }, p.options().requires_grad(false));
+    torch::Tensor t = torch::from_blob(mem, p.sizes(), release, p.options().requires_grad(false));
     t.copy_(p);
     p.set_data(t);
     moved += static_cast<int64_t>(bytes);
   }
   return moved;
+}
+
+bool reuse_large_allocations() {
+#if defined(__GLIBC__)
+  constexpr int kThreshold = 1 << 30;
+  return mallopt(M_MMAP_THRESHOLD, kThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, kThreshold) == 1;
+#else
+  return false;
+#endif
 }
 
 }  // namespace rlf

@@ -1,13 +1,16 @@
 // The program's edge: parse the command line against the table, run the
-// command, and turn any error into one line on stderr and exit code 1.
+// command, and turn any error into one line on stderr and exit code 1. Large
+// freed blocks stay in the process for reuse (model/huge_pages.h).
 #include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "apps/cli/cli.h"
+#include "model/huge_pages.h"
 
 int main(int argc, char** argv) {
+  rlf::reuse_large_allocations();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << rlf::cli::global_help();
