@@ -75,6 +75,11 @@ JOB = {
     # 2-core machine: bench/README.md), "torch" = torch `threads` + OpenBLAS's
     # default (all cores; the plan before 2026-11-26).
     "trl_thread_plan": "blas",
+    # TRL's allocator: "reuse" = glibc keeps freed blocks up to 1 GiB for reuse
+    # (GLIBC_TUNABLES, set before Python starts: what rlf's main does with
+    # mallopt, model/huge_pages.h; PyTorch eager gains as much from it),
+    # "default" = glibc's own thresholds (the plan before 2026-11-26).
+    "trl_malloc": "reuse",
     "dtype": "fp32",
     # OpenMP threads sleep instead of spinning at barriers: on a shared machine
     # spinning makes 2-thread runs several times slower (rlf and torch alike).
@@ -105,6 +110,9 @@ PROMPTS = [
 
 # ---- setup ------------------------------------------------------------------
 
+GLIBC_REUSE = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
+
+
 def ensure_venv(argv):
     """Re-executes this script inside .venv-trl, creating it on first use. The
     OpenMP wait policy must be in the environment before torch loads, so it is
@@ -128,6 +136,12 @@ def ensure_venv(argv):
             threads = int(argv[i + 1])
     if plan == "blas":  # OpenBLAS reads it when torch loads
         os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
+    malloc = JOB["trl_malloc"]
+    for i, a in enumerate(argv[:-1]):
+        if a == "--trl-malloc":
+            malloc = argv[i + 1]
+    if malloc == "reuse":  # glibc reads it when the process starts
+        os.environ["GLIBC_TUNABLES"] = GLIBC_REUSE
     stamp = VENV / ".rlf-trl-installed"
     if not stamp.exists():
         print(f"[setup] creating {VENV} (Debian python3 + system torch, {' '.join(TRL_REQUIREMENTS)})", flush=True)
@@ -388,7 +402,8 @@ def run_trl(out, model_dir, job):
             f.write(json.dumps(s) + "\n")
     return {"impl": f"trl {trl.__version__} (transformers {transformers.__version__}, torch {torch.__version__})",
             "threads": torch.get_num_threads(), "thread_plan": job["trl_thread_plan"],
-            "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"), "wall_s": wall, "steps": steps}
+            "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
+            "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""), "wall_s": wall, "steps": steps}
 
 
 # ---- rlf ------------------------------------------------------------------------
@@ -508,6 +523,7 @@ def report(out, job, runs):
         if run is not None:
             summary[name] = {"impl": run["impl"], "threads": run["threads"], "load_before": run.get("load_before"),
                              "thread_plan": run.get("thread_plan"), "openblas_threads": run.get("openblas_threads"),
+                             "glibc_tunables": run.get("glibc_tunables"),
                              **step_stats(run)}
     if runs.get("trl") and runs.get("rlf"):
         summary["speedup_rlf_over_trl"] = summary["trl"]["step_s_median"] / summary["rlf"]["step_s_median"]
@@ -545,6 +561,8 @@ def main():
     job = {k: getattr(a, k) for k in JOB}
     if job["trl_thread_plan"] not in ("blas", "torch"):
         p.error(f"--trl-thread-plan {job['trl_thread_plan']}: use blas or torch")
+    if job["trl_malloc"] not in ("reuse", "default"):
+        p.error(f"--trl-malloc {job['trl_malloc']}: use reuse or default")
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     rlf = find_rlf(a.rlf)
