@@ -378,6 +378,8 @@ void set_kernel_threads(int threads) {
 }
 int kernel_threads() { return g_kernel_threads; }
 
+void parallel_rows(int64_t n, const std::function<void(int64_t, int64_t)>& f) { parallel_for(0, n, 1, f); }
+
 void matmul_wt(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t I, int64_t O) {
   // One contiguous share of the weight rows per thread: each streams its part
   // of the matrix front to back (the hardware prefetcher's best case).

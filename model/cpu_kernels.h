@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace rlf::cpu {
 
@@ -22,6 +23,9 @@ namespace rlf::cpu {
 // is computed by one thread in a fixed order.
 void set_kernel_threads(int threads);
 int kernel_threads();
+// Runs f(begin, end) over [0, n) in blocks of one row on those threads
+// (serially when there is one, or when called from inside a kernel).
+void parallel_rows(int64_t n, const std::function<void(int64_t, int64_t)>& f);
 
 // y[n, o] = dot(x[n], w[o]) (+ bias[o]) for n < N, o < O: x [N, I], w [O, I]
 // (a Linear's weight), y [N, O], all row-major. For the few rows of decoding:

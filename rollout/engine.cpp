@@ -1,6 +1,5 @@
 #include "rollout/engine.h"
 
-#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <chrono>
@@ -340,7 +339,7 @@ void RolloutEngine::sample_rows_on_device(const torch::Tensor& logits, std::vect
     SamplerScratch scratch;
     for (size_t k = 0; k < other.size(); ++k) {
       const int64_t i = other[k];
-      ids[i] = sample_token(lg + k * V, V, rows[row0 + i].req->params, rows[row0 + i].rng, scratch).id;
+      ids[i] = sample_token_id(lg + k * V, V, rows[row0 + i].req->params, rows[row0 + i].rng, scratch);
       chosen[i] = lg[k * V + ids[i]];
     }
   }
@@ -371,7 +370,7 @@ void RolloutEngine::sample_rows(const torch::Tensor& logits, std::vector<Row>& r
   const float* lg = logits.data_ptr<float>();
   const float* pr = probs.data_ptr<float>();
   const float* ls = lse.data_ptr<float>();
-  at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+  cpu::parallel_rows(n, [&](int64_t begin, int64_t end) {  // each row draws from its own generator
     thread_local SamplerScratch scratch;
     for (int64_t i = begin; i < end; ++i) {
       Row& row = rows[row0 + i];
@@ -379,7 +378,7 @@ void RolloutEngine::sample_rows(const torch::Tensor& logits, std::vector<Row>& r
       const SamplingParams& p = row.req->params;
       const bool filtered = has_filters(p, V);
       int32_t id = 0;
-      if (p.temperature == 0 || filtered) id = sample_token(lg + i * V, V, p, row.rng, scratch).id;
+      if (p.temperature == 0 || filtered) id = sample_token_id(lg + i * V, V, p, row.rng, scratch);
       else id = draw_from_weights(pr + i * V, V, 1.0, row.rng);
       row.completion.push_back(id);
       row.logprobs.push_back(lg[i * V + id] - ls[i]);

@@ -74,11 +74,13 @@ static int32_t argmax(const float* logits, int64_t n) {
 
 SampledToken sample_token(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, SamplerScratch& scratch) {
   SampledToken out;
-  if (p.temperature == 0) {
-    out.id = argmax(logits, n);
-    out.logprob = token_logprob(logits, n, out.id);
-    return out;
-  }
+  out.id = sample_token_id(logits, n, p, rng, scratch);
+  out.logprob = token_logprob(logits, n, out.id);
+  return out;
+}
+
+int32_t sample_token_id(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, SamplerScratch& scratch) {
+  if (p.temperature == 0) return argmax(logits, n);
   const bool filtered = (p.top_k > 0 && p.top_k < n) || p.top_p < 1 || p.min_p > 0;
   const double inv_t = 1.0 / p.temperature;
   if (!filtered) {
@@ -98,9 +100,7 @@ SampledToken sample_token(const float* logits, int64_t n, const SamplingParams& 
       }
     }
     while (pick > 0 && !std::isfinite(logits[pick])) --pick;  // never pick a -inf token at the tail
-    out.id = static_cast<int32_t>(pick);
-    out.logprob = token_logprob(logits, n, out.id);
-    return out;
+    return static_cast<int32_t>(pick);
   }
   auto& cand = scratch.candidates;
   cand.resize(static_cast<size_t>(n));
@@ -157,9 +157,7 @@ SampledToken sample_token(const float* logits, int64_t n, const SamplingParams& 
       break;
     }
   }
-  out.id = cand[pick].second;
-  out.logprob = token_logprob(logits, n, out.id);
-  return out;
+  return cand[pick].second;
 }
 
 }  // namespace rlf

@@ -58,6 +58,11 @@ struct SamplerScratch {
 // Samples one token from `logits` [n_vocab] (fp32).
 SampledToken sample_token(const float* logits, int64_t n_vocab, const SamplingParams& params, Rng& rng,
                           SamplerScratch& scratch);
+// The id sample_token draws (the same draws from `rng`), without the log-prob:
+// for callers that have the normaliser already (one pass over the vocabulary
+// in double fewer).
+int32_t sample_token_id(const float* logits, int64_t n_vocab, const SamplingParams& params, Rng& rng,
+                        SamplerScratch& scratch);
 
 // Draws an index from unnormalised non-negative weights `probs` [n] summing
 // to `total` with one uniform draw (inverse CDF in index order).

@@ -52,7 +52,7 @@ CommandSpec make_demo_command() {
       if (s.pass1_control >= 0) {
         std::printf("  +-------------------------+--------+\n");
         std::printf("  | control: SFT alone for  | %5.1f%% |\n", 100 * s.pass1_control);
-        std::printf("  |   RL's %4.0f s (%4lld st.) |        |\n", s.steps_wall_s,
+        std::printf("  |  RL's %4.0f s (%4lld st.) |        |\n", s.steps_wall_s,
                     static_cast<long long>(s.control_sft_steps));
       }
       std::printf("  +-------------------------+--------+\n");
