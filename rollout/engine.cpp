@@ -469,6 +469,7 @@ std::vector<GeneratedSequence> RolloutEngine::generate(const std::vector<Generat
   Queue queue;
   for (size_t r = 0; r < seeded.size(); ++r) queue.items.push_back({static_cast<int64_t>(r), &seeded[r], 0, seeded[r].n});
   reserve_cache(std::min(options_.max_batch_rows, total), max_len);
+  cache_.release_rows(0);  // prompts an interrupted call left behind
 
   std::vector<Row> rows;
   std::vector<GeneratedSequence> done;
@@ -553,6 +554,7 @@ void RolloutEngine::serve(RequestSource& source) {
   std::unordered_map<int64_t, Live> live;
   const int64_t limit = context_limit();
   reserve_cache(options_.max_batch_rows, limit);
+  cache_.release_rows(0);
   Queue queue;
   std::vector<Row> rows;
   std::vector<GeneratedSequence> done;
