@@ -152,7 +152,7 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
                    " rows for a batch of ", input_ids.size(0));
   check(positions.numel() > 0, "CausalLM::forward_hidden: empty input");
   check(positions.device() == device(), "positions are on ", positions.device(), " but the model is on ", device());
-  const int64_t max_pos = positions.max().item<int64_t>();  // the one host sync of a step
+  const int64_t max_pos = positions.max().item<int64_t>();  // a host sync (rows with shared prefixes add two)
   check(max_pos < rope_.max_positions(), "position ", max_pos, " is beyond max_position_embeddings (",
         config_.max_position_embeddings, "): shorten the prompt or the number of new tokens");
   torch::Tensor slots;  // with shared prefixes: [B, T] own slots (positions minus the row's prefix length)

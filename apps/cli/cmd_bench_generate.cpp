@@ -34,12 +34,10 @@ CommandSpec make_bench_generate_command() {
     o.new_tokens = a.integer("new-tokens");
     o.prompt_len = a.integer("prompt-len");
     o.group = a.integer("group");
-    const std::string share = a.str("share-prompt");
-    check(share == "on" || share == "off", "--share-prompt must be on or off (got '", share, "')");
-    o.share_prompt = share == "on";
+    o.share_prompt = on_off_option(a, "share-prompt");
     o.repeats = a.integer("repeats");
     o.seed = static_cast<uint64_t>(a.integer("seed"));
-    o.fast_cpu = fast_cpu_option(a);
+    o.fast_cpu = on_off_option(a, "fast-cpu");
     const CpuThreadPlan plan = configure_threads(a, o.dtype, o.device);
     Json j = run_generate_bench(o);
     j["cpu"] = cpu_report(plan);

@@ -40,7 +40,7 @@ CommandSpec make_bench_train_command() {
     o.warmup = a.integer("warmup");
     o.lr = a.number("lr");
     o.seed = static_cast<uint64_t>(a.integer("seed"));
-    o.fast_cpu = fast_cpu_option(a);
+    o.fast_cpu = on_off_option(a, "fast-cpu");
     const CpuThreadPlan plan = configure_threads(a, o.dtype, o.device);
     Json j = run_train_bench(o);
     j["cpu"] = cpu_report(plan);

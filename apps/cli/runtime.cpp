@@ -11,9 +11,9 @@
 
 namespace rlf::cli {
 
-bool fast_cpu_option(const Args& args) {
-  const std::string v = args.str("fast-cpu");
-  check(v == "on" || v == "off", "--fast-cpu must be on or off (got '", v, "')");
+bool on_off_option(const Args& args, const std::string& key) {
+  const std::string v = args.str(key);
+  check(v == "on" || v == "off", "--", key, " must be on or off (got '", v, "')");
   return v == "on";
 }
 

@@ -28,8 +28,9 @@ CpuThreadPlan configure_threads(int threads, const std::string& dtype, const std
 // thread plan and the CPU features a benchmark ran with.
 Json cpu_report(const CpuThreadPlan& plan);
 
-// The value of a command's `--fast-cpu on|off` option (CausalLM::set_fast_cpu_path).
-bool fast_cpu_option(const Args& args);
+// The value of a command's `--KEY on|off` option; anything else is an error
+// naming the option.
+bool on_off_option(const Args& args, const std::string& key);
 
 // While it lives, SIGINT and SIGTERM (from whichever thread takes them) call
 // `stop` once, on a watcher thread, instead of killing the process: servers
