@@ -563,6 +563,9 @@ def main():
         p.error(f"--trl-thread-plan {job['trl_thread_plan']}: use blas or torch")
     if job["trl_malloc"] not in ("reuse", "default"):
         p.error(f"--trl-malloc {job['trl_malloc']}: use reuse or default")
+    if job["model"] not in RANDOM_SHAPES and not (SHARED / "models" / job["model"] / f"{job['model']}.bin").exists():
+        p.error(f"--model {job['model']}: no {SHARED / 'models' / job['model'] / (job['model'] + '.bin')}; use a "
+                f"llama2.c model in shared/models or a shape: {', '.join(RANDOM_SHAPES)}")
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     rlf = find_rlf(a.rlf)
