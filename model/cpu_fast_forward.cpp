@@ -143,6 +143,30 @@ struct AttentionFn : public torch::autograd::Function<AttentionFn> {
   }
 };
 
+// log p(target) per row of logits [N, V]; saves the logits and the row
+// normalisers for the backward. Each row's entropy is written into
+// entropy_out when it has N elements.
+struct TokenLogprobFn : public torch::autograd::Function<TokenLogprobFn> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits, const torch::Tensor& targets,
+                               const torch::Tensor& entropy_out) {
+    const int64_t N = logits.size(0), V = logits.size(1);
+    auto lse = torch::empty({N}, logits.options());
+    cpu::logsumexp_rows(fp(logits), N, V, fp(lse), entropy_out.numel() == N ? fp(entropy_out) : nullptr);
+    auto lp = logits.gather(1, targets.unsqueeze(1)).squeeze(1) - lse;
+    ctx->save_for_backward({logits, lse, targets});
+    return lp;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const auto &logits = saved[0], &lse = saved[1], &targets = saved[2];
+    auto g = grads[0].contiguous();
+    auto dx = torch::empty_like(logits);
+    cpu::logprob_backward_rows(fp(logits), fp(lse), targets.data_ptr<int64_t>(), fp(g), logits.size(0),
+                               logits.size(1), fp(dx));
+    return {dx, torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 bool CausalLMImpl::fast_cpu_path_applies(KVCache* cache) const {
@@ -274,6 +298,25 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
   }
   cpu::rms_norm_forward(fp(h), fp(model->norm->weight), fp(xn), nullptr, N, D, eps);
   return xn.view({B, T, D});
+}
+
+torch::Tensor fast_token_logprobs(const torch::Tensor& logits, const torch::Tensor& targets, torch::Tensor* entropy) {
+  check(logits.dim() == 2 && logits.device().is_cpu() && logits.scalar_type() == torch::kFloat32,
+        "fast_token_logprobs: logits must be fp32 [N, V] on the CPU, got ", logits.scalar_type(), " ", logits.sizes());
+  const int64_t N = logits.size(0), V = logits.size(1);
+  check(targets.dim() == 1 && targets.size(0) == N, "fast_token_logprobs: targets must be [", N, "], got ",
+        targets.sizes());
+  const torch::Tensor t = targets.to(torch::kInt64).contiguous();
+  {
+    const int64_t* tp = t.data_ptr<int64_t>();
+    for (int64_t n = 0; n < N; ++n)
+      check(tp[n] >= 0 && tp[n] < V, "target id ", tp[n], " is outside the vocabulary (", V, ")");
+  }
+  // (autograd functions take defined tensors only: an empty one = no entropy)
+  torch::Tensor ent = torch::empty({entropy ? N : 0}, logits.options());
+  auto lp = TokenLogprobFn::apply(logits.contiguous(), t, ent);
+  if (entropy) *entropy = ent;
+  return lp;
 }
 
 }  // namespace rlf

@@ -11,4 +11,12 @@ namespace rlf {
 // N <= cpu::kMatmulWtMaxRows (decoding), LibTorch's matmul (OpenBLAS) above.
 void matmul_wt_into(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias, torch::Tensor& out);
 
+// Log-probabilities of targets [N] (int64) under logits [N, V] (fp32 CPU,
+// contiguous): logits[n, targets[n]] - logsumexp(logits[n]), through
+// cpu::logsumexp_rows (the sampler's normaliser) with a one-pass backward
+// (cpu::logprob_backward_rows) instead of LibTorch's logsumexp + gather
+// graph. With `entropy`, also each row's entropy (no gradient).
+torch::Tensor fast_token_logprobs(const torch::Tensor& logits, const torch::Tensor& targets,
+                                  torch::Tensor* entropy = nullptr);
+
 }  // namespace rlf

@@ -174,11 +174,6 @@ void matmul_wt_rows(const float* x, const float* w, const float* bias, float* y,
   }
 }
 
-// y += alpha * x
-inline void axpy(float alpha, const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
-}
-
 // exp(x) in fp32 to ~1 ulp (Cephes' expf: x = n ln2 + r, a degree-6
 // polynomial in r, 2^n from the exponent bits), written branch-free so loops
 // over it vectorise (model/CMakeLists.txt compiles this file with -fno-math-errno
@@ -205,38 +200,83 @@ inline float fast_exp(float x) {
 
 // o[0, hd) = sum_s w[s] * rows[s * stride + (0, hd)]: each column sums over
 // s in order (one fused multiply-add per slot), kept in registers (no
-// store-to-load chain through o). With AVX2, 64 columns at a time: 8
-// independent accumulator chains instead of one (the sums are the same).
+// store-to-load chain through o). Columns go in passes of up to 8 vectors
+// (16 lanes with AVX-512, 8 with AVX2): up to 8 independent accumulator chains
+// per slot instead of one (the sums are the same whatever the pass width).
+// Slots whose weight is 0 are skipped (invisible slots may hold anything).
 // With `accumulate` the sums start from o's values instead of 0, so two
 // calls over consecutive stretches of slots give one call's result exactly.
+#ifdef RLF_KERNELS_AVX2
+#if defined(__AVX512F__)
+struct Lanes16 {
+  using V = __m512;
+  static constexpr int kWidth = 16;
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+};
+#endif
+struct Lanes8 {
+  using V = __m256;
+  static constexpr int kWidth = 8;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+};
+
+// One pass of weighted_rows over NV vectors of columns starting at o.
+template <class L, int NV>
+inline void weighted_rows_pass(const float* w, const float* rows, int64_t stride, int64_t S, float* o,
+                               bool accumulate) {
+  typename L::V acc[NV];
+  for (int j = 0; j < NV; ++j) acc[j] = accumulate ? L::load(o + L::kWidth * j) : L::zero();
+  for (int64_t s = 0; s < S; ++s) {
+    const float ws = w[s];
+    if (ws == 0.0f) continue;
+    const typename L::V wv = L::set1(ws);
+    const float* r = rows + s * stride;
+    for (int j = 0; j < NV; ++j) acc[j] = L::fma(wv, L::load(r + L::kWidth * j), acc[j]);
+  }
+  for (int j = 0; j < NV; ++j) L::store(o + L::kWidth * j, acc[j]);
+}
+
+// Passes of up to 8 vectors of L over columns [i, hd); returns where they stopped.
+template <class L>
+inline int64_t weighted_rows_vectors(const float* w, const float* rows, int64_t stride, int64_t S, int64_t hd,
+                                     float* o, bool accumulate, int64_t i) {
+  while (i + L::kWidth <= hd) {
+    const int64_t nv = std::min<int64_t>(8, (hd - i) / L::kWidth);
+    const float* r = rows + i;
+    float* oi = o + i;
+    switch (nv) {
+      case 1: weighted_rows_pass<L, 1>(w, r, stride, S, oi, accumulate); break;
+      case 2: weighted_rows_pass<L, 2>(w, r, stride, S, oi, accumulate); break;
+      case 3: weighted_rows_pass<L, 3>(w, r, stride, S, oi, accumulate); break;
+      case 4: weighted_rows_pass<L, 4>(w, r, stride, S, oi, accumulate); break;
+      case 5: weighted_rows_pass<L, 5>(w, r, stride, S, oi, accumulate); break;
+      case 6: weighted_rows_pass<L, 6>(w, r, stride, S, oi, accumulate); break;
+      case 7: weighted_rows_pass<L, 7>(w, r, stride, S, oi, accumulate); break;
+      default: weighted_rows_pass<L, 8>(w, r, stride, S, oi, accumulate); break;
+    }
+    i += nv * L::kWidth;
+  }
+  return i;
+}
+#endif
+
 inline void weighted_rows(const float* w, const float* rows, int64_t stride, int64_t S, int64_t hd, float* o,
                           bool accumulate = false) {
   int64_t i = 0;
 #ifdef RLF_KERNELS_AVX2
-  for (; i + 64 <= hd; i += 64) {
-    __m256 acc[8];
-    for (int j = 0; j < 8; ++j) acc[j] = accumulate ? _mm256_loadu_ps(o + i + 8 * j) : _mm256_setzero_ps();
-    for (int64_t s = 0; s < S; ++s) {
-      const float ws = w[s];
-      if (ws == 0.0f) continue;  // invisible slots: their rows may hold anything
-      const __m256 wv = _mm256_set1_ps(ws);
-      const float* r = rows + s * stride + i;
-      for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(r + 8 * j), acc[j]);
-    }
-    for (int j = 0; j < 8; ++j) _mm256_storeu_ps(o + i + 8 * j, acc[j]);
-  }
+#if defined(__AVX512F__)
+  i = weighted_rows_vectors<Lanes16>(w, rows, stride, S, hd, o, accumulate, i);
 #endif
-  for (; i + 8 <= hd; i += 8) {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    if (accumulate) std::copy(o + i, o + i + 8, acc);
-    for (int64_t s = 0; s < S; ++s) {
-      const float ws = w[s];
-      if (ws == 0.0f) continue;
-      const float* r = rows + s * stride + i;
-      for (int j = 0; j < 8; ++j) acc[j] += ws * r[j];
-    }
-    for (int j = 0; j < 8; ++j) o[i + j] = acc[j];
-  }
+  i = weighted_rows_vectors<Lanes8>(w, rows, stride, S, hd, o, accumulate, i);
+#endif
   for (; i < hd; ++i) {
     float a = accumulate ? o[i] : 0.0f;
     for (int64_t s = 0; s < S; ++s)
@@ -316,9 +356,13 @@ void attention_jobs(int64_t begin, int64_t end, const float* q, const KeyLayout&
 }
 
 // Backward for (row, kv head) tasks job in [begin, end) (job = b * K + kh).
+// Per query head: dS row by row (dq from it at once), stored transposed with
+// P, then dk and dv column by column as weighted sums over the queries that
+// see each key (register accumulators, as the forward's output).
 void attention_backward_jobs(int64_t begin, int64_t end, const float* q, const float* k, const float* v,
                              const float* probs, const float* dout, const AttentionShape& sh, bool ordered, float* dq,
-                             float* dk, float* dv, std::vector<float>& dp, std::vector<float>& ds) {
+                             float* dk, float* dv, std::vector<float>& dp, std::vector<float>& ds_t,
+                             std::vector<float>& p_t) {
   const int64_t T = sh.T, H = sh.H, K = sh.K, hd = sh.hd, G = H / K;
   for (int64_t job = begin; job < end; ++job) {
     const int64_t b = job / K, kh = job % K;
@@ -328,8 +372,6 @@ void attention_backward_jobs(int64_t begin, int64_t end, const float* q, const f
         const int64_t n = b * T + t, S = ordered ? t + 1 : T;
         const float* pr = probs + ((b * H + head) * T + t) * T;
         const float* dov = dout + (n * H + head) * hd;
-        const float* qv = q + (n * H + head) * hd;
-        float* dqv = dq + (n * H + head) * hd;
         // dP_s = dO . V_s ; dS_s = P_s (dP_s - sum_j P_j dP_j)
         float d = 0.0f;
         dot_rows(dov, v + (b * T * K + kh) * hd, K * hd, hd, S, dp.data());
@@ -337,14 +379,19 @@ void attention_backward_jobs(int64_t begin, int64_t end, const float* q, const f
           if (pr[s] == 0.0f) dp[s] = 0.0f;
           d += pr[s] * dp[s];
         }
-        for (int64_t s = 0; s < S; ++s) ds[s] = pr[s] * (dp[s] - d) * sh.scale;
-        weighted_rows(ds.data(), k + (b * T * K + kh) * hd, K * hd, S, hd, dqv);  // dq = sum_s dS_s K_s
+        for (int64_t s = 0; s < S; ++s) dp[s] = pr[s] * (dp[s] - d) * sh.scale;
+        weighted_rows(dp.data(), k + (b * T * K + kh) * hd, K * hd, S, hd, dq + (n * H + head) * hd);
         for (int64_t s = 0; s < S; ++s) {
-          if (pr[s] == 0.0f) continue;
-          const int64_t m = (b * T + s) * K + kh;
-          axpy(ds[s], qv, dk + m * hd, hd);
-          axpy(pr[s], dov, dv + m * hd, hd);
+          ds_t[s * T + t] = dp[s];
+          p_t[s * T + t] = pr[s];
         }
+      }
+      // dk_s += sum_t dS_ts q_t ; dv_s += sum_t P_ts dO_t over the queries t that see s
+      for (int64_t s = 0; s < T; ++s) {
+        const int64_t t0 = ordered ? s : 0, m = (b * T + s) * K + kh;
+        const int64_t first = (b * T + t0) * H + head;
+        weighted_rows(ds_t.data() + s * T + t0, q + first * hd, H * hd, T - t0, hd, dk + m * hd, true);
+        weighted_rows(p_t.data() + s * T + t0, dout + first * hd, H * hd, T - t0, hd, dv + m * hd, true);
       }
     }
   }
@@ -365,6 +412,22 @@ void swiglu_backward_range(const float* g, const float* u, const float* da, floa
     dg[i] = da[i] * u[i] * s * (1.0f + gi * (1.0f - s));
     du[i] = da[i] * gi * s;
   }
+}
+
+// Blocks of the normalisers below: exponentials of a block are summed in 8
+// lanes, blocks are added in double.
+constexpr int64_t kExpBlock = 1024;
+
+float row_max(const float* x, int64_t V) {
+  float m = -INFINITY;
+  for (int64_t i = 0; i < V; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+// e[i] = exp(scale * x[i] - shift) for i < n (n <= kExpBlock); returns their sum.
+double exp_block_sum(const float* x, float scale, float shift, int64_t n, float* e) {
+  for (int64_t i = 0; i < n; ++i) e[i] = fast_exp(scale * x[i] - shift);
+  return sum8(e, n);
 }
 
 }  // namespace
@@ -390,34 +453,68 @@ void matmul_wt(const float* x, const float* w, const float* bias, float* y, int6
 }
 
 void softmax_rows(const float* logits, const float* inv_t, int64_t N, int64_t V, float* lse, float* probs) {
-  // sum_i exp(scale * x[i] - shift) with the exponentials written to e
-  auto exp_sum = [](const float* x, float scale, float shift, int64_t V, float* e) {
-    double total = 0;
-    for (int64_t b = 0; b < V; b += 1024) {
-      const int64_t n = std::min<int64_t>(1024, V - b);
-      for (int64_t i = 0; i < n; ++i) e[b + i] = fast_exp(scale * x[b + i] - shift);
-      total += sum8(e + b, n);
-    }
-    return total;
-  };
   parallel_for(0, N, 1, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {
       const float* x = logits + n * V;
       float* p = probs + n * V;
-      float m = -INFINITY;
-      for (int64_t i = 0; i < V; ++i) m = std::max(m, x[i]);
+      const float m = row_max(x, V);
       if (!std::isfinite(m)) {  // NaN or Inf logits: the caller reports them
         lse[n] = NAN;
         std::fill(p, p + V, NAN);
         continue;
       }
       // temperature 1 first (the log-probs' normaliser); p holds exp(x - m)
-      const double z = exp_sum(x, 1.0f, m, V, p);
+      double z = 0;
+      for (int64_t i = 0; i < V; i += kExpBlock) z += exp_block_sum(x + i, 1.0f, m, std::min(kExpBlock, V - i), p + i);
       lse[n] = m + static_cast<float>(std::log(z));
       double zt = z;
-      if (inv_t[n] != 1.0f) zt = exp_sum(x, inv_t[n], m * inv_t[n], V, p);
+      if (inv_t[n] != 1.0f) {
+        zt = 0;
+        for (int64_t i = 0; i < V; i += kExpBlock)
+          zt += exp_block_sum(x + i, inv_t[n], m * inv_t[n], std::min(kExpBlock, V - i), p + i);
+      }
       const float inv = static_cast<float>(1.0 / zt);
       for (int64_t i = 0; i < V; ++i) p[i] *= inv;
+    }
+  });
+}
+
+void logsumexp_rows(const float* logits, int64_t N, int64_t V, float* lse, float* entropy) {
+  parallel_for(0, N, 1, [&](int64_t b, int64_t e) {
+    float ex[kExpBlock], ey[kExpBlock];
+    for (int64_t n = b; n < e; ++n) {
+      const float* x = logits + n * V;
+      const float m = row_max(x, V);
+      if (!std::isfinite(m)) {
+        lse[n] = NAN;
+        if (entropy) entropy[n] = NAN;
+        continue;
+      }
+      double z = 0, zx = 0;  // sum e_i and sum e_i (x_i - m), e_i = exp(x_i - m)
+      for (int64_t i = 0; i < V; i += kExpBlock) {
+        const int64_t len = std::min(kExpBlock, V - i);
+        z += exp_block_sum(x + i, 1.0f, m, len, ex);
+        if (!entropy) continue;
+        for (int64_t j = 0; j < len; ++j) ey[j] = ex[j] * (x[i + j] - m);
+        zx += sum8(ey, len);
+      }
+      const double log_z = std::log(z);
+      lse[n] = m + static_cast<float>(log_z);
+      // H = -sum p log p = log Z - sum p (x - m), p = e / Z
+      if (entropy) entropy[n] = static_cast<float>(log_z - zx / z);
+    }
+  });
+}
+
+void logprob_backward_rows(const float* logits, const float* lse, const int64_t* targets, const float* g, int64_t N,
+                           int64_t V, float* dx) {
+  parallel_for(0, N, 1, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) {
+      const float* x = logits + n * V;
+      float* d = dx + n * V;
+      const float gn = g[n], l = lse[n];
+      for (int64_t i = 0; i < V; ++i) d[i] = -gn * fast_exp(x[i] - l);
+      d[targets[n]] += gn;
     }
   });
 }
@@ -502,10 +599,11 @@ void attention_backward(const float* q, const float* k, const float* v, const fl
   const bool ordered = positions_are_indices(pos, B, T);
   // One task per (row, kv head): it owns that head's dk/dv and its G query heads' dq.
   parallel_for(0, B * K, 1, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> dp, ds;
+    thread_local std::vector<float> dp, ds_t, p_t;
     dp.resize(static_cast<size_t>(T));
-    ds.resize(static_cast<size_t>(T));
-    attention_backward_jobs(begin, end, q, k, v, probs, dout, sh, ordered, dq, dk, dv, dp, ds);
+    ds_t.resize(static_cast<size_t>(T * T));
+    p_t.resize(static_cast<size_t>(T * T));
+    attention_backward_jobs(begin, end, q, k, v, probs, dout, sh, ordered, dq, dk, dv, dp, ds_t, p_t);
   });
 }
 

@@ -46,6 +46,17 @@ constexpr int64_t kMatmulWtMaxRows = 64;
 // parallel.
 void softmax_rows(const float* logits, const float* inv_t, int64_t N, int64_t V, float* lse, float* probs);
 
+// The training loss's normaliser, per row n of logits [N, V], with the same
+// exponentials and sums as softmax_rows (so the trainer's log-probs are the
+// sampler's): lse[n] = logsumexp(logits[n]) and, when entropy is not null,
+// entropy[n] = -sum_i p_i log p_i of p = softmax(logits[n]). Rows whose
+// maximum is not finite get NaN.
+void logsumexp_rows(const float* logits, int64_t N, int64_t V, float* lse, float* entropy);
+// Gradient of logits[n, targets[n]] - lse[n] times g[n] with respect to the
+// logits: dx[n, i] = g[n] * ([i == targets[n]] - exp(logits[n, i] - lse[n])).
+void logprob_backward_rows(const float* logits, const float* lse, const int64_t* targets, const float* g, int64_t N,
+                           int64_t V, float* dx);
+
 // y[n] = w * x[n] * r[n], r[n] = 1/sqrt(mean(x[n]^2) + eps); r may be null.
 void rms_norm_forward(const float* x, const float* w, float* y, float* r, int64_t N, int64_t D, float eps);
 // Gradients of rms_norm_forward: dx [N, D] (overwritten) and dw [D] (added to).

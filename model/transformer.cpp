@@ -246,11 +246,22 @@ torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, con
   for (int64_t t0 = 0; t0 < T; t0 += chunk) {
     const int64_t n = std::min(chunk, T - t0);
     auto lg = logits(hidden.narrow(1, t0, n)).to(torch::kFloat32);  // [B, n, V]
+    if (fast_cpu_path_ && lg.device().is_cpu() && !(entropy && entropy_grad)) {
+      // One pass per row forward, one backward (the sampler's normaliser); the entropy as a by-product.
+      const int64_t B = lg.size(0), V = lg.size(2);
+      torch::Tensor ent;
+      parts.push_back(fast_token_logprobs(lg.reshape({B * n, V}), targets.narrow(1, t0, n).reshape({B * n}),
+                                          entropy ? &ent : nullptr)
+                          .view({B, n}));
+      if (entropy) ent_parts.push_back(ent.view({B, n}));
+      continue;
+    }
     auto tgt = targets.narrow(1, t0, n).unsqueeze(-1);
     auto lse = torch::logsumexp(lg, -1);                             // [B, n]
     parts.push_back(lg.gather(-1, tgt).squeeze(-1) - lse);
     if (entropy) {
-      // The one implementation of the entropy (algorithms/entropy.h); this loop already chunks.
+      // The entropy's implementation (algorithms/entropy.h; the kernel above is tested against it); this
+      // loop already chunks.
       if (entropy_grad) {
         ent_parts.push_back(algo::entropy_from_logits(lg, 0));
       } else {

@@ -103,15 +103,28 @@ int32_t sample_token_id(const float* logits, int64_t n, const SamplingParams& p,
     return static_cast<int32_t>(pick);
   }
   auto& cand = scratch.candidates;
-  cand.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) cand[i] = {logits[i], static_cast<int32_t>(i)};
   auto by_logit_desc = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-  size_t keep = cand.size();
   if (p.top_k > 0 && p.top_k < n) {
-    keep = static_cast<size_t>(p.top_k);
-    std::nth_element(cand.begin(), cand.begin() + keep - 1, cand.end(), by_logit_desc);
-    cand.resize(keep);
+    // The k best in one pass: a heap of the best so far, its worst on top;
+    // past the first few thousand tokens almost every logit fails the one
+    // comparison with that worst. Then sorted, best first.
+    const size_t k = static_cast<size_t>(p.top_k);
+    cand.resize(k);
+    for (size_t i = 0; i < k; ++i) cand[i] = {logits[i], static_cast<int32_t>(i)};
+    std::make_heap(cand.begin(), cand.end(), by_logit_desc);
+    for (int64_t i = static_cast<int64_t>(k); i < n; ++i) {
+      const std::pair<float, int32_t> c{logits[i], static_cast<int32_t>(i)};
+      if (!by_logit_desc(c, cand.front())) continue;
+      std::pop_heap(cand.begin(), cand.end(), by_logit_desc);
+      cand.back() = c;
+      std::push_heap(cand.begin(), cand.end(), by_logit_desc);
+    }
+    std::sort(cand.begin(), cand.end(), by_logit_desc);
+  } else {
+    cand.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) cand[i] = {logits[i], static_cast<int32_t>(i)};
   }
+  size_t keep = cand.size();
   // Sort (partially, growing) until the nucleus is covered.
   float mx = std::max_element(cand.begin(), cand.end(), [](auto& a, auto& b) { return a.first < b.first; })->first;
   double total = 0;

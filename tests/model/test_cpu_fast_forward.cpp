@@ -8,6 +8,8 @@
 
 #include <map>
 
+#include "algorithms/entropy.h"
+#include "model/cpu_fast_forward.h"
 #include "model/cpu_kernels.h"
 #include "model/loader.h"
 
@@ -240,6 +242,89 @@ TEST_P(FastPath, TrainingGradientsMatchModulePath) {
     EXPECT_LT(max_diff(g, grads[1][name]) / scale, 1e-4) << name;
   }
   EXPECT_GT(grads[0]["model.layers.0.self_attn.q_proj.weight"].abs().max().item<double>(), 1e-6);
+}
+
+// Longer rows and wider heads than the fixture's: head_dim 48 (stories15M's;
+// the kernels' 16- and 8-lane passes together) and 40 (a scalar tail), 70
+// tokens, and a left-padded row whose positions are not token indices (the
+// kernels' general branch), both paths' gradients compared.
+TEST(FastPathTraining, LongRowsWideHeadsAndLeftPaddingMatchModulePath) {
+  for (const int64_t hd : {48, 40}) {
+    ModelConfig c = ModelConfig::preset("stories260K");
+    c.num_attention_heads = 2;
+    c.num_key_value_heads = 2;
+    c.hidden_size = 2 * hd;
+    c.intermediate_size = 64;
+    c.num_hidden_layers = 2;
+    CausalLM m = make_random_model(c, 11, torch::kFloat32, torch::kCPU);
+    const int64_t B = 2, T = 70, pad = 6;
+    auto ids = torch::randint(0, c.vocab_size, {B, T}, torch::kInt64);
+    auto targets = torch::randint(0, c.vocab_size, {B, T}, torch::kInt64);
+    for (const bool padded : {false, true}) {
+      auto pos = torch::arange(T, torch::kInt64).unsqueeze(0).repeat({B, 1});
+      auto mask = torch::ones({B, T}, torch::kBool);
+      if (padded) {
+        pos[1] = (torch::arange(T, torch::kInt64) - pad).clamp_min(0);
+        mask[1].narrow(0, 0, pad).fill_(false);
+      }
+      auto weights = torch::rand({B, T}) * mask.to(torch::kFloat32);
+      std::map<std::string, torch::Tensor> grads[2];
+      for (int fast = 0; fast < 2; ++fast) {
+        m->set_fast_cpu_path(fast == 1);
+        ASSERT_EQ(m->fast_cpu_path_applies(), fast == 1);
+        auto lp = m->token_logprobs(m->forward_hidden(ids, pos, nullptr, mask), targets);
+        grads[fast] = gradients_of(*m, -(lp * weights).sum() / weights.sum());
+      }
+      for (const auto& [name, g] : grads[0]) {
+        const double scale = std::max(1e-3, g.abs().max().item<double>());
+        EXPECT_LT(max_diff(g, grads[1][name]) / scale, 1e-4) << name << " hd " << hd << " padded " << padded;
+      }
+      EXPECT_GT(grads[1]["model.layers.0.self_attn.k_proj.weight"].abs().max().item<double>(), 1e-6);
+    }
+  }
+}
+
+// The training loss's fused log-probs (fast_token_logprobs) against LibTorch:
+// values, entropies (algorithms/entropy.h), gradients; the normaliser is the
+// sampler's (cpu::softmax_rows) bit for bit; bad targets and non-finite rows.
+TEST(FastTokenLogprobs, MatchLibTorchAndTheSamplersNormaliser) {
+  torch::manual_seed(3);
+  const int64_t N = 37, V = 3001;  // V: two full blocks of 1,024 and a ragged one
+  auto logits = torch::randn({N, V}) * 4.0;
+  logits[3][17] = 60.0f;  // one dominant token: entropy near 0
+  logits[5].fill_(0.5f);  // uniform: entropy log V
+  auto targets = torch::randint(0, V, {N}, torch::kInt64);
+  auto weights = torch::rand({N});
+  auto a = logits.clone().requires_grad_(true), b = logits.clone().requires_grad_(true);
+  torch::Tensor ent;
+  auto lp = fast_token_logprobs(a, targets, &ent);
+  auto want = torch::log_softmax(b, -1).gather(1, targets.unsqueeze(1)).squeeze(1);
+  EXPECT_LT(max_diff(lp.detach(), want.detach()), 1e-5);
+  EXPECT_LT(max_diff(ent, algo::entropy_from_logits(logits.unsqueeze(0), 0).squeeze(0)), 2e-5);
+  EXPECT_NEAR(ent[5].item<double>(), std::log(static_cast<double>(V)), 1e-5);
+  EXPECT_LT(ent[3].item<double>(), 1e-6);
+  (lp * weights).sum().backward();
+  (want * weights).sum().backward();
+  // (gradients are at most 1 in magnitude; a logit of 60 moves lse's last bit by 4e-6)
+  EXPECT_LT(max_diff(a.grad(), b.grad()), 1e-5);
+  // Without the entropy: the same log-probs.
+  EXPECT_TRUE(torch::equal(fast_token_logprobs(logits, targets).detach(), lp.detach()));
+  // lse = the sampler's: log p(target) + lse reproduces the logit, with softmax_rows' lse.
+  auto lse = torch::empty({N}), probs = torch::empty({N, V}), inv_t = torch::ones({N});
+  cpu::softmax_rows(logits.data_ptr<float>(), inv_t.data_ptr<float>(), N, V, lse.data_ptr<float>(),
+                    probs.data_ptr<float>());
+  EXPECT_TRUE(torch::equal(lp.detach(), logits.gather(1, targets.unsqueeze(1)).squeeze(1) - lse));
+  // Bad input.
+  auto bad = targets.clone();
+  bad[4] = V;
+  EXPECT_THROW(fast_token_logprobs(logits, bad), Error);
+  EXPECT_THROW(fast_token_logprobs(logits.to(torch::kFloat64), targets), Error);
+  auto inf_row = logits.clone();
+  inf_row[2][0] = INFINITY;
+  auto lp_inf = fast_token_logprobs(inf_row, targets, &ent);
+  EXPECT_TRUE(std::isnan(lp_inf[2].item<float>()));
+  EXPECT_TRUE(std::isnan(ent[2].item<float>()));
+  EXPECT_FALSE(std::isnan(lp_inf[1].item<float>()));
 }
 
 // Forward log-probs and every parameter gradient of the training path, and

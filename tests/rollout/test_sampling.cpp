@@ -1,7 +1,9 @@
 // The sampler alone: statistical checks with stated tolerances.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "util/error.h"
@@ -46,6 +48,40 @@ TEST(Sampling, TemperatureTopKTopPMinP) {
   SamplingParams greedy;
   greedy.temperature = 0;
   EXPECT_EQ(sample_token(logits.data(), 5, greedy, rng, s).id, 0);
+}
+
+// Top-k over a real-sized vocabulary with many tied logits: only the k best
+// (higher logit first, then lower id) are ever drawn, at softmax frequencies
+// over them; k = 1 is the argmax with the lowest id among ties.
+TEST(Sampling, TopKOverALargeVocabularyKeepsExactlyTheKBest) {
+  const int64_t V = 32000;
+  Rng gen(7);
+  std::vector<float> logits(V);
+  for (auto& l : logits) l = std::round(static_cast<float>(gen.uniform()) * 40.0f) / 4.0f;  // steps of 0.25: ties
+  std::vector<int32_t> order(V);
+  for (int32_t i = 0; i < V; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  SamplerScratch s;
+  Rng rng(8);
+  for (const int k : {1, 50, 70}) {
+    SamplingParams p;
+    p.top_k = k;
+    p.temperature = 4.0;  // flatter: every kept token is drawn often
+    const std::set<int32_t> best(order.begin(), order.begin() + k);
+    std::map<int32_t, int> counts;
+    const int N = 20000;
+    for (int i = 0; i < N; ++i) counts[sample_token_id(logits.data(), V, p, rng, s)]++;
+    for (const auto& [id, c] : counts) EXPECT_EQ(best.count(id), 1u) << "k " << k << " drew " << id;
+    double z = 0;
+    for (int32_t id : best) z += std::exp(logits[id] / p.temperature);
+    for (int32_t id : best) {
+      const double expect = std::exp(logits[id] / p.temperature) / z;
+      const double sd = std::sqrt(expect * (1 - expect) / N);
+      EXPECT_NEAR(counts[id] / double(N), expect, 5 * sd + 1e-12) << "k " << k << " token " << id;
+    }
+  }
 }
 
 TEST(Sampling, LogprobIsAtTemperatureOne) {
