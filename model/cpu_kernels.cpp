@@ -169,6 +169,10 @@ void matmul_wt_rows(const float* x, const float* w, const float* bias, float* y,
                     int64_t o0, int64_t o1) {
   for (int64_t o = o0; o < o1; o += R) {
     int64_t n = 0;
+#if defined(__AVX512F__) && defined(RLF_KERNELS_AVX2)
+    // 32 vector registers: R x 4 accumulators, the weight vector and 4 inputs
+    for (; n + 4 <= N; n += 4) matmul_wt_block<R, 4>(x, w, bias, y, I, O, n, o);
+#endif
     for (; n + 2 <= N; n += 2) matmul_wt_block<R, 2>(x, w, bias, y, I, O, n, o);
     if (n < N) matmul_wt_block<R, 1>(x, w, bias, y, I, O, n, o);
   }
