@@ -41,7 +41,7 @@ TEST(MatmulWt, MatchesLibTorchForEveryShape) {
   torch::manual_seed(0);
   for (int64_t I : {768, 100, 5})
     for (int64_t O : {1, 7, 130})
-      for (int64_t N : {1, 2, 3, 8, 64})
+      for (int64_t N : {1, 2, 3, 7, 8, 64})  // 7: blocks of 4, 2 and 1 input rows
         for (bool with_bias : {false, true}) {
           auto x = torch::randn({N, I}), w = torch::randn({O, I});
           auto bias = with_bias ? torch::randn({O}) : torch::Tensor();
@@ -57,13 +57,13 @@ TEST(MatmulWt, MatchesLibTorchForEveryShape) {
 TEST(MatmulWt, RowsAreIndependentOfBatchAndThreads) {
   ThreadsGuard g;
   torch::manual_seed(1);
-  auto x = torch::randn({5, 300}), w = torch::randn({258, 300}), bias = torch::randn({258});
+  auto x = torch::randn({7, 300}), w = torch::randn({258, 300}), bias = torch::randn({258});
   cpu::set_kernel_threads(1);
   auto one_thread = matmul_wt(x, w, bias);
   cpu::set_kernel_threads(3);
   auto three = matmul_wt(x, w, bias);
   EXPECT_TRUE(torch::equal(one_thread, three));
-  for (int64_t n = 0; n < 5; ++n)
+  for (int64_t n = 0; n < 7; ++n)
     EXPECT_TRUE(torch::equal(matmul_wt(x.narrow(0, n, 1).contiguous(), w, bias), three.narrow(0, n, 1))) << n;
 }
 
