@@ -226,24 +226,29 @@ void CausalLMImpl::add_value_head() {
   v_head->weight.zero_();
 }
 
-torch::Tensor CausalLMImpl::token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets) {
-  return token_logprobs_impl(hidden, targets, nullptr, false);
+torch::Tensor CausalLMImpl::token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets, int64_t from) {
+  return token_logprobs_impl(hidden, targets, nullptr, false, from);
 }
 
 std::pair<torch::Tensor, torch::Tensor> CausalLMImpl::token_logprobs_entropy(const torch::Tensor& hidden,
                                                                              const torch::Tensor& targets,
-                                                                             bool entropy_grad) {
+                                                                             bool entropy_grad, int64_t from) {
   torch::Tensor entropy;
-  auto lp = token_logprobs_impl(hidden, targets, &entropy, entropy_grad);
+  auto lp = token_logprobs_impl(hidden, targets, &entropy, entropy_grad, from);
   return {lp, entropy};
 }
 
 torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets,
-                                                torch::Tensor* entropy, bool entropy_grad) {
+                                                torch::Tensor* entropy, bool entropy_grad, int64_t from) {
   const int64_t T = hidden.size(1);
+  check(from >= 0 && from < std::max<int64_t>(T, 1), "token_logprobs: from = ", from, " outside the ", T, " positions");
   const int64_t chunk = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, hidden.size(0)));
   std::vector<torch::Tensor> parts, ent_parts;
-  for (int64_t t0 = 0; t0 < T; t0 += chunk) {
+  if (from > 0) {  // skipped columns: 0, outside the graph
+    parts.push_back(torch::zeros({hidden.size(0), from}, hidden.options().dtype(torch::kFloat32)));
+    if (entropy) ent_parts.push_back(parts.back());
+  }
+  for (int64_t t0 = from; t0 < T; t0 += chunk) {
     const int64_t n = std::min(chunk, T - t0);
     auto lg = logits(hidden.narrow(1, t0, n)).to(torch::kFloat32);  // [B, n, V]
     if (fast_cpu_path_ && lg.device().is_cpu() && !(entropy && entropy_grad)) {

@@ -124,14 +124,19 @@ class CausalLMImpl : public torch::nn::Module {
   bool has_value_head() const { return !v_head.is_empty(); }
 
   // log p(targets) [B, T] in fp32, computed chunk by chunk over T so that at
-  // most one [B, T, V] fp32 tensor exists (the one autograd keeps).
-  torch::Tensor token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets);
+  // most one [B, T, V] fp32 tensor exists (the one autograd keeps). Columns
+  // t < `from` are not computed (no logits): they hold 0, for callers whose
+  // loss reads nothing there (the prompts of a batch whose completions all
+  // start at or after `from`).
+  torch::Tensor token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets, int64_t from = 0);
 
   // Like token_logprobs, also returning the entropy of each position's
-  // distribution [B, T] (fp32). With `entropy_grad` false the entropy is
-  // computed without autograd (for logging), so it costs no extra memory.
+  // distribution [B, T] (fp32; 0 before `from`). With `entropy_grad` false
+  // the entropy is computed without autograd (for logging), so it costs no
+  // extra memory.
   std::pair<torch::Tensor, torch::Tensor> token_logprobs_entropy(const torch::Tensor& hidden,
-                                                                 const torch::Tensor& targets, bool entropy_grad);
+                                                                 const torch::Tensor& targets, bool entropy_grad,
+                                                                 int64_t from = 0);
 
   // Convenience: logits for input_ids [B, T] at positions 0..T-1.
   torch::Tensor forward(const torch::Tensor& input_ids);
@@ -167,7 +172,7 @@ class CausalLMImpl : public torch::nn::Module {
 
  private:
   torch::Tensor token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets, torch::Tensor* entropy,
-                                    bool entropy_grad);
+                                    bool entropy_grad, int64_t from);
   torch::Tensor forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache,
                                         const torch::Tensor& key_mask);
   bool fast_cpu_path_ = true;

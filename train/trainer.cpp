@@ -38,6 +38,23 @@ void Trainer::set_lr_horizon(int64_t total_steps) {
   options_.lr = o;
 }
 
+namespace {
+
+// The first column where the loss weights or any term's weights [B, T] are
+// non-zero (0 when none is, or a term's weights have another shape).
+int64_t first_weighted_column(const torch::Tensor& weight, const std::vector<torch::Tensor>& term_weights) {
+  torch::NoGradGuard ng;
+  auto any = weight != 0;
+  for (const auto& w : term_weights) {
+    if (!w.defined() || w.sizes() != weight.sizes()) return 0;
+    any = any | (w != 0);
+  }
+  const auto cols = any.any(0).nonzero();
+  return cols.numel() == 0 ? 0 : cols[0][0].item<int64_t>();
+}
+
+}  // namespace
+
 bool Trainer::needs_reference() const {
   return std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_reference(); });
 }
@@ -105,8 +122,10 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
     if (std::all_of(local_tokens[m].begin(), local_tokens[m].end(), [](double n) { return n == 0; })) continue;
     auto hidden = model_->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
     torch::Tensor logp, entropy, scores;
-    if (want_entropy) std::tie(logp, entropy) = model_->token_logprobs_entropy(hidden, mb.targets, entropy_grad);
-    else if (want_logp) logp = model_->token_logprobs(hidden, mb.targets);
+    // No term reads a column before the first weighted one (the prompts): no logits there.
+    const int64_t from = want_logp ? first_weighted_column(mb.weight, weights[m]) : 0;
+    if (want_entropy) std::tie(logp, entropy) = model_->token_logprobs_entropy(hidden, mb.targets, entropy_grad, from);
+    else if (want_logp) logp = model_->token_logprobs(hidden, mb.targets, from);
     if (want_scores) scores = model_->scores(hidden);
     if (logp.defined()) {
       torch::NoGradGuard ng;

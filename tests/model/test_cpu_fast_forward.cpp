@@ -327,6 +327,37 @@ TEST(FastTokenLogprobs, MatchLibTorchAndTheSamplersNormaliser) {
   EXPECT_FALSE(std::isnan(lp_inf[1].item<float>()));
 }
 
+// token_logprobs(..., from): columns before `from` are 0 and skipped; the rest,
+// and every gradient of a loss weighted only there, equal the full call's
+// (both paths; with the entropy too).
+TEST_P(FastPath, LogprobsFromAColumnMatchTheFullCall) {
+  CausalLM m = model();
+  const ModelConfig& c = m->config();
+  auto ids = torch::randint(0, c.vocab_size, {3, 12}, torch::kInt64);
+  auto pos = torch::arange(12, torch::kInt64).unsqueeze(0).expand({3, 12}).contiguous();
+  auto targets = torch::randint(0, c.vocab_size, {3, 12}, torch::kInt64);
+  const int64_t from = 5;
+  auto weights = torch::rand({3, 12});
+  weights.narrow(1, 0, from).zero_();
+  for (const bool fast : {false, true}) {
+    m->set_fast_cpu_path(fast);
+    std::map<std::string, torch::Tensor> grads[2];
+    torch::Tensor lps[2], ents[2];
+    for (int i = 0; i < 2; ++i) {
+      auto [lp, ent] = m->token_logprobs_entropy(m->forward_hidden(ids, pos), targets, false, i == 0 ? 0 : from);
+      lps[i] = lp.detach();
+      ents[i] = ent;
+      grads[i] = gradients_of(*m, -(lp * weights).sum());
+    }
+    EXPECT_TRUE(torch::equal(lps[1].narrow(1, from, 12 - from), lps[0].narrow(1, from, 12 - from))) << fast;
+    EXPECT_TRUE(torch::equal(ents[1].narrow(1, from, 12 - from), ents[0].narrow(1, from, 12 - from))) << fast;
+    EXPECT_EQ(lps[1].narrow(1, 0, from).abs().max().item<float>(), 0.0f);
+    EXPECT_EQ(ents[1].narrow(1, 0, from).abs().max().item<float>(), 0.0f);
+    for (const auto& [name, g] : grads[0]) EXPECT_TRUE(torch::allclose(g, grads[1][name], 1e-5, 1e-6)) << name;
+  }
+  EXPECT_THROW(m->token_logprobs(m->forward_hidden(ids, pos), targets, 12), Error);
+}
+
 // Forward log-probs and every parameter gradient of the training path, and
 // cached decoding logits, are bit-identical with the kernels on 1 and 3
 // threads (cpu::set_kernel_threads): they split work by rows, heads and
