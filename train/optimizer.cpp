@@ -1,11 +1,11 @@
 #include "train/optimizer.h"
 
-#include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
 
 #include <cmath>
 #include <set>
 
+#include "model/cpu_kernels.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -30,11 +30,11 @@ constexpr int64_t kGrain = 1 << 15;  // elements per parallel task
 
 template <typename G>
 double sum_of_squares(const G* g, int64_t n) {
-  // Per-task partial sums in double, added in task order (deterministic for a
-  // fixed thread count and size).
+  // Per-task partial sums in double, added in task order: the same sum
+  // whatever the thread count.
   const int64_t n_tasks = (n + kGrain - 1) / kGrain;
   std::vector<double> partial(static_cast<size_t>(n_tasks), 0.0);
-  at::parallel_for(0, n_tasks, 1, [&](int64_t t0, int64_t t1) {
+  cpu::parallel_rows(n_tasks, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t * kGrain, e = std::min(n, b + kGrain);
       double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // 8 lanes, vectorisable
@@ -61,8 +61,11 @@ struct AdamWScalars {
 
 template <typename G, typename P>
 void adamw_kernel(const G* g, float* w, float* m, float* v, P* param_out, int64_t n, const AdamWScalars& k) {
-  at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
+  // On the kernels' thread team (model/cpu_kernels.h), which has every core
+  // in fp32 too (LibTorch's own pool has one there: model/cpu_threads.h).
+  const int64_t n_tasks = (n + kGrain - 1) / kGrain;
+  cpu::parallel_rows(n_tasks, [&](int64_t t0, int64_t t1) {
+    for (int64_t i = t0 * kGrain, e = std::min(n, t1 * kGrain); i < e; ++i) {
       const float gi = static_cast<float>(g[i]) * k.clip;
       float wi = w[i] * k.decay;
       const float mi = m[i] * k.b1 + gi * k.one_minus_b1;

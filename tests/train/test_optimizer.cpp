@@ -4,6 +4,7 @@
 // a tiny model whose parameters move.
 #include <gtest/gtest.h>
 
+#include "model/cpu_kernels.h"
 #include "model/loader.h"
 #include "train/optimizer.h"
 
@@ -139,6 +140,32 @@ TEST(Optimizer, LargeParametersMatchTorchAdamW) {
   EXPECT_LT(worst, 1e-6);
   EXPECT_GT(n_clipped, 0);
   EXPECT_LT(n_clipped, 5);
+}
+
+// The fused kernels run on the kernels' thread team (all cores, fp32
+// included): the same bits on 1 and 3 threads (weights, moments, the norm).
+TEST(Optimizer, StepsAreTheSameOnOneOrThreeKernelThreads) {
+  const int before = cpu::kernel_threads();
+  torch::Tensor after[2];
+  double norms[2];
+  for (int run = 0; run < 2; ++run) {
+    cpu::set_kernel_threads(run == 0 ? 1 : 3);
+    torch::manual_seed(5);
+    Named p = {{"a.weight", torch::randn({7, 100003})}};
+    p[0].second.set_requires_grad(true);
+    OptimizerOptions o;
+    o.weight_decay = 0.1;
+    o.max_grad_norm = 1.0;
+    Optimizer opt(p, o);
+    for (int step = 0; step < 3; ++step) {
+      p[0].second.mutable_grad() = torch::randn(p[0].second.sizes());
+      norms[run] = opt.step(1e-3).grad_norm;
+    }
+    after[run] = p[0].second.detach().clone();
+  }
+  cpu::set_kernel_threads(before);
+  EXPECT_TRUE(torch::equal(after[0], after[1]));
+  EXPECT_EQ(norms[0], norms[1]);
 }
 
 TEST(Optimizer, Bf16ParamsStepFp32MastersExactly) {
