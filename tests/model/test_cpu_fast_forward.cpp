@@ -353,7 +353,12 @@ TEST_P(FastPath, LogprobsFromAColumnMatchTheFullCall) {
     EXPECT_TRUE(torch::equal(ents[1].narrow(1, from, 12 - from), ents[0].narrow(1, from, 12 - from))) << fast;
     EXPECT_EQ(lps[1].narrow(1, 0, from).abs().max().item<float>(), 0.0f);
     EXPECT_EQ(ents[1].narrow(1, 0, from).abs().max().item<float>(), 0.0f);
-    for (const auto& [name, g] : grads[0]) EXPECT_TRUE(torch::allclose(g, grads[1][name], 1e-5, 1e-6)) << name;
+    // Gradients: equal up to the summation order of the weight products (they
+    // sum over fewer rows from `from`): relative to each tensor's scale.
+    for (const auto& [name, g] : grads[0]) {
+      const double scale = g.abs().max().item<double>();
+      EXPECT_LE(max_diff(g, grads[1][name]), 1e-5 * scale + 1e-7) << name << " (fast " << fast << ", scale " << scale << ")";
+    }
   }
   EXPECT_THROW(m->token_logprobs(m->forward_hidden(ids, pos), targets, 12), Error);
 }
