@@ -188,10 +188,22 @@ std::vector<std::vector<float>> per_token_pass(CausalLMImpl& model, const std::v
 
 }  // namespace
 
+int64_t first_weighted_column(const torch::Tensor& weight, const std::vector<torch::Tensor>& term_weights) {
+  torch::NoGradGuard ng;
+  auto any = weight != 0;
+  for (const auto& w : term_weights) {
+    if (!w.defined() || w.sizes() != weight.sizes()) return 0;
+    any = any | (w != 0);
+  }
+  const auto cols = any.any(0).nonzero();
+  return cols.numel() == 0 ? 0 : cols[0][0].item<int64_t>();
+}
+
 std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
-                                                   int64_t micro_batch_size) {
+                                                   int64_t micro_batch_size, LogprobScope scope) {
   return per_token_pass(model, episodes, micro_batch_size, [&](const torch::Tensor& hidden, const MicroBatch& mb) {
-    return model.token_logprobs(hidden, mb.targets);
+    const int64_t from = scope == LogprobScope::FromFirstWeighted ? first_weighted_column(mb.weight) : 0;
+    return model.token_logprobs(hidden, mb.targets, from);
   });
 }
 

@@ -60,10 +60,25 @@ std::vector<std::vector<const Episode*>> split_micro_batches(const std::vector<c
 std::vector<std::vector<const Episode*>> split_micro_batches_by_group(const std::vector<const Episode*>& episodes,
                                                                       int64_t size);
 
+// The first column of a micro-batch where `weight` [B, T] or any of
+// `term_weights` (each [B, T]) is non-zero: no loss reads a column before it
+// (the prompts). 0 when none is non-zero, or a term's weights have another shape.
+int64_t first_weighted_column(const torch::Tensor& weight, const std::vector<torch::Tensor>& term_weights = {});
+
+// Which tokens recompute_logprobs computes.
+enum class LogprobScope {
+  AllTokens,          // every token t >= 1
+  FromFirstWeighted,  // per micro-batch, from its first token with loss_weight > 0 on
+                      // (first_weighted_column); the tokens before it are 0, not computed.
+                      // For callers that read weighted tokens only (reference, old log-probs).
+};
+
 // Log-probs of every episode's tokens under `model` (no gradient):
-// out[i][t] = log p(tokens[t] | tokens[< t]) for t >= 1 (out[i][0] = 0).
+// out[i][t] = log p(tokens[t] | tokens[< t]) for t >= 1 (out[i][0] = 0), in
+// `scope`; the computed values do not depend on the scope (bit for bit).
 std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
-                                                   int64_t micro_batch_size);
+                                                   int64_t micro_batch_size,
+                                                   LogprobScope scope = LogprobScope::AllTokens);
 
 // The critic's values (output `label` of a classifier's score head) before
 // every episode's tokens (no gradient): out[i][t] = V(tokens[< t]), the state

@@ -65,7 +65,8 @@ PreferenceSteps::PreferenceSteps(const Policy& policy, const std::vector<Prefere
       for (Episode& e : preference_episodes(policy_, pairs_[i], add_special_, 0)) eps.push_back(std::move(e));
     std::vector<const Episode*> view;
     for (const Episode& e : eps) view.push_back(&e);
-    for (auto& lp : recompute_logprobs(*reference, view, micro_batch_size)) ref_logprobs_.push_back(std::move(lp));
+    for (auto& lp : recompute_logprobs(*reference, view, micro_batch_size, LogprobScope::FromFirstWeighted))
+      ref_logprobs_.push_back(std::move(lp));
   }
   reference_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -102,9 +103,9 @@ PreferenceMetrics measure_preferences(const Policy& policy, CausalLMImpl& model,
     for (Episode& e : preference_episodes(policy, pairs[i], add_special, static_cast<int64_t>(i))) eps.push_back(std::move(e));
   std::vector<const Episode*> view;
   for (const Episode& e : eps) view.push_back(&e);
-  const auto lp = recompute_logprobs(model, view, micro_batch_size);
+  const auto lp = recompute_logprobs(model, view, micro_batch_size, LogprobScope::FromFirstWeighted);
   std::vector<std::vector<float>> ref;
-  if (reference) ref = recompute_logprobs(*reference, view, micro_batch_size);
+  if (reference) ref = recompute_logprobs(*reference, view, micro_batch_size, LogprobScope::FromFirstWeighted);
   const int64_t P = static_cast<int64_t>(pairs.size());
   std::vector<double> pc(P), pr(P), rc(P, 0), rr(P, 0), lc(P), lr(P);
   for (int64_t i = 0; i < P; ++i) {

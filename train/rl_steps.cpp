@@ -320,7 +320,8 @@ void RlSteps::add_reference_logprobs(std::vector<ScoredGroup>& groups) {
       all.push_back(&e);
       view.push_back(&e);
     }
-  auto ref = recompute_logprobs(*reference_, view, options_.reference_micro_batch_size);
+  auto ref = recompute_logprobs(*reference_, view, options_.reference_micro_batch_size,
+                                LogprobScope::FromFirstWeighted);
   for (size_t i = 0; i < all.size(); ++i) all[i]->ref_logprob = std::move(ref[i]);
 }
 
@@ -510,7 +511,8 @@ void RlSteps::recompute_old_logprobs(std::vector<ScoredGroup>& groups, Json& met
       all.push_back(&e);
       view.push_back(&e);
     }
-  auto lp = recompute_logprobs(*policy_.model(), view, options_.reference_micro_batch_size);
+  auto lp = recompute_logprobs(*policy_.model(), view, options_.reference_micro_batch_size,
+                               LogprobScope::FromFirstWeighted);
   double diff_max = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     Episode& e = *all[i];

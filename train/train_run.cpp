@@ -287,7 +287,7 @@ class SftSource final : public StepSource {
     if (reference_) {
       std::vector<const Episode*> view;
       for (const auto& e : eps) view.push_back(&e);
-      auto ref = recompute_logprobs(*reference_, view, micro_batch_size_);
+      auto ref = recompute_logprobs(*reference_, view, micro_batch_size_, LogprobScope::FromFirstWeighted);
       for (size_t i = 0; i < eps.size(); ++i) eps[i].ref_logprob = std::move(ref[i]);
     }
     return eps;

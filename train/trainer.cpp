@@ -38,23 +38,6 @@ void Trainer::set_lr_horizon(int64_t total_steps) {
   options_.lr = o;
 }
 
-namespace {
-
-// The first column where the loss weights or any term's weights [B, T] are
-// non-zero (0 when none is, or a term's weights have another shape).
-int64_t first_weighted_column(const torch::Tensor& weight, const std::vector<torch::Tensor>& term_weights) {
-  torch::NoGradGuard ng;
-  auto any = weight != 0;
-  for (const auto& w : term_weights) {
-    if (!w.defined() || w.sizes() != weight.sizes()) return 0;
-    any = any | (w != 0);
-  }
-  const auto cols = any.any(0).nonzero();
-  return cols.numel() == 0 ? 0 : cols[0][0].item<int64_t>();
-}
-
-}  // namespace
-
 bool Trainer::needs_reference() const {
   return std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_reference(); });
 }

@@ -563,5 +563,45 @@ TEST(MicroBatch, SplitByGroupKeepsEachGroupWhole) {
   }
 }
 
+
+// recompute_logprobs(..., FromFirstWeighted) (the reference and old-log-prob
+// passes): every weighted token's log-prob equals the full pass's bit for bit,
+// the tokens before its micro-batch's first weighted token are 0, and a
+// micro-batch is cut at its own first weighted column.
+TEST(MicroBatch, LogprobsFromTheFirstWeightedTokenEqualTheFullPass) {
+  auto m = tiny_model(5);
+  std::vector<Episode> eps;
+  const size_t prompts[] = {7, 4, 9, 10};
+  for (size_t i = 0; i < 4; ++i) {
+    std::vector<int32_t> prompt, completion;
+    for (size_t t = 0; t < prompts[i]; ++t) prompt.push_back(static_cast<int32_t>((31 * i + 7 * t) % 400 + 5));
+    for (size_t t = 0; t < 6 + i; ++t) completion.push_back(static_cast<int32_t>((13 * i + 11 * t) % 400 + 5));
+    eps.push_back(Episode::single_turn(static_cast<int64_t>(i), prompt, completion,
+                                       std::vector<float>(completion.size(), -1.0f)));
+  }
+  std::vector<const Episode*> view;
+  for (const auto& e : eps) view.push_back(&e);
+  const auto full = recompute_logprobs(*m, view, 2);
+  const auto cut = recompute_logprobs(*m, view, 2, LogprobScope::FromFirstWeighted);
+  // micro-batches {0, 1} (first weighted token 4) and {2, 3} (9)
+  const size_t first[] = {4, 4, 9, 9};
+  for (size_t i = 0; i < eps.size(); ++i) {
+    ASSERT_EQ(cut[i].size(), eps[i].tokens.size());
+    for (size_t t = 1; t < eps[i].tokens.size(); ++t) {
+      EXPECT_NE(full[i][t], 0.0f) << i << " " << t;
+      if (t < first[i]) EXPECT_EQ(cut[i][t], 0.0f) << i << " " << t;
+      else EXPECT_EQ(cut[i][t], full[i][t]) << i << " " << t;  // every weighted token, and the unweighted ones after
+    }
+  }
+  // first_weighted_column: the loss weights, or-ed with every term's; a term of another shape = 0.
+  auto w = torch::zeros({2, 6});
+  w[1][4] = 1;
+  EXPECT_EQ(first_weighted_column(w), 4);
+  auto tw = torch::zeros({2, 6});
+  tw[0][2] = 0.5;
+  EXPECT_EQ(first_weighted_column(w, {tw}), 2);
+  EXPECT_EQ(first_weighted_column(w, {torch::zeros({2, 5})}), 0);
+  EXPECT_EQ(first_weighted_column(torch::zeros({2, 6})), 0);
+}
 }  // namespace
 }  // namespace rlf
