@@ -280,6 +280,19 @@ inline void weighted_rows(const float* w, const float* rows, int64_t stride, int
   i = weighted_rows_vectors<Lanes16>(w, rows, stride, S, hd, o, accumulate, i);
 #endif
   i = weighted_rows_vectors<Lanes8>(w, rows, stride, S, hd, o, accumulate, i);
+#else
+  // Portable builds: 8 columns per pass over the rows (the compiler's vectors).
+  for (; i + 8 <= hd; i += 8) {
+    float a[8];
+    for (int j = 0; j < 8; ++j) a[j] = accumulate ? o[i + j] : 0.0f;
+    for (int64_t s = 0; s < S; ++s) {
+      const float ws = w[s];
+      if (ws == 0.0f) continue;
+      const float* r = rows + s * stride + i;
+      for (int j = 0; j < 8; ++j) a[j] += ws * r[j];
+    }
+    for (int j = 0; j < 8; ++j) o[i + j] = a[j];
+  }
 #endif
   for (; i < hd; ++i) {
     float a = accumulate ? o[i] : 0.0f;
