@@ -325,6 +325,36 @@ bool positions_are_indices(const int64_t* pos, int64_t B, int64_t T) {
   return true;
 }
 
+// Asks for rows [0, S) of hd floats, `stride` apart, into L2 (64-byte lines).
+// (Always inlined, here and below: GCC deems a function that only
+// prefetches free of effects and drops calls to it.)
+[[gnu::always_inline]] inline void prefetch_rows(const float* rows, int64_t S, int64_t stride, int64_t hd) {
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t i = 0; i < hd; i += 16) __builtin_prefetch(rows + s * stride + i, 0, 2);
+}
+
+// Decoding reads each (row, head)'s keys and values from its own cache slots
+// once, straight from memory, in bursts too short for the hardware
+// prefetcher: asks for the keys and values of this thread's next two jobs
+// (parallel_for deals jobs round-robin) into L2 while this one runs.
+// bench/decode_attention.cpp (stories110M, batch 64, 48 cached positions, 12
+// layers, Zen 4, 2026-11-27): 15.1 -> 10.7 ms per step (medians of 3 runs;
+// 15 -> 21 GB/s of cache read). When the cache sits in L2 the prefetches
+// cost ~1 ms (2.2 -> 3.4 ms).
+[[gnu::always_inline]] inline void prefetch_next_jobs(int64_t job, const KeyLayout& kv, const int64_t* pos, const AttentionShape& sh) {
+  const int64_t H = sh.H, G = sh.H / sh.K, jobs = sh.B * sh.T * sh.H;
+  for (int64_t ahead = 1; ahead <= 2; ++ahead) {
+    const int64_t next = job + ahead * g_kernel_threads;
+    if (next >= jobs) return;
+    const int64_t n = next / H, b = n / sh.T, kh = (next % H) / G;
+    const int64_t own = pos[n] + 1 - (kv.prefix ? std::min(kv.prefix[b].len, pos[n] + 1) : 0);
+    const float* k = kv.keys + b * kv.s0 + kh * kv.s1;
+    const float* v = kv.values + b * kv.s0 + kh * kv.s1;
+    prefetch_rows(k, own, kv.s2, sh.hd);
+    prefetch_rows(v, own, kv.s2, sh.hd);
+  }
+}
+
 // Attention for queries job in [begin, end) (job = n * H + head).
 void attention_jobs(int64_t begin, int64_t end, const float* q, const KeyLayout& kv, const int64_t* pos,
                     const uint8_t* valid, bool cached, bool ordered, const AttentionShape& sh, float* out,
@@ -340,6 +370,7 @@ void attention_jobs(int64_t begin, int64_t end, const float* q, const KeyLayout&
     const SharedPrefix* pre = cached && kv.prefix && kv.prefix[b].len > 0 ? &kv.prefix[b] : nullptr;
     const int64_t P = pre ? std::min(pre->len, S) : 0;
     w.resize(static_cast<size_t>(S));
+    if (cached) prefetch_next_jobs(job, kv, pos, sh);
     if (P > 0) dot_rows(qv, pre->keys + kh * pre->s1, pre->s2, hd, P, w.data());
     dot_rows(qv, kb, kv.s2, hd, S - P, w.data() + P);
     float mx = -INFINITY;
