@@ -341,7 +341,8 @@ bool positions_are_indices(const int64_t* pos, int64_t B, int64_t T) {
 // layers, Zen 4, 2026-11-27): 15.1 -> 10.7 ms per step (medians of 3 runs;
 // 15 -> 21 GB/s of cache read). When the cache sits in L2 the prefetches
 // cost ~1 ms (2.2 -> 3.4 ms).
-[[gnu::always_inline]] inline void prefetch_next_jobs(int64_t job, const KeyLayout& kv, const int64_t* pos, const AttentionShape& sh) {
+[[gnu::always_inline]] inline void prefetch_next_jobs(int64_t job, const KeyLayout& kv, const int64_t* pos,
+                                                     const AttentionShape& sh) {
   const int64_t H = sh.H, G = sh.H / sh.K, jobs = sh.B * sh.T * sh.H;
   for (int64_t ahead = 1; ahead <= 2; ++ahead) {
     const int64_t next = job + ahead * g_kernel_threads;
