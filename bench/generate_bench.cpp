@@ -25,12 +25,15 @@ void GenerateBenchOptions::validate() const {
 namespace {
 
 // The matmul bound of one decoding step: every projection of every layer and
-// the classifier at `rows` rows, through the path decoding takes
-// (matmul_wt_into on the fp32 CPU fast path, LibTorch's linear otherwise),
-// nothing else. Returns {median ms over `repeats`, bytes of weights read}.
-std::pair<double, double> linear_bound(CausalLMImpl& model, int64_t rows, int64_t repeats) {
+// the classifier at `rows` rows, nothing else, through the path decoding
+// takes (on the fp32 CPU fast path the packed panels, pack_for_decoding, as
+// the engine packs them, unless `pack` is off; LibTorch's linear otherwise) or, with `blas`, through
+// LibTorch's linear (OpenBLAS on the CPU) whatever the path. Returns {median
+// ms over `repeats`, bytes of weights read}.
+std::pair<double, double> linear_bound(CausalLMImpl& model, int64_t rows, int64_t repeats, bool blas, bool pack) {
   torch::NoGradGuard ng;
-  const bool fast = model.fast_cpu_path_applies();
+  const bool fast = model.fast_cpu_path_applies() && !blas;
+  if (fast && pack) model.pack_for_decoding();
   std::vector<torch::Tensor> weights;
   for (size_t l = 0; l < model.model->layers->size(); ++l) {
     auto& layer = *model.model->layers->ptr<DecoderLayerImpl>(l);
@@ -49,8 +52,10 @@ std::pair<double, double> linear_bound(CausalLMImpl& model, int64_t rows, int64_
   }
   auto pass = [&] {
     for (size_t i = 0; i < weights.size(); ++i) {
-      if (fast) matmul_wt_into(inputs[i], weights[i], torch::Tensor(), outputs[i]);
-      else outputs[i] = torch::nn::functional::linear(inputs[i], weights[i]);
+      if (fast)
+        matmul_wt_into(inputs[i], weights[i], torch::Tensor(), outputs[i], model.packed_weights().find(weights[i]));
+      else
+        outputs[i] = torch::nn::functional::linear(inputs[i], weights[i]);
     }
     (void)outputs.back().sum().item<float>();  // synchronise (CUDA)
   };
@@ -62,6 +67,7 @@ std::pair<double, double> linear_bound(CausalLMImpl& model, int64_t rows, int64_
     ms.push_back(1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
+  model.release_decoding_weights();
   return {ms[ms.size() / 2], bytes};
 }
 
@@ -93,10 +99,11 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   EngineOptions eo;
   eo.max_batch_rows = o.batch;
   eo.share_prompt_cache = o.share_prompt;
+  eo.pack_weights = o.pack_weights;
   RolloutEngine engine(model, nullptr, eo);
   engine.generate(requests);  // warm-up (allocates the cache, primes kernels)
 
-  std::vector<double> walls, decode_rates, step_ms, prefill_s;
+  std::vector<double> walls, decode_rates, step_ms, prefill_s, pack_s;
   int64_t generated = 0;
   for (int64_t r = 0; r < o.repeats; ++r) {
     engine.reset_stats();
@@ -110,6 +117,7 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
     decode_rates.push_back(st.decode_s > 0 ? (st.n_decode_tokens - o.batch) / st.decode_s : 0);
     step_ms.push_back(st.n_steps > 0 ? 1e3 * st.decode_s / st.n_steps : 0);
     prefill_s.push_back(st.prefill_s);
+    pack_s.push_back(st.pack_s);
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -134,14 +142,20 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   j["decode_tokens_per_s"] = median(decode_rates);
   j["ms_per_step"] = median(step_ms);
   j["prefill_s"] = median(prefill_s);
+  j["pack_s"] = median(pack_s);  // packing the weights for decoding, once per generate call (in wall_s)
   j["repeats"] = o.repeats;
   j["group"] = o.group;
   j["share_prompt"] = o.share_prompt;
+  j["pack_weights"] = o.pack_weights;
   j["kv_cache_mb"] = engine.cache_peak_bytes() / 1e6;
   {
     // The same step's matmuls alone: the bound batched decoding approaches.
-    const auto [ms, bytes] = linear_bound(*model, o.batch, o.repeats);
+    const auto [ms, bytes] = linear_bound(*model, o.batch, o.repeats, false, o.pack_weights);
     const double step = median(step_ms);
+    // ... and through LibTorch's linear (OpenBLAS), the bound without rlf's kernels
+    const double blas_ms = linear_bound(*model, o.batch, o.repeats, true, false).first;
+    j["linear_ms_per_step_libtorch"] = blas_ms;
+    j["fraction_of_libtorch_linear_bound"] = step > 0 ? blas_ms / step : 0.0;
     j["linear_ms_per_step"] = ms;
     j["linear_bound_tokens_per_s"] = 1e3 * o.batch / ms;
     j["fraction_of_linear_bound"] = step > 0 ? ms / step : 0.0;

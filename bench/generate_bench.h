@@ -22,6 +22,7 @@ struct GenerateBenchOptions {
   int64_t repeats = 1;                // timed runs; the median is reported
   uint64_t seed = 0;
   bool fast_cpu = true;               // fp32 CPU inference path (CausalLM::set_fast_cpu_path)
+  bool pack_weights = true;           // decoding multiplies by packed weight panels (EngineOptions)
 
   void validate() const;
 };
@@ -34,7 +35,11 @@ struct GenerateBenchOptions {
 // takes), linear_bound_tokens_per_s, fraction_of_linear_bound (linear ms /
 // decode ms per step), weight_bytes_per_step and weight_gb_per_s (weights
 // read per decode step / its time: the bandwidth batch 1 achieves);
-// kv_cache_mb: the most the KV cache held (rows plus shared prompts).
+// linear_ms_per_step_libtorch and fraction_of_libtorch_linear_bound: the
+// same matmuls through LibTorch's linear (OpenBLAS), the bound without
+// rlf's kernels; pack_s: packing the weights (once per generate call, part
+// of the wall time); kv_cache_mb: the most the KV cache held (rows plus
+// shared prompts).
 Json run_generate_bench(const GenerateBenchOptions& options);
 
 }  // namespace rlf

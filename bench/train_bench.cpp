@@ -44,6 +44,7 @@ double peak_rss_mb() {
 
 struct StepTimes {
   double forward_ms = 0, backward_ms = 0, optimizer_ms = 0, step_ms = 0;
+  double logprobs_ms = 0;  // the forward's output head + log-softmax + NLL (part of forward_ms)
   double loss = 0;
 };
 
@@ -93,10 +94,13 @@ Json run_train_bench(const TrainBenchOptions& o) {
     sync();
     const auto t0 = Clock::now();
     auto hidden = model->forward_hidden(inputs, positions);  // [B, T, D]
-    auto logp = model->token_logprobs(hidden, targets);      // [B, T] fp32
-    auto loss = -logp.mean();                                 // token-mean NLL
-    t.loss = loss.item<double>();                             // syncs
+    sync();
+    const auto t_head = Clock::now();
+    auto logp = model->token_logprobs(hidden, targets);  // [B, T] fp32
+    auto loss = -logp.mean();                             // token-mean NLL
+    t.loss = loss.item<double>();                         // syncs
     t.forward_ms = ms_since(t0);
+    t.logprobs_ms = ms_since(t_head);
     const auto t1 = Clock::now();
     loss.backward();
     sync();
@@ -111,13 +115,14 @@ Json run_train_bench(const TrainBenchOptions& o) {
   };
 
   for (int64_t i = 0; i < o.warmup; ++i) run_step();
-  std::vector<double> fwd, bwd, optim, total;
+  std::vector<double> fwd, head, bwd, optim, total;
   double loss_first = 0, loss_last = 0;
   for (int64_t i = 0; i < o.steps; ++i) {
     StepTimes t = run_step();
     if (i == 0) loss_first = t.loss;
     loss_last = t.loss;
     fwd.push_back(t.forward_ms);
+    head.push_back(t.logprobs_ms);
     bwd.push_back(t.backward_ms);
     optim.push_back(t.optimizer_ms);
     total.push_back(t.step_ms);
@@ -149,6 +154,7 @@ Json run_train_bench(const TrainBenchOptions& o) {
   j["ms_per_step_max"] = *std::max_element(total.begin(), total.end());
   j["ms_per_step_all"] = total;
   j["forward_ms"] = median(fwd);
+  j["forward_logprobs_ms"] = median(head);  // of forward_ms: output head, log-softmax and the loss
   j["backward_ms"] = median(bwd);
   j["optimizer_ms"] = median(optim);
   j["loss_first"] = loss_first;

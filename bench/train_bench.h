@@ -37,8 +37,9 @@ struct TrainBenchOptions {
 
 // Runs `warmup` + `steps` training steps (a fresh random batch each) and
 // returns a JSON object: tokens_per_s (B*T / median step time), ms_per_step,
-// forward_ms, backward_ms, optimizer_ms (medians), batch, seq, dtype, params,
-// threads, loss_first/loss_last, peak_rss_mb, ...
+// forward_ms, backward_ms, optimizer_ms (medians), forward_logprobs_ms (the
+// part of forward_ms spent in the output head, log-softmax and loss), batch,
+// seq, dtype, params, threads, loss_first/loss_last, peak_rss_mb, ...
 Json run_train_bench(const TrainBenchOptions& options);
 
 }  // namespace rlf

@@ -37,9 +37,13 @@ float* fp(const torch::Tensor& t) { return t.data_ptr<float>(); }
 
 }  // namespace
 
-void matmul_wt_into(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias, torch::Tensor& out) {
+void matmul_wt_into(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias, torch::Tensor& out,
+                    const float* panels) {
   const int64_t N = x.size(0);
-  if (N <= cpu::kMatmulWtMaxRows) {
+  if (panels) {
+    const torch::Tensor xc = x.contiguous();
+    cpu::matmul_panels(fp(xc), panels, bias.defined() ? fp(bias) : nullptr, fp(out), N, w.size(1), w.size(0));
+  } else if (N <= cpu::kMatmulWtMaxRows) {
     const torch::Tensor xc = x.contiguous();
     cpu::matmul_wt(fp(xc), fp(w), bias.defined() ? fp(bias) : nullptr, fp(out), N, w.size(1), w.size(0));
   } else if (bias.defined()) {
@@ -53,8 +57,10 @@ namespace {
 
 // out = x @ W^T (+ b) for a torch::nn::Linear with its adapter (model/lora.h),
 // written into `out` [N, out_features].
-void linear_into(const torch::Tensor& x, const torch::nn::Linear& lin, LoraSlot& lora, torch::Tensor& out) {
-  matmul_wt_into(x, lora_inference_weight(lin, lora), lin->bias, out);
+void linear_into(const torch::Tensor& x, const torch::nn::Linear& lin, LoraSlot& lora, torch::Tensor& out,
+                 const PackedWeights& packed) {
+  const torch::Tensor& w = lora_inference_weight(lin, lora);
+  matmul_wt_into(x, w, lin->bias, out, packed.find(w));
   lora_add_into(lora, x, out);
 }
 
@@ -180,6 +186,26 @@ bool CausalLMImpl::fast_cpu_path_applies(KVCache* cache) const {
   return true;
 }
 
+void CausalLMImpl::pack_for_decoding() {
+  packed_.clear();
+  torch::NoGradGuard no_grad;
+  if (!fast_cpu_path_applies() || !cpu::vector_kernels()) return;
+  const int64_t L = static_cast<int64_t>(model->layers->size());
+  for (int64_t l = 0; l < L; ++l) {
+    auto& layer = *model->layers->ptr<DecoderLayerImpl>(l);
+    auto& attn = *layer.self_attn;
+    auto& mlp = *layer.mlp;
+    packed_.pack(lora_inference_weight(attn.q_proj, attn.q_lora));
+    packed_.pack(lora_inference_weight(attn.k_proj, attn.k_lora));
+    packed_.pack(lora_inference_weight(attn.v_proj, attn.v_lora));
+    packed_.pack(lora_inference_weight(attn.o_proj, attn.o_lora));
+    packed_.pack(lora_inference_weight(mlp.gate_proj, mlp.gate_lora));
+    packed_.pack(lora_inference_weight(mlp.up_proj, mlp.up_lora));
+    packed_.pack(lora_inference_weight(mlp.down_proj, mlp.down_lora));
+  }
+  if (!config_.is_classifier()) packed_.pack(lm_head ? lm_head->weight : model->embed_tokens->weight);
+}
+
 torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions,
                                                     KVCache* cache, const torch::Tensor& key_mask) {
   const ModelConfig& c = config_;
@@ -244,9 +270,9 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     auto& layer = *model->layers->ptr<DecoderLayerImpl>(l);
     auto& attn = *layer.self_attn;
     cpu::rms_norm_forward(fp(h), fp(layer.input_layernorm->weight), fp(xn), nullptr, N, D, eps);
-    linear_into(xn, attn.q_proj, attn.q_lora, q);
-    linear_into(xn, attn.k_proj, attn.k_lora, k);
-    linear_into(xn, attn.v_proj, attn.v_lora, v);
+    linear_into(xn, attn.q_proj, attn.q_lora, q, packed_);
+    linear_into(xn, attn.k_proj, attn.k_lora, k, packed_);
+    linear_into(xn, attn.v_proj, attn.v_lora, v, packed_);
     cpu::rope_inplace(fp(q), pp, fp(cos_t), fp(sin_t), N, H, hd, false);
     cpu::rope_inplace(fp(k), pp, fp(cos_t), fp(sin_t), N, K, hd, false);
 
@@ -285,15 +311,15 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
       }
     }
     cpu::attention_forward(fp(q), kv, pp, vp, cache != nullptr, sh, fp(att), nullptr);
-    linear_into(att, attn.o_proj, attn.o_lora, tmp);
+    linear_into(att, attn.o_proj, attn.o_lora, tmp, packed_);
     h.add_(tmp);
 
     auto& mlp = *layer.mlp;
     cpu::rms_norm_forward(fp(h), fp(layer.post_attention_layernorm->weight), fp(xn), nullptr, N, D, eps);
-    linear_into(xn, mlp.gate_proj, mlp.gate_lora, gate);
-    linear_into(xn, mlp.up_proj, mlp.up_lora, up);
+    linear_into(xn, mlp.gate_proj, mlp.gate_lora, gate, packed_);
+    linear_into(xn, mlp.up_proj, mlp.up_lora, up, packed_);
     cpu::swiglu_forward(fp(gate), fp(up), fp(gate), N * I);
-    linear_into(gate, mlp.down_proj, mlp.down_lora, tmp);
+    linear_into(gate, mlp.down_proj, mlp.down_lora, tmp, packed_);
     h.add_(tmp);
   }
   cpu::rms_norm_forward(fp(h), fp(model->norm->weight), fp(xn), nullptr, N, D, eps);

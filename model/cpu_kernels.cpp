@@ -501,6 +501,128 @@ void matmul_wt(const float* x, const float* w, const float* bias, float* y, int6
   matmul_wt_rows<1>(x, w, bias, y, N, I, O, O4, O);
 }
 
+bool vector_kernels() {
+#ifdef RLF_KERNELS_AVX2
+  return true;
+#else
+  return false;
+#endif
+}
+
+int64_t panel_floats(int64_t O, int64_t I) { return (O + kPanelWidth - 1) / kPanelWidth * I * kPanelWidth; }
+
+void pack_panels(const float* w, int64_t O, int64_t I, float* out) {
+  constexpr int64_t P = kPanelWidth;
+  const int64_t panels = (O + P - 1) / P;
+  parallel_for(0, panels, 1, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      float* dst = out + p * I * P;
+      const int64_t cols = std::min(P, O - p * P);
+      // 32 weight rows at a time, written as [I][32]
+      for (int64_t i0 = 0; i0 < I; i0 += 64) {
+        const int64_t i1 = std::min(I, i0 + 64);
+        for (int64_t j = 0; j < P; ++j) {
+          const float* src = w + (p * P + j) * I;
+          for (int64_t i = i0; i < i1; ++i) dst[i * P + j] = j < cols ? src[i] : 0.0f;
+        }
+      }
+    }
+  });
+}
+
+namespace {
+
+#ifdef RLF_KERNELS_AVX2
+// a0[m] / a1[m] = sum over i in order of x[m, i] * the panel's columns
+// [0, W) / [W, 2W) from p (W = L's lanes; p advances a panel row per i).
+template <class L, int M>
+inline void panel_columns(const float* xr, const float* p, int64_t I, typename L::V (&a0)[M],
+                          typename L::V (&a1)[M]) {
+  for (int m = 0; m < M; ++m) a0[m] = a1[m] = L::zero();
+  for (int64_t i = 0; i < I; ++i) {
+    const typename L::V w0 = L::load(p + i * kPanelWidth), w1 = L::load(p + i * kPanelWidth + L::kWidth);
+    for (int m = 0; m < M; ++m) {
+      const typename L::V xv = L::set1(xr[m * I + i]);
+      a0[m] = L::fma(xv, w0, a0[m]);
+      a1[m] = L::fma(xv, w1, a1[m]);
+    }
+  }
+}
+#endif
+
+// y rows [n0, n0 + M) x panel p's 32 columns (cols of them real).
+template <int M>
+inline void panel_block(const float* x, const float* pw, const float* bias, float* y, int64_t I, int64_t O,
+                        int64_t n0, int64_t o0, int64_t cols) {
+  constexpr int64_t P = kPanelWidth;
+  const float* xr = x + n0 * I;
+  alignas(64) float out[M][P];
+#if defined(__AVX512F__) && defined(RLF_KERNELS_AVX2)
+  __m512 a0[M], a1[M];
+  panel_columns<Lanes16, M>(xr, pw, I, a0, a1);
+  if (cols == P) {  // a whole panel: straight to y
+    const __m512 b0 = bias ? _mm512_loadu_ps(bias + o0) : _mm512_setzero_ps();
+    const __m512 b1 = bias ? _mm512_loadu_ps(bias + o0 + 16) : _mm512_setzero_ps();
+    for (int m = 0; m < M; ++m) {
+      float* yr = y + (n0 + m) * O + o0;
+      _mm512_storeu_ps(yr, bias ? _mm512_add_ps(a0[m], b0) : a0[m]);
+      _mm512_storeu_ps(yr + 16, bias ? _mm512_add_ps(a1[m], b1) : a1[m]);
+    }
+    return;
+  }
+  for (int m = 0; m < M; ++m) _mm512_store_ps(out[m], a0[m]), _mm512_store_ps(out[m] + 16, a1[m]);
+#elif defined(RLF_KERNELS_AVX2)
+  // 16 ymm registers: the panel in two halves of 2 vectors, M rows each
+  for (int h = 0; h < 2; ++h) {
+    __m256 a0[M], a1[M];
+    panel_columns<Lanes8, M>(xr, pw + h * 16, I, a0, a1);
+    for (int m = 0; m < M; ++m) _mm256_store_ps(out[m] + h * 16, a0[m]), _mm256_store_ps(out[m] + h * 16 + 8, a1[m]);
+  }
+#else
+  for (int m = 0; m < M; ++m)
+    for (int64_t j = 0; j < P; ++j) out[m][j] = 0.0f;
+  for (int64_t i = 0; i < I; ++i)
+    for (int m = 0; m < M; ++m) {
+      const float xv = xr[m * I + i];
+      for (int64_t j = 0; j < P; ++j) out[m][j] += xv * pw[i * P + j];
+    }
+#endif
+  for (int m = 0; m < M; ++m) {
+    float* yr = y + (n0 + m) * O + o0;
+    if (bias)
+      for (int64_t j = 0; j < cols; ++j) yr[j] = out[m][j] + bias[o0 + j];
+    else
+      std::memcpy(yr, out[m], static_cast<size_t>(cols) * sizeof(float));
+  }
+}
+
+}  // namespace
+
+void matmul_panels(const float* x, const float* panels, const float* bias, float* y, int64_t N, int64_t I,
+                   int64_t O) {
+  constexpr int64_t P = kPanelWidth;
+  // Rows per block: 8 with AVX-512 (16 accumulators), 6 with AVX2 (12 per half).
+#if defined(__AVX512F__) && defined(RLF_KERNELS_AVX2)
+  constexpr int MB = 8;
+#else
+  constexpr int MB = 6;
+#endif
+  const int64_t n_panels = (O + P - 1) / P;
+  // One contiguous share of the panels per thread (each streams its part of
+  // the packed weight front to back).
+  const int64_t share = (n_panels + g_kernel_threads - 1) / g_kernel_threads;
+  parallel_for(0, n_panels, std::max<int64_t>(1, share), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const float* pw = panels + p * I * P;
+      const int64_t o0 = p * P, cols = std::min(P, O - o0);
+      int64_t n = 0;
+      for (; n + MB <= N; n += MB) panel_block<MB>(x, pw, bias, y, I, O, n, o0, cols);
+      for (; n + 2 <= N; n += 2) panel_block<2>(x, pw, bias, y, I, O, n, o0, cols);
+      if (n < N) panel_block<1>(x, pw, bias, y, I, O, n, o0, cols);
+    }
+  });
+}
+
 void softmax_rows(const float* logits, const float* inv_t, int64_t N, int64_t V, float* lse, float* probs) {
   parallel_for(0, N, 1, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {

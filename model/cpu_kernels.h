@@ -33,8 +33,34 @@ void parallel_rows(int64_t n, const std::function<void(int64_t, int64_t)>& f);
 // weight first, a second pass over memory when N is small). Each y element
 // sums in the same order whatever N and the thread count.
 void matmul_wt(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t I, int64_t O);
+// The same product with the weight packed into column panels (pack_panels):
+// y[n, o] = sum over i in order of x[n, i] * w[o, i] (one fused multiply-add
+// per term, from 0), then + bias[o]. The kernel keeps 8 input rows x 32
+// outputs in registers and streams each panel front to back once for all N
+// rows: no horizontal sums (matmul_wt's dot products pay 16 per 4x4 block)
+// and no packing per call (OpenBLAS's sgemm packs the weight every time).
+// Each element's sum is the same whatever N, the row's place in the batch,
+// the thread count and the instruction set (AVX-512, AVX2 and the portable
+// loop all add the products one by one in order; the portable loop only
+// matches where the compiler fuses, so it is not promised bit-equal).
+// Measured on the 2-core Zen 4 (2026-11-27, bench/matmul_kernels.cpp):
+// 124-195 GFLOP/s at 32-64 rows against matmul_wt's 59-115 and OpenBLAS
+// sgemm's 74-139.
+constexpr int64_t kPanelWidth = 32;
+// Floats of w [O, I] packed: ceil(O / 32) panels of [I][32] (the last
+// panel's columns past O are zeros).
+int64_t panel_floats(int64_t O, int64_t I);
+// Packs w [O, I] (row-major) into `out` (panel_floats(O, I) floats,
+// 64-byte aligned): out[(p * I + i) * 32 + j] = w[p * 32 + j, i].
+void pack_panels(const float* w, int64_t O, int64_t I, float* out);
+void matmul_panels(const float* x, const float* panels, const float* bias, float* y, int64_t N, int64_t I, int64_t O);
+// True when these kernels were built with AVX2 + FMA (or AVX-512): the
+// panel kernel is then vectorised and fuses every multiply-add. A portable
+// build returns false and decoding keeps matmul_wt (model/packed_weights.h).
+bool vector_kernels();
+
 // The largest N for which matmul_wt_into (model/cpu_fast_forward.h) takes
-// matmul_wt: at 64 rows it and OpenBLAS's sgemm were level (76.6 vs 79.4 ms
+// matmul_wt when it has no packed panels: at 64 rows it and OpenBLAS's sgemm were level (76.6 vs 79.4 ms
 // for a stories110M step's matmuls), below it matmul_wt was faster (47 vs 61
 // ms at 32, 13.6 vs 35.0 at 1; docs/DESIGN.md, 2026-11-26).
 constexpr int64_t kMatmulWtMaxRows = 64;

@@ -199,14 +199,18 @@ torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
         " (a reward model with a score head): it scores sequences and cannot generate or give token log-probs");
   const torch::Tensor& w = lm_head ? lm_head->weight : model->embed_tokens->weight;
   const int64_t rows = hidden.numel() / std::max<int64_t>(1, hidden.size(-1));
-  if (rows <= cpu::kMatmulWtMaxRows && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat32 &&
-      !torch::GradMode::is_enabled() && fast_cpu_path_applies()) {
-    // Decoding's few rows: the matrix-vector kernel reads the vocabulary's weights once.
-    auto out_sizes = hidden.sizes().vec();
-    out_sizes.back() = w.size(0);
-    auto out = torch::empty({rows, w.size(0)}, hidden.options());
-    matmul_wt_into(hidden.reshape({rows, hidden.size(-1)}), w, torch::Tensor(), out);
-    return out.view(out_sizes);
+  if (hidden.is_cpu() && hidden.scalar_type() == torch::kFloat32 && !torch::GradMode::is_enabled() &&
+      fast_cpu_path_applies()) {
+    // Decoding: the packed classifier (pack_for_decoding), else for a few
+    // rows the matrix-vector kernel, which reads the vocabulary's weights once.
+    const float* panels = packed_.find(w);
+    if (panels || rows <= cpu::kMatmulWtMaxRows) {
+      auto out_sizes = hidden.sizes().vec();
+      out_sizes.back() = w.size(0);
+      auto out = torch::empty({rows, w.size(0)}, hidden.options());
+      matmul_wt_into(hidden.reshape({rows, hidden.size(-1)}), w, torch::Tensor(), out, panels);
+      return out.view(out_sizes);
+    }
   }
   return torch::nn::functional::linear(hidden, w);
 }

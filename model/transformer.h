@@ -19,6 +19,7 @@
 #include "model/config.h"
 #include "model/kv_cache.h"
 #include "model/lora.h"
+#include "model/packed_weights.h"
 #include "model/rope.h"
 
 namespace rlf {
@@ -164,6 +165,17 @@ class CausalLMImpl : public torch::nn::Module {
   // would take the fast path (never with a cache while grad mode is on).
   bool fast_cpu_path_applies(KVCache* cache = nullptr) const;
 
+  // Decoding's packed weights (model/packed_weights.h). pack_for_decoding()
+  // packs, afresh, the weight every projection multiplies by (with merged
+  // LoRA inference, the merge) and the classifier's, when the fp32 CPU fast
+  // path applies (otherwise it does nothing); forwards without autograd then
+  // multiply by the panels (cpu::matmul_panels) wherever a weight is still
+  // the one packed. release_decoding_weights() frees them. RolloutEngine
+  // packs at the start of each generate call and serve loop.
+  void pack_for_decoding();
+  void release_decoding_weights() { packed_.clear(); }
+  const PackedWeights& packed_weights() const { return packed_; }
+
   DecoderStack model{nullptr};
   torch::nn::Linear lm_head{nullptr};  // null when tie_word_embeddings or a classifier
   torch::nn::Linear score{nullptr};    // classifiers only: [num_labels, D], no bias ("score.weight")
@@ -176,6 +188,7 @@ class CausalLMImpl : public torch::nn::Module {
   torch::Tensor forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache,
                                         const torch::Tensor& key_mask);
   bool fast_cpu_path_ = true;
+  PackedWeights packed_;  // pack_for_decoding
   ModelConfig config_;
   RotaryEmbedding rope_;
 };

@@ -134,6 +134,9 @@ struct EngineOptions {
                                   // a GPU model always does (tests compare the two paths on the CPU)
   bool share_prompt_cache = true; // a group's rows read one copy of its prompt's KV cache; false = each row
                                   // holds a copy (the layout before sharing; benchmarks compare the two)
+  bool pack_weights = true;       // fp32 CPU: each generate/serve call packs the weights into column panels
+                                  // (CausalLMImpl::pack_for_decoding; a second copy of the weights while it
+                                  // runs); false = the unpacked kernels (less memory; benchmarks compare)
 
   void validate() const;
 };
@@ -146,6 +149,7 @@ struct EngineStats {
   int64_t n_steps = 0;            // decode forward passes
   double prefill_s = 0;
   double decode_s = 0;
+  double pack_s = 0;              // packing the weights for decoding (once per generate / serve call)
 };
 
 // Serving (RolloutEngine::serve): requests arrive while others decode.

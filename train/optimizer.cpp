@@ -246,6 +246,11 @@ StepResult Optimizer::step(double lr, std::optional<double> loss) {
                                                     s.master.data_ptr<float>(), m, v,
                                                     s.param.data_ptr<c10::BFloat16>(), n, k);
       }
+      // The kernel wrote through raw pointers, which LibTorch does not see:
+      // bump the version counter as an in-place op would, so state derived
+      // from the weight (merged LoRA weights, packed decoding weights) knows
+      // it changed.
+      s.param.unsafeGetTensorImpl()->bump_version();
       continue;
     }
     torch::Tensor w = s.master.defined() ? s.master : s.param;

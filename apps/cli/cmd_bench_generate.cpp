@@ -23,6 +23,7 @@ CommandSpec make_bench_generate_command() {
       {"repeats", OptKind::Int, "3", "timed runs (median reported) after one warm-up", "N", 1, 1000},
       {"seed", OptKind::Int, "0", "seed for weights, prompts and sampling", "N", 0, 9.2e18},
       {"fast-cpu", OptKind::String, "on", "on|off: the fp32 CPU inference path (off: LibTorch module path)", "ON|OFF"},
+      {"pack-weights", OptKind::String, "on", "on|off: decoding multiplies by the weights packed into column panels (off: unpacked kernels)", "ON|OFF"},
       {"json", OptKind::Flag, "false", "print one JSON object", ""},
   };
   c.run = [](const Args& a) {
@@ -38,6 +39,7 @@ CommandSpec make_bench_generate_command() {
     o.repeats = a.integer("repeats");
     o.seed = static_cast<uint64_t>(a.integer("seed"));
     o.fast_cpu = on_off_option(a, "fast-cpu");
+    o.pack_weights = on_off_option(a, "pack-weights");
     const CpuThreadPlan plan = configure_threads(a, o.dtype, o.device);
     Json j = run_generate_bench(o);
     j["cpu"] = cpu_report(plan);

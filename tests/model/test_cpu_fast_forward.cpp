@@ -396,6 +396,73 @@ TEST_P(FastPath, ResultsDoNotDependOnTheThreadCount) {
   for (const auto& [name, g] : grads[0]) EXPECT_TRUE(torch::equal(g, grads[1][name])) << name;
 }
 
+// Decoding with packed weights (pack_for_decoding, cpu::matmul_panels):
+// every projection and the classifier are packed; cached prefill and decode
+// match the module path as the unpacked fast path does; a weight changed in
+// place (its version bumped, as LibTorch ops and the optimizer do) is no
+// longer served from the panels, so the forward follows the new weight; a
+// change through a raw pointer that bumps nothing is not seen (the contract
+// packed_weights.h states); release frees everything.
+TEST_P(FastPath, PackedDecodingMatchesAndNoticesChangedWeights) {
+  if (!cpu::vector_kernels()) GTEST_SKIP() << "a portable kernels build decodes without packing";
+  CausalLM m = model();
+  const ModelConfig& c = m->config();
+  torch::NoGradGuard ng;
+  auto ids = torch::randint(0, c.vocab_size, {3, 12}, torch::kInt64);
+  auto pos = torch::arange(12, torch::kInt64).unsqueeze(0).expand({3, 12}).contiguous();
+  auto decode = [&] {
+    KVCache cache(c, 3, 16, torch::kFloat32, torch::kCPU);
+    std::vector<torch::Tensor> out;
+    out.push_back(m->logits(m->forward_hidden(ids.narrow(1, 0, 8), pos.narrow(1, 0, 8), &cache)));
+    for (int64_t t = 8; t < 12; ++t)
+      out.push_back(m->logits(m->forward_hidden(ids.narrow(1, t, 1), pos.narrow(1, t, 1), &cache)));
+    return torch::cat(out, 1);
+  };
+  m->set_fast_cpu_path(false);
+  const auto module_path = decode();
+  m->set_fast_cpu_path(true);
+  m->pack_for_decoding();
+  int64_t expect_bytes = 0, packed = 0;
+  std::vector<torch::Tensor> weights;
+  for (auto& p : m->named_parameters())
+    if (p.value().dim() == 2 && p.key().find("embed_tokens") == std::string::npos) weights.push_back(p.value());
+  if (c.tie_word_embeddings) weights.push_back(m->model->embed_tokens->weight);
+  for (const auto& w : weights) {
+    expect_bytes += cpu::panel_floats(w.size(0), w.size(1)) * 4;
+    packed += m->packed_weights().find(w) != nullptr;
+  }
+  EXPECT_EQ(packed, static_cast<int64_t>(weights.size()));
+  EXPECT_EQ(static_cast<int64_t>(weights.size()), 7 * c.num_hidden_layers + 1);
+  EXPECT_EQ(m->packed_weights().bytes(), expect_bytes);
+  const auto packed_out = decode();
+  EXPECT_LT(max_diff(packed_out, module_path), 2e-5);
+
+  // A projection changed in place: no longer packed, the forward follows it.
+  torch::Tensor& wq = m->model->layers->ptr<DecoderLayerImpl>(0)->self_attn->q_proj->weight;
+  wq.add_(torch::randn_like(wq));
+  EXPECT_EQ(m->packed_weights().find(wq), nullptr);
+  m->set_fast_cpu_path(false);
+  const auto module_changed = decode();
+  m->set_fast_cpu_path(true);
+  EXPECT_GT(max_diff(module_changed, module_path), 1e-3);
+  EXPECT_LT(max_diff(decode(), module_changed), 2e-5);
+
+  // Through a raw pointer nothing is bumped: the stale panels are still used
+  // (why the engine repacks at every generate call), until repacked.
+  m->pack_for_decoding();
+  const auto at_pack = decode();
+  float* raw = wq.data_ptr<float>();
+  for (int64_t i = 0; i < wq.numel(); ++i) raw[i] += 0.2f * static_cast<float>(i % 5) - 0.4f;
+  EXPECT_NE(m->packed_weights().find(wq), nullptr);
+  EXPECT_EQ(max_diff(decode(), at_pack), 0.0);
+  m->pack_for_decoding();
+  EXPECT_GT(max_diff(decode(), at_pack), 1e-3);
+
+  m->release_decoding_weights();
+  EXPECT_EQ(m->packed_weights().bytes(), 0);
+  EXPECT_EQ(m->packed_weights().find(wq), nullptr);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, FastPath, ::testing::Values("stories260K", "odd"));
 
 }  // namespace

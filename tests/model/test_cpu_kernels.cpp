@@ -1,5 +1,6 @@
 // rlf's own CPU pieces below the transformer: the matrix-vector kernel
-// (cpu::matmul_wt) against LibTorch's matmul, the sampler's normalisers
+// (cpu::matmul_wt) and the panel kernel (cpu::matmul_panels) against
+// LibTorch's matmul, the sampler's normalisers
 // (cpu::softmax_rows) against LibTorch's, the thread team that runs the
 // kernels, and weights moved into huge pages.
 #include <gtest/gtest.h>
@@ -78,6 +79,85 @@ TEST(MatmulWt, IntoChoosesAPathAndAgreesWithLinear) {
     matmul_wt_into(x, w, bias, out);
     EXPECT_TRUE(torch::allclose(out, torch::nn::functional::linear(x, w, bias), 1e-5, 1e-5)) << N;
   }
+}
+
+torch::Tensor pack(const torch::Tensor& w) {
+  auto panels = torch::empty({cpu::panel_floats(w.size(0), w.size(1))});
+  cpu::pack_panels(w.data_ptr<float>(), w.size(0), w.size(1), panels.data_ptr<float>());
+  return panels;
+}
+
+torch::Tensor matmul_panels(const torch::Tensor& x, const torch::Tensor& panels, int64_t O,
+                            const torch::Tensor& bias) {
+  auto y = torch::empty({x.size(0), O}, torch::kFloat32);
+  cpu::matmul_panels(x.data_ptr<float>(), panels.data_ptr<float>(), bias.defined() ? bias.data_ptr<float>() : nullptr,
+                     y.data_ptr<float>(), x.size(0), x.size(1), O);
+  return y;
+}
+
+// The panel layout by hand: element (o, i) of w sits at panel o / 32, row i,
+// column o % 32; the last panel's columns past O are zeros.
+TEST(MatmulPanels, PackedLayoutIsColumnPanels) {
+  auto w = torch::arange(70 * 3, torch::kFloat32).view({70, 3});  // O 70: panels of 32, 32, 6
+  auto p = pack(w);
+  ASSERT_EQ(p.numel(), 3 * 3 * 32);
+  auto pa = p.accessor<float, 1>();
+  for (int64_t o = 0; o < 96; ++o)
+    for (int64_t i = 0; i < 3; ++i)
+      EXPECT_EQ(pa[((o / 32) * 3 + i) * 32 + o % 32], o < 70 ? w[o][i].item<float>() : 0.0f) << o << " " << i;
+}
+
+// Against LibTorch in double precision for every shape class: outputs that
+// fill whole panels or not (32, 70, 1), input widths 768, 100, 5, row counts
+// around the row blocks (1..9, 17, 64, 130), with and without bias; and each
+// element equal to the products added one by one in order (fused
+// multiply-adds from 0), the order the kernel promises.
+TEST(MatmulPanels, MatchesLibTorchAndTheOrderedSum) {
+  ThreadsGuard g;
+  cpu::set_kernel_threads(2);
+  torch::manual_seed(5);
+  for (int64_t I : {768, 100, 5})
+    for (int64_t O : {32, 70, 1})
+      for (int64_t N : {1, 2, 3, 5, 6, 7, 8, 9, 17, 64, 130})
+        for (bool with_bias : {false, true}) {
+          auto x = torch::randn({N, I}), w = torch::randn({O, I});
+          auto bias = with_bias ? torch::randn({O}) : torch::Tensor();
+          auto ref = x.to(torch::kFloat64).mm(w.to(torch::kFloat64).t());
+          if (with_bias) ref += bias.to(torch::kFloat64);
+          auto y = matmul_panels(x, pack(w), O, bias);
+          const double err = (y.to(torch::kFloat64) - ref).abs().max().item<double>();
+          EXPECT_LT(err, 1e-4 * std::sqrt(static_cast<double>(I))) << "N " << N << " I " << I << " O " << O;
+          // the ordered sum of one element per row (last column), bit for
+          // bit (vectorised builds: the portable loop need not fuse)
+          for (int64_t n = 0; cpu::vector_kernels() && n < N; n += 4) {
+            const float* xr = x.data_ptr<float>() + n * I;
+            const float* wr = w.data_ptr<float>() + (O - 1) * I;
+            float s = 0.0f;
+            for (int64_t i = 0; i < I; ++i) s = std::fma(xr[i], wr[i], s);
+            if (with_bias) s += bias[O - 1].item<float>();
+            EXPECT_EQ(y[n][O - 1].item<float>(), s) << "N " << N << " I " << I << " O " << O << " row " << n;
+          }
+        }
+}
+
+// A row's result does not depend on the other rows, nor on the thread count.
+TEST(MatmulPanels, RowsAreIndependentOfBatchAndThreads) {
+  ThreadsGuard g;
+  torch::manual_seed(6);
+  auto x = torch::randn({19, 300}), w = torch::randn({258, 300}), bias = torch::randn({258});
+  auto p = pack(w);
+  cpu::set_kernel_threads(1);
+  auto one_thread = matmul_panels(x, p, 258, bias);
+  cpu::set_kernel_threads(3);
+  auto three = matmul_panels(x, p, 258, bias);
+  EXPECT_TRUE(torch::equal(one_thread, three));
+  for (int64_t n = 0; n < 19; ++n)
+    EXPECT_TRUE(torch::equal(matmul_panels(x.narrow(0, n, 1).contiguous(), p, 258, bias), three.narrow(0, n, 1)))
+        << n;
+  // matmul_wt_into takes the panels when given them, for any row count
+  auto out = torch::empty({19, 258});
+  matmul_wt_into(x, w, bias, out, p.data_ptr<float>());
+  EXPECT_TRUE(torch::equal(out, three));
 }
 
 // The sampler's normalisers against LibTorch: temperature 1 and others, a

@@ -6,6 +6,7 @@
 
 #include "model/cpu_kernels.h"
 #include "model/loader.h"
+#include "model/lora.h"
 #include "train/optimizer.h"
 
 namespace rlf {
@@ -343,6 +344,59 @@ TEST(Optimizer, TinyModelParametersMove) {
     moved += !torch::equal(p.value(), before[p.key()]);
   }
   EXPECT_EQ(moved, static_cast<int>(before.size()));
+}
+
+// Every step bumps each updated parameter's version counter, as a LibTorch
+// in-place op would, also where the fused kernel writes through raw
+// pointers (fp32, and bf16 with fp32 masters): state derived from a weight
+// (merged LoRA weights, decoding's packed panels) relies on it to notice the
+// change. A parameter without a gradient is not touched.
+TEST(Optimizer, StepsBumpTheVersionOfEveryParameterTheyChange) {
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    Named p = make_params(11, dtype);
+    Optimizer opt(p, OptimizerOptions{});
+    opt.zero_grad();
+    torch::Tensor loss = loss_of(p, 0);
+    loss.backward();
+    p[2].second.mutable_grad() = torch::Tensor();  // the norm weight gets no gradient
+    std::vector<int64_t> before;
+    for (auto& [n, t] : p) before.push_back(t._version());
+    ASSERT_TRUE(opt.step(1e-2, loss.item<double>()).applied);
+    EXPECT_GT(p[0].second._version(), before[0]) << dtype;
+    EXPECT_GT(p[1].second._version(), before[1]) << dtype;
+    EXPECT_EQ(p[2].second._version(), before[2]) << dtype;
+  }
+}
+
+// Rollouts with merged LoRA inference (lora.merge_rollout) follow the
+// adapters the optimizer trains: after a step the merged weight is W + s·B·A
+// of the new adapters, not the one merged before the step.
+TEST(Optimizer, MergedLoraInferenceFollowsTheTrainedAdapters) {
+  ModelConfig c = ModelConfig::preset("stories260K");
+  c.num_hidden_layers = 1;
+  CausalLM model = make_random_model(c, 3, torch::kFloat32, torch::kCPU);
+  LoraOptions lo;
+  lo.rank = 2;
+  lo.alpha = 4;
+  lo.targets = {"q_proj"};
+  add_lora(*model, lo, 4);
+  set_lora_merged_inference(*model, true);
+  auto& attn = *model->model->layers->ptr<DecoderLayerImpl>(0)->self_attn;
+  const torch::Tensor before = lora_inference_weight(attn.q_proj, attn.q_lora).clone();
+  Optimizer opt(*model, OptimizerOptions{});
+  torch::Tensor ids = torch::randint(3, 500, {2, 12}, torch::kInt64);
+  torch::Tensor logits = model->forward(ids.slice(1, 0, 11));
+  torch::Tensor loss =
+      torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(2)}), ids.slice(1, 1).reshape({-1}));
+  opt.zero_grad();
+  loss.backward();
+  ASSERT_TRUE(opt.step(1e-2, loss.item<double>()).applied);
+  torch::NoGradGuard ng;
+  const torch::Tensor expect =
+      attn.q_proj->weight + lo.scale() * attn.q_lora.B->weight.mm(attn.q_lora.A->weight);
+  const torch::Tensor after = lora_inference_weight(attn.q_proj, attn.q_lora);
+  EXPECT_GT((after - before).abs().max().item<double>(), 1e-4);  // the step moved the adapters
+  EXPECT_LT((after - expect).abs().max().item<double>(), 1e-6);
 }
 
 TEST(Optimizer, OptionErrorsNameTheField) {
