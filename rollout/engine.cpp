@@ -80,8 +80,6 @@ void check_finite_normalisers(const float* lse, int64_t n, const std::vector<Row
           ": its weights are probably corrupt or diverged (check the checkpoint)");
 }
 
-}  // namespace
-
 // The model's weights packed for decoding while one generate or serve call
 // runs (model/packed_weights.h): packed afresh at its start, since whatever
 // ran before may have changed them, and freed at its end, so training steps
@@ -101,6 +99,8 @@ class DecodingWeights {
  private:
   CausalLMImpl& model_;
 };
+
+}  // namespace
 
 // Groups waiting for rows: (request, first sample, count).
 struct Queue {
