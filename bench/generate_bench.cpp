@@ -79,6 +79,7 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   const torch::Device device = parse_device(o.device);
   auto [model, source] = make_bench_model(o.shape, o.dtype, o.device, o.seed);
   model->set_fast_cpu_path(o.fast_cpu);
+  model->set_pack_weights(o.pack_weights);
   model->eval();
   const ModelConfig& c = model->config();
   check(o.prompt_len + o.new_tokens <= c.max_position_embeddings, "bench: prompt-len + new-tokens (",
@@ -99,7 +100,6 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   EngineOptions eo;
   eo.max_batch_rows = o.batch;
   eo.share_prompt_cache = o.share_prompt;
-  eo.pack_weights = o.pack_weights;
   RolloutEngine engine(model, nullptr, eo);
   engine.generate(requests);  // warm-up (allocates the cache, primes kernels)
 

@@ -57,7 +57,7 @@ const ConfigSchema& eval_config_schema() {
         {"model.tokenizer", OptionType::String, d.tokenizer, "",
          "tokenizer.json, a directory with one, or a llama2.c tok*.bin; \"\" = the model's own"},
         {"model.dtype", OptionType::String, d.dtype, "",
-         "compute dtype; \"\" = fp32 on CPU; auto = bf16 where it is native (a GPU, AMX or AVX512_BF16), else fp32",
+         "compute dtype; auto (\"\" too) = bf16 on a GPU, fp32 on a CPU (the fast ones for decoding: model/cpu_features.h)",
          {"", "fp32", "bf16", "fp16", "auto"}},
         {"model.device", OptionType::String, d.device, "", "where the model runs: cpu, cuda or cuda:N"},
         {"model.adapter", OptionType::String, d.adapter, "",
@@ -65,6 +65,9 @@ const ConfigSchema& eval_config_schema() {
          "\"\" = none"},
         {"model.fast_cpu_path", OptionType::Bool, true, "",
          "fp32 on CPU: fused kernels (docs/DESIGN.md); read so a training config evaluates as is"},
+        {"model.pack_weights", OptionType::Bool, true, "",
+         "fp32 on CPU: decode with a copy of the weights packed into column panels (faster; the weights' size again "
+         "in memory while it runs); false = no copy"},
         {"model.random_init", OptionType::String, "", "",
          "a training config's random initial model: evaluate one of its checkpoints with --set model.path=..."},
         {"data", OptionType::Any, nullptr, "", "the prompt dataset table: path, preset, ... (docs/data.md)"},
@@ -94,11 +97,12 @@ EvalConfig eval_config_from_json(const Json& config, const std::string& source) 
         v["model"]["random_init"].get<std::string>().empty() ? "" : "; this run starts from a random model: evaluate a "
         "checkpoint with --set model.path=RUN/checkpoints/step-N/model", ")");
   c.model.fast_cpu_path = v["model"]["fast_cpu_path"].get<bool>();
+  c.model.pack_weights = v["model"]["pack_weights"].get<bool>();
   c.model.tokenizer = v["model"]["tokenizer"].get<std::string>();
   c.model.adapter = v["model"]["adapter"].get<std::string>();
   c.model.dtype = v["model"]["dtype"].get<std::string>();
   c.model.device = v["model"]["device"].get<std::string>();
-  c.model.dtype = resolve_dtype(c.model.dtype, c.model.device);
+  c.model.dtype = resolve_dtype(c.model.dtype.empty() ? "auto" : c.model.dtype, c.model.device, DtypeUse::Decoding);
   c.data = prompt_dataset_options_from_json(v["data"], source + " [data]");
   c.env = env_config_from_json(v["env"], source + " [env]");
   c.rewards = v["reward"];
@@ -182,6 +186,7 @@ EvalRun run_eval(const EvalConfig& config, const EvalProgress& progress, const R
   Policy policy = load_policy(config.model.path, config.model.tokenizer, load);
   apply_lora_adapter(*policy.model(), config.model.path, config.model.adapter, "--adapter (model.adapter)");
   policy.model()->set_fast_cpu_path(config.model.fast_cpu_path);
+  policy.model()->set_pack_weights(config.model.pack_weights);
   *policy_slot = policy.model();
   const TokenizerChat chat = tokenizer_chat_of(*policy.tokenizer);
   const PromptDataset dataset = PromptDataset::load(config.data, &chat);

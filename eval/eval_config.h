@@ -32,9 +32,10 @@ namespace rlf {
 struct EvalModelOptions {
   std::string path;            // HF directory or llama2.c .bin (required)
   std::string tokenizer;       // "" = the one stored with the model
-  std::string dtype;           // "" = fp32 on CPU; fp32 | bf16 | fp16
+  std::string dtype = "auto";  // auto ("" too): bf16 on a GPU, fp32 on a CPU; fp32 | bf16 | fp16
   std::string device = "cpu";  // cpu | cuda | cuda:N
   bool fast_cpu_path = true;   // CausalLMImpl::set_fast_cpu_path
+  bool pack_weights = true;    // CausalLMImpl::set_pack_weights (decoding on packed weight panels)
   std::string adapter;         // a LoRA adapter directory merged in first ("" = none)
 };
 

@@ -189,7 +189,7 @@ bool CausalLMImpl::fast_cpu_path_applies(KVCache* cache) const {
 void CausalLMImpl::pack_for_decoding() {
   packed_.clear();
   torch::NoGradGuard no_grad;
-  if (!fast_cpu_path_applies() || !cpu::vector_kernels()) return;
+  if (!pack_weights_ || !fast_cpu_path_applies() || !cpu::vector_kernels()) return;
   const int64_t L = static_cast<int64_t>(model->layers->size());
   for (int64_t l = 0; l < L; ++l) {
     auto& layer = *model->layers->ptr<DecoderLayerImpl>(l);

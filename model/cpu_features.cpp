@@ -19,14 +19,15 @@ CpuFeatures cpu_features() {
 
 bool cpu_bf16_matmul_fast() { return cpu_features().avx512; }
 
-std::string fast_dtype(const std::string& device) {
+std::string fast_dtype(const std::string& device, DtypeUse use) {
   if (device.rfind("cuda", 0) == 0) return "bf16";
+  if (use == DtypeUse::Decoding) return "fp32";
   const CpuFeatures f = cpu_features();
   return f.amx_bf16 || (f.avx512 && f.avx512_bf16) ? "bf16" : "fp32";
 }
 
-std::string resolve_dtype(const std::string& dtype, const std::string& device) {
-  return dtype == "auto" ? fast_dtype(device) : dtype;
+std::string resolve_dtype(const std::string& dtype, const std::string& device, DtypeUse use) {
+  return dtype == "auto" ? fast_dtype(device, use) : dtype;
 }
 
 std::string dtype_speed_warning(const std::string& dtype, const std::string& device) {

@@ -25,17 +25,28 @@ CpuFeatures cpu_features();
 // reference kernel.
 bool cpu_bf16_matmul_fast();
 
-// The compute dtype that is fast on `device` here: "bf16" on CUDA and on CPUs
-// with native bf16 arithmetic (AMX, or AVX-512 with AVX512_BF16: measured on
-// a 2-core Sapphire-Rapids-class Xeon with AMX, 2026-11-26, stories110M:
-// training 4x256 461 vs 231 tokens/s, generation batch 16 261 vs 186 and
-// batch 1 33.3 vs 23.8 tokens/s in bf16 vs fp32); "fp32" elsewhere (AVX2
-// CPUs run bf16 on LibTorch's reference kernel, and AVX-512 without
-// AVX512_BF16 emulates it, while rlf's fp32 CPU kernels run natively).
-std::string fast_dtype(const std::string& device);
+// What a command does with the model, for "auto" below.
+enum class DtypeUse {
+  Batched,   // training, reward-model scoring, `rlf bench`: many rows per matmul
+  Decoding,  // generate, serve, eval, info: sampling a few streams token by token
+};
 
-// `dtype`, with "auto" replaced by fast_dtype(device).
-std::string resolve_dtype(const std::string& dtype, const std::string& device);
+// The compute dtype that is fast on `device` here: "bf16" on CUDA. On a CPU
+// with native bf16 arithmetic (AMX, or AVX-512 with AVX512_BF16) "bf16" for
+// Batched work (a 2-core Sapphire-Rapids-class Xeon with AMX, 2026-11-26,
+// stories110M: training 4x256 461 vs 231 tokens/s in bf16 vs fp32; a 2-core
+// Zen 4 with AVX512_BF16: 388 vs 192-199) and "fp32" for Decoding: rlf's
+// fp32 kernels decode as fast or faster (`rlf bench generate --shape
+// stories110M --batch B --new-tokens 64`, Zen 4, 2026-11-27: batch 1 69-86
+// fp32 vs 50-57 bf16 tokens/s, batch 64 794-801 vs 752-847; Xeon batch 1
+// 69.7 vs 52.5), small models several times faster (the fp32 fast path runs
+// ~12 calls per layer, LibTorch's bf16 path ~60), and their tokens are
+// llama2.c's. "fp32" everywhere else (AVX2 CPUs run bf16 on LibTorch's
+// reference kernel, and AVX-512 without AVX512_BF16 emulates it).
+std::string fast_dtype(const std::string& device, DtypeUse use = DtypeUse::Batched);
+
+// `dtype`, with "auto" replaced by fast_dtype(device, use).
+std::string resolve_dtype(const std::string& dtype, const std::string& device, DtypeUse use = DtypeUse::Batched);
 
 // "" when computing in `dtype` on `device` runs at full speed here; otherwise
 // a one-line warning that says why and what to use instead.

@@ -13,6 +13,31 @@
 
 namespace rlf {
 
+torch::Tensor empty_in_huge_pages(at::IntArrayRef sizes, const torch::TensorOptions& options) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  int64_t numel = 1;
+  for (int64_t s : sizes) numel *= s;
+  const size_t bytes = static_cast<size_t>(numel) * c10::elementSize(c10::typeMetaToScalarType(options.dtype()));
+  if (bytes < kHuge) return torch::empty(sizes, options);
+  const size_t len = (bytes + kHuge - 1) / kHuge * kHuge;
+#if defined(__linux__)
+  // A mapping of its own, never touched before (heap memory may already sit
+  // in 4 KiB pages), aligned to 2 MiB inside it and advised before the first touch.
+  const size_t map_len = len + kHuge;
+  void* base = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return torch::empty(sizes, options);
+  const uintptr_t b = reinterpret_cast<uintptr_t>(base);
+  void* mem = reinterpret_cast<void*>((b + kHuge - 1) / kHuge * kHuge);
+  madvise(mem, len, MADV_HUGEPAGE);  // failure leaves ordinary pages
+  auto release = [base, map_len](void*) { munmap(base, map_len); };
+#else
+  void* mem = nullptr;
+  if (posix_memalign(&mem, kHuge, len) != 0) return torch::empty(sizes, options);
+  auto release = [](void* q) { std::free(q); };
+#endif
+  return torch::from_blob(mem, sizes, release, options.device(torch::kCPU));
+}
+
 int64_t place_in_huge_pages(torch::nn::Module& module) {
   constexpr size_t kHuge = size_t{2} << 20;
   torch::NoGradGuard ng;
@@ -21,23 +46,7 @@ int64_t place_in_huge_pages(torch::nn::Module& module) {
     if (!p.defined() || !p.is_cpu() || !p.is_contiguous()) continue;
     const size_t bytes = static_cast<size_t>(p.numel()) * p.element_size();
     if (bytes < kHuge) continue;
-    const size_t len = (bytes + kHuge - 1) / kHuge * kHuge;
-#if defined(__linux__)
-    // A mapping of its own, never touched before (heap memory may already sit
-    // in 4 KiB pages), aligned to 2 MiB inside it and advised before the first touch.
-    const size_t map_len = len + kHuge;
-    void* base = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED) continue;
-    const uintptr_t b = reinterpret_cast<uintptr_t>(base);
-    void* mem = reinterpret_cast<void*>((b + kHuge - 1) / kHuge * kHuge);
-    madvise(mem, len, MADV_HUGEPAGE);  // failure leaves ordinary pages
-    auto release = [base, map_len](void*) { munmap(base, map_len); };
-#else
-    void* mem = nullptr;
-    if (posix_memalign(&mem, kHuge, len) != 0) continue;
-    auto release = [](void* q) { std::free(q); };
-#endif
-    torch::Tensor t = torch::from_blob(mem, p.sizes(), release, p.options().requires_grad(false));
+    torch::Tensor t = empty_in_huge_pages(p.sizes(), p.options().requires_grad(false));
     t.copy_(p);
     p.set_data(t);
     moved += static_cast<int64_t>(bytes);

@@ -14,6 +14,11 @@
 
 namespace rlf {
 
+// An uninitialised CPU tensor in memory of its own, 2 MiB-aligned and
+// advised for huge pages before its first touch, freed with the tensor.
+// Below 2 MiB, or where the mapping fails, an ordinary torch::empty.
+torch::Tensor empty_in_huge_pages(at::IntArrayRef sizes, const torch::TensorOptions& options);
+
 // Moves every contiguous CPU parameter of at least 2 MiB of `module` (and its
 // submodules) into 2 MiB-aligned memory advised for huge pages, keeping the
 // parameter objects (set_data), values and autograd flags. Elsewhere (not

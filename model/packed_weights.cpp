@@ -1,6 +1,7 @@
 #include "model/packed_weights.h"
 
 #include "model/cpu_kernels.h"
+#include "model/huge_pages.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -14,8 +15,10 @@ void PackedWeights::pack(const torch::Tensor& w) {
   e.data = w.data_ptr();
   e.version = w._version();
   e.rows = O, e.cols = I;
-  // LibTorch's CPU allocator aligns to 64 bytes, which the kernel's aligned loads need.
-  e.panels = torch::empty({cpu::panel_floats(O, I)}, torch::TensorOptions().dtype(torch::kFloat32));
+  // In huge pages like the weights they copy (model/huge_pages.h): one
+  // stream reads them all once per token. Aligned to 64 bytes either way
+  // (LibTorch's allocator below 2 MiB), which the kernel's aligned loads need.
+  e.panels = empty_in_huge_pages({cpu::panel_floats(O, I)}, torch::TensorOptions().dtype(torch::kFloat32));
   check(reinterpret_cast<uintptr_t>(e.panels.data_ptr()) % 64 == 0, "PackedWeights::pack: panels not 64-byte aligned");
   cpu::pack_panels(w.data_ptr<float>(), O, I, e.panels.data_ptr<float>());
   entries_[w.unsafeGetTensorImpl()] = std::move(e);

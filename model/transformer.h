@@ -171,8 +171,13 @@ class CausalLMImpl : public torch::nn::Module {
   // path applies (otherwise it does nothing); forwards without autograd then
   // multiply by the panels (cpu::matmul_panels) wherever a weight is still
   // the one packed. release_decoding_weights() frees them. RolloutEngine
-  // packs at the start of each generate call and serve loop.
+  // packs at the start of each generate call and serve loop. With
+  // set_pack_weights(false) pack_for_decoding does nothing: decoding keeps
+  // the unpacked kernels and needs no second copy of the weights (the
+  // panels are as large as the weights while a call runs).
   void pack_for_decoding();
+  void set_pack_weights(bool on) { pack_weights_ = on; }
+  bool pack_weights() const { return pack_weights_; }
   void release_decoding_weights() { packed_.clear(); }
   const PackedWeights& packed_weights() const { return packed_; }
 
@@ -188,7 +193,8 @@ class CausalLMImpl : public torch::nn::Module {
   torch::Tensor forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache,
                                         const torch::Tensor& key_mask);
   bool fast_cpu_path_ = true;
-  PackedWeights packed_;  // pack_for_decoding
+  bool pack_weights_ = true;  // set_pack_weights
+  PackedWeights packed_;      // pack_for_decoding
   ModelConfig config_;
   RotaryEmbedding rope_;
 };

@@ -86,8 +86,7 @@ void check_finite_normalisers(const float* lse, int64_t n, const std::vector<Row
 // between rollouts do not hold a second copy.
 class DecodingWeights {
  public:
-  DecodingWeights(CausalLMImpl& model, bool pack, EngineStats& stats) : model_(model) {
-    if (!pack) return;
+  DecodingWeights(CausalLMImpl& model, EngineStats& stats) : model_(model) {
     const auto t0 = std::chrono::steady_clock::now();
     model_.pack_for_decoding();
     stats.pack_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -486,7 +485,7 @@ std::vector<GeneratedSequence> RolloutEngine::generate(const std::vector<Generat
   for (auto& req : seeded)
     if (!req.params.seed) req.params.seed = mix_seed(next_seed_++);
   if (total == 0) return {};
-  const DecodingWeights packed(*model_, options_.pack_weights, stats_);
+  const DecodingWeights packed(*model_, stats_);
   Queue queue;
   for (size_t r = 0; r < seeded.size(); ++r) queue.items.push_back({static_cast<int64_t>(r), &seeded[r], 0, seeded[r].n});
   reserve_cache(std::min(options_.max_batch_rows, total), max_len);
@@ -574,7 +573,7 @@ void RolloutEngine::serve(RequestSource& source) {
   };
   std::unordered_map<int64_t, Live> live;
   const int64_t limit = context_limit();
-  const DecodingWeights packed(*model_, options_.pack_weights, stats_);
+  const DecodingWeights packed(*model_, stats_);
   reserve_cache(options_.max_batch_rows, limit);
   cache_.release_rows(0);
   Queue queue;

@@ -134,9 +134,9 @@ struct EngineOptions {
                                   // a GPU model always does (tests compare the two paths on the CPU)
   bool share_prompt_cache = true; // a group's rows read one copy of its prompt's KV cache; false = each row
                                   // holds a copy (the layout before sharing; benchmarks compare the two)
-  bool pack_weights = true;       // fp32 CPU: each generate/serve call packs the weights into column panels
-                                  // (CausalLMImpl::pack_for_decoding; a second copy of the weights while it
-                                  // runs); false = the unpacked kernels (less memory; benchmarks compare)
+  // (fp32 CPU: each generate call and serve loop packs the weights into column
+  // panels, CausalLMImpl::pack_for_decoding, unless the model's
+  // set_pack_weights(false) says not to.)
 
   void validate() const;
 };

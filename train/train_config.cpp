@@ -54,6 +54,10 @@ const ConfigSchema& train_config_schema() {
         {"model.fast_cpu_path", T::Bool, d.model.fast_cpu_path, "",
          "fp32 on CPU: fused kernels for RMSNorm, RoPE + attention and SwiGLU in rollouts and updates (docs/DESIGN.md); "
          "false = LibTorch module path"},
+        {"model.pack_weights", T::Bool, d.model.pack_weights, "",
+         "fp32 on CPU: rollouts multiply by a copy of the policy's weights packed into column panels, made at each "
+         "rollout's start and freed at its end (faster decoding, the weights' size again in memory meanwhile); "
+         "false = no copy"},
         {"model.random_init", T::String, d.model.random_init, "",
          "\"\" = load model.path; \"demo\" = a fresh random 0.6M-parameter Llama with a character tokenizer, seeded by "
          "run.seed, written to run.out_dir/init",
@@ -479,6 +483,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   c.model.device = get("model", "device").get<std::string>();
   c.model.dtype = resolve_dtype(c.model.dtype, c.model.device);
   c.model.fast_cpu_path = get("model", "fast_cpu_path").get<bool>();
+  c.model.pack_weights = get("model", "pack_weights").get<bool>();
   c.model.random_init = get("model", "random_init").get<std::string>();
   if (c.model.path.empty() && c.model.random_init.empty())
     fail_at("missing required key 'model.path' (a Hugging Face directory or a llama2.c .bin; or set model.random_init)");

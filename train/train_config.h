@@ -203,9 +203,10 @@ struct RunOptions {
 struct ModelOptions {
   std::string path;              // HF directory or llama2.c .bin (required unless random_init)
   std::string tokenizer;         // "" = the model's own
-  std::string dtype = "fp32";    // fp32 | bf16
+  std::string dtype = "fp32";    // fp32 | bf16 | auto; fp32 keeps rollout/trainer log-probs within 2e-5
   std::string device = "cpu";    // cpu | cuda | cuda:N
   bool fast_cpu_path = true;     // CausalLMImpl::set_fast_cpu_path for the policy and the reference
+  bool pack_weights = true;      // CausalLMImpl::set_pack_weights: rollouts decode with packed weight panels
   std::string random_init;       // "" = load `path`; a preset ("demo"): a fresh random model with a
                                  // character tokenizer, written to run.out_dir/init and loaded from there
 };

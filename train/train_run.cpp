@@ -632,6 +632,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   }
   Run r{cfg, opts, reducer, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   r.policy.model()->set_fast_cpu_path(cfg.model.fast_cpu_path);
+  r.policy.model()->set_pack_weights(cfg.model.pack_weights);
   TokenizerChat chat = tokenizer_chat_of(*r.policy.tokenizer);
   if (!cfg.rewards.empty()) {
     RewardFactories extra = model_reward_factories();

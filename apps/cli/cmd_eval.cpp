@@ -104,7 +104,7 @@ CommandSpec make_eval_command() {
       {"max-new-tokens", OptKind::Int, std::to_string(d.max_new_tokens), "completion length limit in tokens", "N", 1, 1e7},
       {"max-prompts", OptKind::Int, std::to_string(d.max_prompts), "evaluate the first N prompts; 0 = all", "N", 0, 1e12},
       {"seed", OptKind::Int, std::to_string(d.seed), "random seed (same seed and options: same completions)", "N", 0, 9.2e18},
-      {"dtype", OptKind::String, "", "compute dtype: fp32, bf16 or fp16 (default fp32 on CPU)", "DTYPE"},
+      {"dtype", OptKind::String, "", "compute dtype: auto (bf16 on a GPU, fp32 on a CPU), fp32, bf16 or fp16 (default: the config's model.dtype, auto)", "DTYPE"},
       {"max-batch", OptKind::Int, std::to_string(d.max_batch_rows), "sequences decoded together", "N", 1, 65536},
       {"json", OptKind::Flag, "false", "print one JSON object with the metrics (pass@k, maj@k, mean_reward, ...)", ""},
       {"out", OptKind::String, "", "write per-prompt details (samples, scores, verdicts) as JSONL", "FILE.jsonl"},

@@ -61,10 +61,11 @@ int run_eval_prm(const Args& a, Policy& prm) {
 
 int run_eval_rm(const Args& a) {
   check(a.given("model"), "rlf eval rm: --model DIR is required (a reward model directory)");
-  configure_threads(a, a.str("dtype"), a.str("device"));
+  const std::string dtype = command_dtype(a, DtypeUse::Batched);
+  configure_threads(a, dtype, a.str("device"));
   if (a.flag("process")) {
     LoadOptions lo;
-    lo.dtype = a.str("dtype");
+    lo.dtype = dtype;
     lo.device = a.str("device");
     Policy prm = load_policy(a.str("model"), a.str("tokenizer"), lo);
     check(prm.model()->config().is_classifier(), a.str("model"), ": the model is a ",
@@ -82,7 +83,7 @@ int run_eval_rm(const Args& a) {
   if (o.preset == "arithmetic") o.arithmetic.n_problems = a.integer("max-pairs") > 0 ? a.integer("max-pairs") : 200;
   check(o.preset == "arithmetic" || !o.path.empty(), "rlf eval rm: --data FILE is required (or --preset arithmetic)");
   LoadOptions lo;
-  lo.dtype = a.str("dtype");
+  lo.dtype = dtype;
   lo.device = a.str("device");
   Policy rm = load_policy(a.str("model"), a.str("tokenizer"), lo);
   check(rm.model()->config().is_classifier(), a.str("model"), ": the model is a ", rm.model()->config().architecture,
@@ -155,7 +156,7 @@ CommandSpec make_eval_rm_command() {
        "first-error accuracy", ""},
       {"delimiter", OptKind::String, "\n", "--process: the text between steps, as the PRM was trained", "TEXT"},
       {"no-special-tokens", OptKind::Flag, "false", "tokenize prompts without the tokenizer's BOS", ""},
-      {"dtype", OptKind::String, "fp32", "fp32 | bf16 | fp16", "DTYPE"},
+      {"dtype", OptKind::String, "auto", "auto (bf16 where native: GPU, AMX, AVX512_BF16; else fp32), fp32, bf16 or fp16", "DTYPE"},
       {"json", OptKind::Flag, "false", "print one JSON object (accuracy, margin, loss, ece, score_mean, score_std, pairs)",
        ""},
   };

@@ -63,12 +63,14 @@ std::vector<PromptItem> read_prompts(const std::string& path, const PromptItem& 
 }
 
 int run_generate(const Args& args) {
-  configure_threads(args, args.str("dtype"), args.str("device"));
+  const std::string dtype = command_dtype(args, DtypeUse::Decoding);
+  configure_threads(args, dtype, args.str("device"));
   LoadOptions load;
-  load.dtype = args.str("dtype");
+  load.dtype = dtype;
   load.device = args.str("device");
   Policy policy = load_policy(args.str("model"), args.str("tokenizer"), load);
   apply_lora_adapter(*policy.model(), args.str("model"), args.str("adapter"), "--adapter");
+  policy.model()->set_pack_weights(on_off_option(args, "pack-weights"));
 
   PromptItem defaults;
   SamplingParams& sp = defaults.params;
@@ -234,7 +236,8 @@ CommandSpec make_generate_command() {
       {"ignore-eos", OptKind::Flag, "false", "keep generating past EOS", ""},
       {"no-bos", OptKind::Flag, "false", "do not add the tokenizer's BOS/special tokens to the prompt", ""},
       {"max-batch", OptKind::Int, "64", "sequences decoded together", "N", 1, 65536},
-      {"dtype", OptKind::String, "fp32", "compute dtype: fp32 or bf16", "DTYPE"},
+      {"pack-weights", OptKind::String, "on", "on|off: fp32 CPU decoding multiplies by a packed copy of the weights (off: no copy, less memory)", "ON|OFF"},
+      {"dtype", OptKind::String, "auto", "compute dtype: auto (bf16 on a GPU, fp32 on a CPU: the fast ones for decoding), fp32 or bf16", "DTYPE"},
       {"json", OptKind::Flag, "false", "print one JSON object per completion (ids, log-probs, finish reason)", ""},
   };
   c.run = [](const Args& a) {

@@ -12,9 +12,11 @@ namespace rlf::cli {
 namespace {
 
 int run_info(const Args& args) {
-  configure_threads(args, args.str("dtype"));
+  const std::string dtype = command_dtype(args, DtypeUse::Decoding);
+  configure_threads(args, dtype, args.str("device"));
   LoadOptions load;
-  load.dtype = args.str("dtype");
+  load.dtype = dtype;
+  load.device = args.str("device");
   LoadedModel m = load_model(args.positional().at(0), load);
   const ModelConfig& c = m.config;
   int64_t n_params = 0;
@@ -58,7 +60,7 @@ CommandSpec make_info_command() {
   c.usage = "MODEL";
   c.n_positional_min = c.n_positional_max = 1;
   c.options = {
-      {"dtype", OptKind::String, "", "load in this dtype (fp32, bf16); default: fp32", "DTYPE"},
+      {"dtype", OptKind::String, "auto", "load in this dtype: auto (bf16 on a GPU, fp32 on a CPU), fp32 or bf16", "DTYPE"},
       {"json", OptKind::Flag, "false", "print one JSON object", ""},
   };
   c.run = run_info;

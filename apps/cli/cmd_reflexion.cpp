@@ -73,6 +73,7 @@ CommandSpec make_reflexion_command() {
     lo.device = cfg.model.device;
     Policy policy = load_policy(cfg.model_path(), cfg.model.tokenizer, lo);
     policy.model()->set_fast_cpu_path(cfg.model.fast_cpu_path);
+    policy.model()->set_pack_weights(cfg.model.pack_weights);
     policy.model()->eval();
     TokenizerChat chat = tokenizer_chat_of(*policy.tokenizer);
     PromptDataset data = PromptDataset::load(cfg.data, &chat);

@@ -24,12 +24,14 @@ std::string default_model_name(const std::string& path) {
 }
 
 int run_serve(const Args& args) {
-  configure_threads(args, args.str("dtype"), args.str("device"));
+  const std::string dtype = command_dtype(args, DtypeUse::Decoding);
+  configure_threads(args, dtype, args.str("device"));
   LoadOptions load;
-  load.dtype = args.str("dtype");
+  load.dtype = dtype;
   load.device = args.str("device");
   Policy policy = load_policy(args.str("model"), args.str("tokenizer"), load);
   apply_lora_adapter(*policy.model(), args.str("model"), args.str("adapter"), "--adapter");
+  policy.model()->set_pack_weights(on_off_option(args, "pack-weights"));
 
   EngineOptions eo;
   eo.max_batch_rows = args.integer("max-batch");
@@ -87,11 +89,12 @@ CommandSpec make_serve_command() {
       {"chat-template", OptKind::String, "auto", "chat format for /v1/chat/completions: auto (the tokenizer's template; plain without one), none, "
        "plain, chatml, qwen2, llama3, llama31, llama2, phi3", "FORMAT"},
       {"max-batch", OptKind::Int, "64", "sequences decoded together (continuous batching across requests)", "N", 1, 65536},
+      {"pack-weights", OptKind::String, "on", "on|off: fp32 CPU decoding multiplies by a packed copy of the weights (off: no copy, less memory)", "ON|OFF"},
       {"max-seq-len", OptKind::Int, "0", "tokens per sequence (prompt + completion); 0 = the model's context", "N", 0, 1e7},
       {"http-threads", OptKind::Int, "256", "HTTP connections handled at once", "N", 1, 65536},
       {"max-pending", OptKind::Int, "4096", "requests waiting for the engine beyond this get 503", "N", 1, 1e9},
       {"seed", OptKind::Int, "0", "seeds requests that carry no seed (in arrival order)", "N", 0, 9.2e18},
-      {"dtype", OptKind::String, "fp32", "compute dtype: fp32 or bf16", "DTYPE"},
+      {"dtype", OptKind::String, "auto", "compute dtype: auto (bf16 on a GPU, fp32 on a CPU: the fast ones for decoding), fp32 or bf16", "DTYPE"},
   };
   c.run = [](const Args& a) {
     check(a.given("model"), "rlf serve: --model PATH is required");

@@ -23,6 +23,13 @@ CpuThreadPlan configure_threads(int threads, const std::string& dtype, const std
   return configure_cpu_threads(threads, dtype, device);
 }
 
+std::string command_dtype(const Args& args, DtypeUse use) {
+  const std::string v = args.str("dtype");
+  check(v == "auto" || v == "fp32" || v == "bf16" || v == "fp16", "--dtype must be auto, fp32, bf16 or fp16 (got '", v,
+        "')");
+  return resolve_dtype(v, args.str("device"), use);
+}
+
 CpuThreadPlan configure_threads(const Args& args, const std::string& dtype, const std::string& device) {
   int64_t n = args.integer("threads");
   check(n >= 0, "--threads must be >= 0 (0 = all cores), got ", n);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "apps/cli/cli.h"
+#include "model/cpu_features.h"
 #include "model/cpu_threads.h"
 #include "util/json_util.h"
 
@@ -20,6 +21,10 @@ namespace rlf::cli {
 // plan in effect. Prints model/cpu_features.h's warning to stderr when the
 // dtype is slow on this CPU (bf16 without AVX-512).
 CpuThreadPlan configure_threads(const Args& args, const std::string& dtype = "fp32", const std::string& device = "cpu");
+
+// --dtype with "auto" resolved for what the command does on --device
+// (fast_dtype, model/cpu_features.h); checks the value names a dtype.
+std::string command_dtype(const Args& args, DtypeUse use);
 
 // The same with a thread count from a config file (0 = all cores).
 CpuThreadPlan configure_threads(int threads, const std::string& dtype, const std::string& device);

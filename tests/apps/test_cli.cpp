@@ -74,6 +74,16 @@ TEST(Cli, GenerateGreedyPrintsPromptAndContinuationLikeRunC) {
                " --prompt 'Once upon a time' --temperature 0 --max-new-tokens 40");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.rfind("Once upon a time, there was a little girl named Lily.", 0), 0u) << r.output;
+  // Without the packed copy of the weights (less memory): the same tokens.
+  auto unpacked = rlf("generate --model " +
+                      test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string()) +
+                      " --prompt 'Once upon a time' --temperature 0 --max-new-tokens 40 --pack-weights off");
+  ASSERT_EQ(unpacked.exit_code, 0) << unpacked.output;
+  EXPECT_EQ(unpacked.output, r.output);
+  auto bad = rlf("generate --model " + test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string()) +
+                 " --prompt x --pack-weights maybe");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("--pack-weights must be on or off (got 'maybe')"), std::string::npos) << bad.output;
 }
 
 TEST(Cli, GenerateJsonCarriesIdsLogprobsAndFinishReason) {
@@ -144,6 +154,14 @@ TEST(Cli, ConvertThenInfo) {
   EXPECT_EQ(j["vocab_size"], 512);
   EXPECT_EQ(j["num_hidden_layers"], 5);
   EXPECT_EQ(j["params"], 260032);  // 512*64 + 5 * 45440 + 64
+  // --dtype auto (the default) is fp32 on a CPU for the decoding commands.
+  EXPECT_EQ(j["dtype"], "fp32") << i.output;
+  auto b = rlf("info " + test::shell_quote((dir / "hf").string()) + " --dtype bf16 --json");
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(parse_json(b.output, "rlf info --dtype bf16")["dtype"], "bf16") << b.output;
+  auto bad = rlf("info " + test::shell_quote((dir / "hf").string()) + " --dtype fp8");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("--dtype must be auto, fp32, bf16 or fp16 (got 'fp8')"), std::string::npos) << bad.output;
 }
 
 // A LoRA adapter on stories260K: `generate --adapter` samples what the model
@@ -219,7 +237,7 @@ TEST(Cli, EvalRmScoresPreferencePairsAsTheLibraryDoes) {
             "\n";
   write_file_atomic(dir / "pairs.jsonl", text);
   auto r = rlf("eval rm --model " + test::shell_quote((dir / "rm").string()) + " --data " +
-               test::shell_quote((dir / "pairs.jsonl").string()) + " --json");
+               test::shell_quote((dir / "pairs.jsonl").string()) + " --dtype fp32 --json");  // the library below computes in fp32
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Json j = parse_json(r.output, "rlf eval rm");
   PreferenceDatasetOptions o;
@@ -254,7 +272,7 @@ TEST(Cli, EvalRmScoresPreferencePairsAsTheLibraryDoes) {
              "\n";
   write_file_atomic(dir / "rated.jsonl", rated);
   auto mo = rlf("eval rm --model " + test::shell_quote((dir / "mo").string()) + " --data " +
-                test::shell_quote((dir / "rated.jsonl").string()) + " --json");
+                test::shell_quote((dir / "rated.jsonl").string()) + " --dtype fp32 --json");  // the library below computes in fp32
   ASSERT_EQ(mo.exit_code, 0) << mo.output;
   const Json jm = parse_json(mo.output, "rlf eval rm (rated)");
   o.path = (dir / "rated.jsonl").string();
@@ -272,7 +290,7 @@ TEST(Cli, EvalRmScoresPreferencePairsAsTheLibraryDoes) {
                             .dump() +
                         "\n");
   auto prm = rlf("eval rm --process --delimiter . --model " + test::shell_quote((dir / "rm").string()) + " --data " +
-                 test::shell_quote((dir / "steps.jsonl").string()) + " --json");
+                 test::shell_quote((dir / "steps.jsonl").string()) + " --dtype fp32 --json");  // the library below computes in fp32
   ASSERT_EQ(prm.exit_code, 0) << prm.output;
   const Json jp = parse_json(prm.output, "rlf eval rm --process");
   EXPECT_EQ(jp["solutions"], 1);

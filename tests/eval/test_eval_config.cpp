@@ -23,6 +23,14 @@ TEST(EvalConfig, MinimalConfigGetsDefaults) {
   EXPECT_EQ(c.model.path, "m.bin");
   EXPECT_EQ(c.model.tokenizer, "");
   EXPECT_EQ(c.model.device, "cpu");
+  EXPECT_EQ(c.model.dtype, "fp32");  // auto: the fast dtype for decoding on a CPU
+  EXPECT_TRUE(c.model.pack_weights);
+  EXPECT_EQ(from_toml("[model]\npath = \"m.bin\"\ndtype = \"\"\n[data]\npreset = \"arithmetic\"\n").model.dtype, "fp32");
+  EXPECT_EQ(from_toml("[model]\npath = \"m.bin\"\ndtype = \"auto\"\ndevice = \"cuda\"\n[data]\npreset = \"arithmetic\"\n")
+                .model.dtype,
+            "bf16");
+  EXPECT_FALSE(from_toml("[model]\npath = \"m.bin\"\npack_weights = false\n[data]\npreset = \"arithmetic\"\n")
+                   .model.pack_weights);
   EXPECT_EQ(c.data.preset, "arithmetic");
   EXPECT_EQ(c.rewards, Json::parse(R"([{"type": "math"}])"));
   const EvalOptions d;
@@ -72,6 +80,7 @@ group_size = 8
 lr = 1e-6
 )");
   EXPECT_EQ(c.model.dtype, "bf16");
+  EXPECT_TRUE(c.model.pack_weights);
   EXPECT_EQ(c.data.eval_size, 10);
   EXPECT_EQ(c.rewards.size(), 2u);
   EXPECT_EQ(c.eval.n_samples, 8);

@@ -461,6 +461,19 @@ TEST_P(FastPath, PackedDecodingMatchesAndNoticesChangedWeights) {
   m->release_decoding_weights();
   EXPECT_EQ(m->packed_weights().bytes(), 0);
   EXPECT_EQ(m->packed_weights().find(wq), nullptr);
+
+  // set_pack_weights(false) (model.pack_weights, --pack-weights off): no copy
+  // is made, and decoding is the unpacked kernels' (within the same 2e-5).
+  const auto unpacked_ref = decode();
+  m->set_pack_weights(false);
+  m->pack_for_decoding();
+  EXPECT_EQ(m->packed_weights().bytes(), 0);
+  EXPECT_EQ(max_diff(decode(), unpacked_ref), 0.0);
+  m->set_pack_weights(true);
+  m->pack_for_decoding();
+  EXPECT_GT(m->packed_weights().bytes(), 0);
+  EXPECT_LT(max_diff(decode(), unpacked_ref), 2e-5);
+  m->release_decoding_weights();
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, FastPath, ::testing::Values("stories260K", "odd"));

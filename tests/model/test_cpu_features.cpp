@@ -64,6 +64,13 @@ TEST(CpuFeatures, AutoDtypeIsTheFastOneHere) {
   EXPECT_EQ(resolve_dtype("auto", "cpu"), fast_dtype("cpu"));
   EXPECT_EQ(resolve_dtype("fp32", "cuda"), "fp32");
   EXPECT_EQ(resolve_dtype("bf16", "cpu"), "bf16");
+  // Decoding (generate, serve, eval, info): bf16 on a GPU, fp32 on every CPU
+  // (rlf's fp32 kernels decode one stream at least as fast as bf16 there).
+  EXPECT_EQ(fast_dtype("cuda", DtypeUse::Decoding), "bf16");
+  EXPECT_EQ(fast_dtype("cpu", DtypeUse::Decoding), "fp32");
+  EXPECT_EQ(resolve_dtype("auto", "cuda:0", DtypeUse::Decoding), "bf16");
+  EXPECT_EQ(resolve_dtype("auto", "cpu", DtypeUse::Decoding), "fp32");
+  EXPECT_EQ(resolve_dtype("bf16", "cpu", DtypeUse::Decoding), "bf16");
 }
 
 TEST(CpuThreads, PlanGivesCoresToThePoolThatDoesTheMatmuls) {

@@ -17,6 +17,7 @@
 #include "model/cpu_kernels.h"
 #include "model/cpu_team.h"
 #include "model/huge_pages.h"
+#include "model/packed_weights.h"
 
 namespace rlf {
 namespace {
@@ -272,6 +273,31 @@ TEST(HugePages, MovesLargeParametersAndKeepsThemParameters) {
   lin->forward(torch::ones({2, 1024})).sum().backward();
   opt.step();
   EXPECT_FALSE(torch::equal(lin->weight.detach(), before));
+}
+
+// Decoding's packed panels sit in huge pages like the weights they copy:
+// 2 MiB-aligned memory of their own above 2 MiB, ordinary memory below.
+TEST(HugePages, PackedPanelsAreInHugePages) {
+  auto big = empty_in_huge_pages({3, 1000, 1000}, torch::TensorOptions().dtype(torch::kFloat32));
+  EXPECT_EQ(big.sizes(), torch::IntArrayRef({3, 1000, 1000}));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big.data_ptr()) % (2u << 20), 0u);
+  big.fill_(1.5f);  // writable, every element
+  EXPECT_EQ(big.sum().item<double>(), 4.5e6);
+  auto small = empty_in_huge_pages({16}, torch::TensorOptions().dtype(torch::kFloat32));
+  EXPECT_EQ(small.numel(), 16);
+  torch::manual_seed(5);
+  const auto w = torch::randn({1024, 768});  // 3 MiB of weights -> 3 MiB of panels
+  PackedWeights packed;
+  packed.pack(w);
+  const float* panels = packed.find(w);
+  ASSERT_NE(panels, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(panels) % (2u << 20), 0u);
+  EXPECT_EQ(panels[0], w[0][0].item<float>());  // pack_panels' layout: panel 0, input 0, column 0
+  EXPECT_EQ(panels[5 * 32 + 7], w[7][5].item<float>());
+  const auto tiny = torch::randn({64, 64});
+  packed.pack(tiny);
+  ASSERT_NE(packed.find(tiny), nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(packed.find(tiny)) % 64, 0u);  // the kernel's aligned loads
 }
 
 }  // namespace

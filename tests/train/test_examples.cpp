@@ -44,7 +44,9 @@ TEST(Examples, EveryShippedConfigLoads) {
   EXPECT_GE(n, 22);
   for (const char* folder : {"feedback", "recipes"}) {
     EXPECT_EQ(budgets[folder].size(), 1u) << "examples/" << folder << "/*.toml must share run.rollout_token_budget";
-    if (!budgets[folder].empty()) EXPECT_GT(*budgets[folder].begin(), 0);
+    if (!budgets[folder].empty()) {
+      EXPECT_GT(*budgets[folder].begin(), 0);
+    }
   }
 }
 

@@ -91,6 +91,14 @@ TEST(GrpoRun, ConfigErrorsNameTheKey) {
   bad = ok;
   bad["algorithm"]["eps_low"] = 1.5;
   expect_error(bad, "eps_low");
+  bad = ok;
+  bad["model"]["pack_weights"] = "no";
+  expect_error(bad, "model.pack_weights");
+  // model.pack_weights: on unless the config turns it off (CausalLMImpl::set_pack_weights)
+  EXPECT_TRUE(train_config_from_json(ok, "cfg.toml").model.pack_weights);
+  Json off = ok;
+  off["model"]["pack_weights"] = false;
+  EXPECT_FALSE(train_config_from_json(off, "cfg.toml").model.pack_weights);
 }
 
 Json sft_table() {
