@@ -139,4 +139,20 @@ void attention_backward(const float* q, const float* k, const float* v, const fl
 void swiglu_forward(const float* g, const float* u, float* a, int64_t n);
 void swiglu_backward(const float* g, const float* u, const float* da, float* dg, float* du, int64_t n);
 
+// One AdamW step over n elements, torch.optim.AdamW's arithmetic per element
+// in fp32 (train/optimizer.cpp's fused CPU path): g = grad * clip;
+// w = w * decay; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+// w = w - step_size * m / (sqrt(v) / sqrt_bc2 + eps). The gradient is fp32
+// (g32) or bf16 (g16, its raw bits): exactly one is given. w is the fp32
+// parameter or master copy; out16, when given, receives w rounded to bf16
+// (to nearest even, as c10::BFloat16). Elementwise: the same result on any
+// number of threads. Here, rather than beside the optimiser, so it is built
+// with the kernels' instruction set and vectorised, square root and
+// division included.
+struct AdamWScalars {
+  float clip, decay, b1, one_minus_b1, b2, one_minus_b2, sqrt_bc2, eps, step_size;
+};
+void adamw_step(const float* g32, const uint16_t* g16, float* w, float* m, float* v, uint16_t* out16, int64_t n,
+                const AdamWScalars& k);
+
 }  // namespace rlf::cpu

@@ -24,7 +24,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 // On CPU the update runs as one pass over each parameter (read g, w, m, v;
 // write w, m, v and the rounded parameter) instead of ~12 separate tensor ops,
 // each a full pass over memory with its own dispatch. The arithmetic is
-// torch.optim.AdamW's, per element, in fp32.
+// torch.optim.AdamW's, per element, in fp32 (cpu::adamw_step,
+// model/cpu_kernels.h, built vectorised with the kernels).
 
 constexpr int64_t kGrain = 1 << 15;  // elements per parallel task
 
@@ -53,31 +54,6 @@ double sum_of_squares(const G* g, int64_t n) {
   double s = 0;
   for (double x : partial) s += x;
   return s;
-}
-
-struct AdamWScalars {
-  float clip, decay, b1, one_minus_b1, b2, one_minus_b2, sqrt_bc2, eps, step_size;
-};
-
-template <typename G, typename P>
-void adamw_kernel(const G* g, float* w, float* m, float* v, P* param_out, int64_t n, const AdamWScalars& k) {
-  // On the kernels' thread team (model/cpu_kernels.h), which has every core
-  // in fp32 too (LibTorch's own pool has one there: model/cpu_threads.h).
-  const int64_t n_tasks = (n + kGrain - 1) / kGrain;
-  cpu::parallel_rows(n_tasks, [&](int64_t t0, int64_t t1) {
-    for (int64_t i = t0 * kGrain, e = std::min(n, t1 * kGrain); i < e; ++i) {
-      const float gi = static_cast<float>(g[i]) * k.clip;
-      float wi = w[i] * k.decay;
-      const float mi = m[i] * k.b1 + gi * k.one_minus_b1;
-      const float vi = v[i] * k.b2 + gi * gi * k.one_minus_b2;
-      const float denom = std::sqrt(vi) / k.sqrt_bc2 + k.eps;
-      wi = wi - k.step_size * (mi / denom);
-      m[i] = mi;
-      v[i] = vi;
-      w[i] = wi;
-      if (param_out) param_out[i] = static_cast<P>(wi);
-    }
-  });
 }
 
 // True when s can take the fused CPU path: contiguous CPU tensors, fp32 state
@@ -223,7 +199,7 @@ StepResult Optimizer::step(double lr, std::optional<double> loss) {
   const double bias_correction1 = 1.0 - std::pow(b1, static_cast<double>(step_));
   const double bias_correction2 = 1.0 - std::pow(b2, static_cast<double>(step_));
   const double step_size = lr / bias_correction1;
-  AdamWScalars k;
+  cpu::AdamWScalars k;
   k.clip = static_cast<float>(r.clipped ? clip : 1.0);
   k.b1 = static_cast<float>(b1);
   k.one_minus_b1 = static_cast<float>(1.0 - b1);
@@ -239,12 +215,13 @@ StepResult Optimizer::step(double lr, std::optional<double> loss) {
       float* m = s.exp_avg.data_ptr<float>();
       float* v = s.exp_avg_sq.data_ptr<float>();
       const int64_t n = s.param.numel();
+      static_assert(sizeof(c10::BFloat16) == sizeof(uint16_t), "bf16 is 16 raw bits");
       if (s.param.scalar_type() == torch::kFloat32) {
-        adamw_kernel<float, float>(s.param.grad().data_ptr<float>(), s.param.data_ptr<float>(), m, v, nullptr, n, k);
+        cpu::adamw_step(s.param.grad().data_ptr<float>(), nullptr, s.param.data_ptr<float>(), m, v, nullptr, n, k);
       } else {
-        adamw_kernel<c10::BFloat16, c10::BFloat16>(s.param.grad().data_ptr<c10::BFloat16>(),
-                                                    s.master.data_ptr<float>(), m, v,
-                                                    s.param.data_ptr<c10::BFloat16>(), n, k);
+        cpu::adamw_step(nullptr, reinterpret_cast<const uint16_t*>(s.param.grad().data_ptr<c10::BFloat16>()),
+                        s.master.data_ptr<float>(), m, v, reinterpret_cast<uint16_t*>(s.param.data_ptr<c10::BFloat16>()),
+                        n, k);
       }
       // The kernel wrote through raw pointers, which LibTorch does not see:
       // bump the version counter as an in-place op would, so state derived
