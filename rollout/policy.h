@@ -3,7 +3,13 @@
 //
 // Ownership: the Policy owns the CausalLM (a shared module holder); the
 // RolloutEngine borrows it to sample and the trainer's optimizer updates its
-// parameters in place, so there is never a second copy of the weights.
+// parameters in place, so rollouts always read the weights the last optimizer
+// step wrote and nothing is synchronised. Copies derived from the weights do
+// exist: by default an fp32 CPU model packs them into decoding panels for the
+// length of each generate or serve call (a second copy of their size, freed
+// at the call's end; model/packed_weights.h, none with set_pack_weights(false)),
+// and asynchronous rollouts sample with a rollout model of their own
+// (train/rollout_pipeline.h).
 #pragma once
 
 #include <filesystem>
