@@ -10,7 +10,7 @@
 //  - a GRPO run on the GPU trains (parameters move, the trainer reproduces
 //    the rollout's log-probs every step) and N steps straight equal N/2 +
 //    resume + N/2; a bf16 run trains too.
-// Built by scripts/build-cuda.sh; see README "CUDA" for how it was run.
+// Built by scripts/build-cuda.sh; see docs/benchmarks.md "CUDA on an NVIDIA H200" for how it was run.
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <torch/cuda.h>
