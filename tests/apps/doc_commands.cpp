@@ -164,6 +164,16 @@ bool is_shell_block(const std::string& fence_line) {
   return !others.count(info);
 }
 
+// An inline span is read as a shell line when its first word runs rlf or is
+// one of the commands documents chain to rlf (not an error message's text).
+bool starts_a_shell_line(const std::string& span) {
+  static const std::set<std::string> chains = {"cp", "cd", "mkdir", "python3", "bash", "for", "time"};
+  const std::vector<Token> tokens = lex(span);
+  if (tokens.empty() || tokens.front().op) return false;
+  const std::string& w = tokens.front().text;
+  return is_rlf(w) || chains.count(w) || is_assignment(w);
+}
+
 // Inline code spans of a paragraph (or table row) starting at line `first`.
 void add_commands_of_spans(const std::string& text, const std::string& file, int first,
                            std::vector<QuotedCommand>& out) {
@@ -180,10 +190,7 @@ void add_commands_of_spans(const std::string& text, const std::string& file, int
     std::replace(span.begin(), span.end(), '\n', ' ');
     span = trim(span);
     const int line = first + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(i), '\n'));
-    if (span.rfind("rlf ", 0) == 0 || span.rfind("build/apps/cli/rlf ", 0) == 0) {
-      const auto commands = simple_commands(lex(span));
-      if (auto rest = rlf_words(commands.front())) out.push_back({file, line, span, *rest});
-    }
+    if (starts_a_shell_line(span)) add_commands_of_line(span, file, line, out);
     i = close + run;
   }
 }
@@ -299,13 +306,15 @@ const cli::OptionSpec* find_option(const cli::CommandSpec& cmd, const std::strin
   return nullptr;
 }
 
-// A numeric option's placeholder value becomes its default; alternatives their first.
+// A numeric option's placeholder value becomes its default; alternatives their
+// first; an option quoted last without its value gets one (its default).
 void resolve_numeric_placeholders(const cli::CommandSpec& cmd, size_t first, std::vector<std::string>& argv) {
   for (size_t i = first; i < argv.size(); ++i) {
     if (argv[i].rfind("--", 0) != 0) continue;
     const size_t eq = argv[i].find('=');
     const cli::OptionSpec* o = find_option(cmd, argv[i].substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
     if (!o || o->kind == cli::OptKind::Flag) continue;
+    if (eq == std::string::npos && i + 1 == argv.size()) argv.push_back(o->default_value.empty() ? "X" : o->default_value);
     std::string& value = eq != std::string::npos ? argv[i] : (i + 1 < argv.size() ? argv[++i] : argv[i]);
     if (o->kind != cli::OptKind::Int && o->kind != cli::OptKind::Float) continue;
     const size_t start = eq != std::string::npos ? eq + 1 : 0;

@@ -13,8 +13,10 @@
 //     `else`, `time`, a `$` prompt and VAR=value assignments — is `rlf` or a
 //     path ending in `/rlf` (build/apps/cli/rlf), or when it is torchrun's and
 //     the word after `--no_python` is;
-//   - an inline code span (`...`, across the line breaks of its paragraph or
-//     table row) whose text starts with `rlf ` or `build/apps/cli/rlf `.
+//   - the same in an inline code span (`...`, across the line breaks of its
+//     paragraph or table row) whose first word runs rlf or is one of cp, cd,
+//     mkdir, python3, bash, for, time or an assignment: `rlf train x.toml`,
+//     `cp a b; rlf compare b` (not an error message's `x; rlf supports ...`).
 //   The word after `rlf` must be a lowercase command word: `rlf demo:` (a
 //   run's printed output) and `rlf COMMAND --help` (a placeholder) are not
 //   commands. Blocks marked `text` (a folder layout, printed output) are not
@@ -42,7 +44,9 @@
 // value containing a capital letter, `$` or `...` (PATH, N, KEY=VALUE,
 // CONFIG.toml, $s) is a placeholder: a numeric option's placeholder value is
 // replaced by the option's default, an override with a placeholder key is
-// not checked, and one with a placeholder value is checked by its key only.
+// not checked, and one with a placeholder value is checked by its key only;
+// an option quoted last without its value (`rlf generate --seed`, naming the
+// option in prose) is checked as if its default followed.
 // `{a,b}` in a config path expands as the shell does; a path with `*` is
 // checked by its overrides' keys only.
 #pragma once

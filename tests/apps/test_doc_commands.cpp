@@ -66,11 +66,13 @@ TEST(DocCommands, InlineSpansMayCrossLinesButNotPlaceholderCommands) {
       "Run `rlf eval rm\n--model DIR --json` then `rlf COMMAND --help` or `rlf`.\n"
       "\n"
       "| a | `rlf generate --model m` |\n"
-      "Text `` `rlf` `` and `ls` and `build/apps/cli/rlf info m`.\n";
+      "Text `` `rlf` `` and `ls` and `build/apps/cli/rlf info m` and `cp a b && rlf demo --json`.\n"
+      "An error `x; rlf supports only BPE` is not a command.\n";
   EXPECT_EQ(words_of(md), (Words{{"eval", "rm", "--model", "DIR", "--json"},
                                  {"generate", "--model", "m"},
-                                 {"info", "m"}}));
-  EXPECT_EQ(extract_commands(md, "t.md")[1].line, 3);
+                                 {"info", "m"},
+                                 {"demo", "--json"}}));
+  EXPECT_EQ(extract_commands(md, "t.md")[1].line, 4);
 }
 
 std::optional<std::string> check(const std::string& line) {
@@ -86,7 +88,7 @@ TEST(DocCommands, UsageLinesWithPlaceholdersParse) {
                          "rlf train examples/feedback/grpo.toml --set run.seed=$s --set optim.lr=1e-5 ...",
                          "rlf compare examples/feedback/{grpo,refine}.toml --seeds 3 --set run.rollout_token_budget=300000",
                          "rlf demo --seed N --set sft.data.wrong_fraction=0.7 --set sft.data.wrong_style=drop_carry",
-                         "rlf bench train|generate --json", "rlf bench ..."})
+                         "rlf bench train|generate --json", "rlf bench ...", "rlf export --gguf", "rlf generate --seed"})
     EXPECT_EQ(check(ok), std::nullopt) << ok;
 }
 
