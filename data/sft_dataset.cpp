@@ -36,9 +36,11 @@ SftDataset SftDataset::load(const SftDatasetOptions& o, const TokenizerChat* tok
     so.seed = o.seed;
     so.style = parse_wrong_style(o.wrong_style);
     so.worked = o.worked;
+    so.columns = o.columns;
     so.tool_fraction = o.tool_fraction;
     so.feedback_fraction = o.feedback_fraction;
     so.feedback_text = o.feedback_text;
+    so.draws = o.draws;
     ds.examples_ = synthetic_sft_examples(problems.train(), so);
     source = "sft " + preset.name;
   } else {
@@ -46,8 +48,10 @@ SftDataset SftDataset::load(const SftDatasetOptions& o, const TokenizerChat* tok
     check(o.wrong_fraction == 0.0, "sft dataset: wrong_fraction applies to the synthetic presets only");
     check(o.wrong_style == "offset", "sft dataset: wrong_style applies to the synthetic presets only");
     check(o.worked, "sft dataset: worked applies to the synthetic presets only");
+    check(!o.columns, "sft dataset: columns applies to the synthetic presets only");
     check(o.tool_fraction == 0.0, "sft dataset: tool_fraction applies to the synthetic presets only");
     check(o.feedback_fraction == 0.0, "sft dataset: feedback_fraction applies to the synthetic presets only");
+    check(o.draws == 1, "sft dataset: draws applies to the synthetic presets only");
     PromptFormatter formatter({o.prompt_template.empty() ? preset.prompt_template : o.prompt_template, o.system_prompt,
                                o.chat_template},
                               tokenizer);
@@ -83,7 +87,7 @@ SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string
   check_known_keys(t,
                    {"path", "preset", "prompt_field", "response_field", "system_prompt", "chat_template",
                     "prompt_template", "shuffle", "seed", "max_records", "on_bad_record", "wrong_fraction", "wrong_style", "worked",
-                    "tool_fraction", "feedback_fraction", "feedback_text", "arithmetic", "countdown"},
+                    "tool_fraction", "feedback_fraction", "feedback_text", "draws", "columns", "arithmetic", "countdown"},
                    src);
   SftDatasetOptions o;
   read_shared_dataset_keys(t, src, o);
@@ -96,6 +100,7 @@ SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string
   check(o.wrong_style == "offset" || o.wrong_style == "drop_carry", src,
         ": wrong_style must be \"offset\" or \"drop_carry\" (got \"", o.wrong_style, "\")");
   o.worked = json_get_or(t, "worked", o.worked, src);
+  o.columns = json_get_or(t, "columns", o.columns, src);
   o.tool_fraction = json_get_or(t, "tool_fraction", o.tool_fraction, src);
   check(o.tool_fraction >= 0.0 && o.tool_fraction <= 1.0, src, ": tool_fraction must be in [0, 1] (got ",
         o.tool_fraction, ")");
@@ -103,6 +108,12 @@ SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string
   check(o.feedback_fraction >= 0.0 && o.feedback_fraction <= 1.0, src, ": feedback_fraction must be in [0, 1] (got ",
         o.feedback_fraction, ")");
   o.feedback_text = json_get_or(t, "feedback_text", o.feedback_text, src);
+  check(!o.columns || (o.worked && (o.wrong_style == "drop_carry" || o.wrong_fraction == 0) && o.tool_fraction == 0 &&
+                       o.feedback_fraction == 0),
+        src, ": columns needs worked = true, wrong_style = \"drop_carry\" (with wrong_fraction > 0), and no ",
+        "tool_fraction or feedback_fraction");
+  o.draws = json_get_or(t, "draws", o.draws, src);
+  check(o.draws >= 1 && o.draws <= 1000, src, ": draws must be in [1, 1000] (got ", o.draws, ")");
   return o;
 }
 

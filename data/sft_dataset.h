@@ -35,11 +35,15 @@ struct SftDatasetOptions {
   std::string on_bad_record = "error";  // "error" | "skip"
   double wrong_fraction = 0.0;      // synthetic presets: share of deliberately wrong responses, in [0, 1]
   bool worked = true;               // synthetic arithmetic: "37 + 48 = 85. #### 85" (true) or "#### 85"
+  bool columns = false;             // synthetic arithmetic '+': worked column by column ("7+8=15, 3+4+1=8. #### 85";
+                                    //   data/synthetic_tasks.h), wrong ones with their carries dropped
   std::string wrong_style = "offset";  // synthetic presets: "offset" | "drop_carry" (data/synthetic_tasks.h)
   double tool_fraction = 0.0;       // synthetic arithmetic: share of responses that call the calculator tool
                                     //   (multi-turn targets, data/synthetic_tasks.h)
   double feedback_fraction = 0.0;   // synthetic arithmetic: share of targets "wrong answer, feedback, right answer"
   std::string feedback_text = "\nThat is not right. Try again.\n";  // the feedback there ({answer}, {prompt})
+  int64_t draws = 1;                // synthetic presets: responses per problem, each with its own wrong/tool/feedback
+                                    //   choices (a demonstrator's habit rather than fixed wrong problems)
   ArithmeticOptions arithmetic;     // preset "arithmetic"
   CountdownOptions countdown;       // preset "countdown"
 };

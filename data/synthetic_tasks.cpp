@@ -238,16 +238,56 @@ int64_t carry_free_answer(int64_t a, char op, int64_t b) {
   return out;
 }
 
-std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems,
-                                               const SyntheticSftOptions& o) {
+ColumnSum column_sum(int64_t a, int64_t b, bool forget_carry) {
+  check(a >= 0 && b >= 0, "column_sum: needs a, b >= 0 (got ", a, " + ", b, ")");
+  std::string text;
+  int64_t answer = 0, place = 1, carry = 0;
+  do {
+    const int64_t da = a % 10, db = b % 10, s = da + db + (forget_carry ? 0 : carry);
+    a /= 10;
+    b /= 10;
+    const bool last = a == 0 && b == 0;
+    text += str(text.empty() ? "" : ", ", da, "+", db, carry && !forget_carry ? "+1" : "", "=", s);
+    answer += place * (last ? s : s % 10);
+    carry = s >= 10;
+    place *= 10;
+  } while (a > 0 || b > 0);
+  return {str(text, ". #### ", answer), answer};
+}
+
+namespace {
+
+// The direct (single-turn) response to arithmetic record `r`, right or wrong
+// in `style`; sets *correct.
+std::string direct_arithmetic(const Json& r, bool wrong, WrongStyle style, bool worked, bool columns, SeededRng& rng,
+                              bool* correct) {
+  const int64_t a = r["a"].get<int64_t>(), b = r["b"].get<int64_t>();
+  *correct = !wrong;
+  if (columns) return column_sum(a, b, wrong).text;  // wrong: drop_carry (checked by the caller)
+  int64_t answer = r["answer"].get<int64_t>();
+  if (wrong && style == WrongStyle::DropCarry) {
+    answer = carry_free_answer(a, r["op"].get<std::string>()[0], b);
+  } else if (wrong) {
+    const int64_t delta = rng.uniform_int(1, 10);
+    answer += rng.below(2) ? delta : -delta;
+  }
+  return arithmetic_response(r, answer, worked);
+}
+
+// One response per problem, every seeded choice drawn from `seed`.
+std::vector<SftExample> one_draw(const std::vector<PromptExample>& problems, const SyntheticSftOptions& o,
+                                 uint64_t seed) {
   const double wrong_fraction = o.wrong_fraction, tool_fraction = o.tool_fraction;
-  const uint64_t seed = o.seed;
   const WrongStyle style = o.style;
   const bool worked = o.worked;
   check(wrong_fraction >= 0.0 && wrong_fraction <= 1.0, "wrong_fraction must be in [0, 1] (got ", wrong_fraction, ")");
   check(tool_fraction >= 0.0 && tool_fraction <= 1.0, "tool_fraction must be in [0, 1] (got ", tool_fraction, ")");
   check(o.feedback_fraction >= 0.0 && o.feedback_fraction <= 1.0, "feedback_fraction must be in [0, 1] (got ",
         o.feedback_fraction, ")");
+  check(!o.columns || (worked && (style == WrongStyle::DropCarry || wrong_fraction == 0) && tool_fraction == 0 &&
+                       o.feedback_fraction == 0),
+        "columns shows a sum worked column by column, right or with its carries dropped: it needs worked = true, ",
+        "wrong_style = \"drop_carry\" (with wrong_fraction > 0), and no tool_fraction or feedback_fraction");
   // Problems answered with the calculator, in a seeded choice.
   std::vector<bool> tool(problems.size(), false);
   {
@@ -276,9 +316,12 @@ std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>&
           ": wrong_style \"drop_carry\" applies to arithmetic problems only (use \"offset\")");
     const std::string op = r["op"].get<std::string>();
     const int64_t a = r["a"].get<int64_t>(), b = r["b"].get<int64_t>();
-    if ((op == "+" || (op == "-" && a >= b && b >= 0)) && a >= 0 && b >= 0 &&
-        carry_free_answer(a, op[0], b) != r["answer"].get<int64_t>())
-      eligible.push_back(i);
+    check(!o.columns || (op == "+" && a >= 0 && b >= 0), problems[i].where,
+          ": columns applies to sums of non-negative numbers (got ", a, " ", op, " ", b, ")");
+    const int64_t dropped = o.columns ? column_sum(a, b, true).answer
+                            : (op == "+" || (op == "-" && a >= b)) && a >= 0 && b >= 0 ? carry_free_answer(a, op[0], b)
+                                                                                       : r["answer"].get<int64_t>();
+    if (dropped != r["answer"].get<int64_t>()) eligible.push_back(i);
   }
   size_t n_wrong = static_cast<size_t>(std::llround(wrong_fraction * static_cast<double>(eligible.size())));
   std::vector<bool> wrong(problems.size(), false);
@@ -313,15 +356,7 @@ std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>&
                  {true, arithmetic_response(r, answer, worked)}};
       for (const SftTurn& t : s.turns) s.response += t.text;
     } else if (task == "arithmetic") {
-      int64_t answer = r["answer"].get<int64_t>();
-      if (wrong[i] && style == WrongStyle::DropCarry) {
-        answer = carry_free_answer(r["a"].get<int64_t>(), r["op"].get<std::string>()[0], r["b"].get<int64_t>());
-      } else if (wrong[i]) {
-        int64_t delta = rng.uniform_int(1, 10);
-        answer += rng.below(2) ? delta : -delta;
-      }
-      s.response = arithmetic_response(r, answer, worked);
-      s.correct = !wrong[i];
+      s.response = direct_arithmetic(r, wrong[i], style, worked, o.columns, rng, &s.correct);
     } else if (task == "countdown") {
       CountdownProblem problem = countdown_problem_from_record(r, p.where);
       std::vector<std::string> steps = r["steps"].get<std::vector<std::string>>();
@@ -343,6 +378,20 @@ std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>&
     check(!tool[i] || task == "arithmetic", p.where, ": tool_fraction applies to arithmetic problems only");
     out.push_back(std::move(s));
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems,
+                                               const SyntheticSftOptions& o) {
+  check(o.draws >= 1, "draws must be >= 1 (got ", o.draws, ")");
+  std::vector<SftExample> out = one_draw(problems, o, o.seed);
+  for (int64_t d = 1; d < o.draws; ++d)
+    for (SftExample& e : one_draw(problems, o, derive_seed(o.seed, "sft-draw", static_cast<uint64_t>(d)))) {
+      e.id += str("#", d);
+      out.push_back(std::move(e));
+    }
   return out;
 }
 

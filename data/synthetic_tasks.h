@@ -81,7 +81,8 @@ GuessTaskOptions guess_options_from_json(const Json& table, const std::string& s
 //               digit without carries ("37 + 48 = 75") or borrows
 //               ("52 - 17 = 45"). Only '+' and '-' problems whose answer that
 //               changes are eligible; round(wrong_fraction * eligible) of them
-//               are wrong. Countdown problems cannot use it.
+//               are wrong. With columns (below) every carry is dropped
+//               from the worked columns instead. Countdown problems cannot use it.
 enum class WrongStyle { Offset, DropCarry };
 WrongStyle parse_wrong_style(const std::string& name);  // "offset" | "drop_carry"; else an error listing them
 
@@ -103,6 +104,11 @@ struct SyntheticSftOptions {
   uint64_t seed = 0;                    // chooses the wrong, tool and feedback responses
   WrongStyle style = WrongStyle::Offset;
   bool worked = true;                   // arithmetic: "37 + 48 = 85. #### 85" (true) or "#### 85"
+  // Arithmetic '+': each sum worked column by column, units first
+  // ("7+8=15, 3+4+1=8. #### 85", column_sum below), so a dropped carry is a
+  // visible step ("7+8=15, 3+4=7. #### 75"). Needs wrong_style drop_carry
+  // (the wrong responses drop every carry) and no tool or feedback targets.
+  bool columns = false;
   double tool_fraction = 0.0;           // arithmetic: share of targets that call the calculator
   // Arithmetic: share of targets (chosen by `seed`, apart from the tool ones)
   // that show a wrong answer, then `feedback_text`, then the right answer —
@@ -112,6 +118,12 @@ struct SyntheticSftOptions {
   // replaced by the right answer and the prompt.
   double feedback_fraction = 0.0;
   std::string feedback_text = "\nThat is not right. Try again.\n";
+  // Responses per problem, each with its own seeded choices (wrong, tool,
+  // feedback): with draws > 1 a mistake is the demonstrator's habit, made on
+  // about wrong_fraction of a problem's showings, not a fixed set of
+  // problems always answered wrong (which a small policy memorises). Draw 0
+  // is the draws = 1 output; draw d's ids end in "#d".
+  int64_t draws = 1;
 };
 
 std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems,
@@ -119,5 +131,15 @@ std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>&
 
 // a op b worked digit by digit with no carry (op '+') or borrow (op '-', a >= b >= 0).
 int64_t carry_free_answer(int64_t a, char op, int64_t b);
+
+// a + b (a, b >= 0) worked column by column, units first: "7+8=15, 3+4+1=8.
+// #### 85" (the last column's whole sum, the others' units digit). With
+// forget_carry every carry is left out — "7+8=15, 3+4=7. #### 75", "9+5=14,
+// 9+3=12. #### 124" — the mistake of a demonstrator who forgets to carry.
+struct ColumnSum {
+  std::string text;  // the response, ending in "#### <answer>"
+  int64_t answer = 0;
+};
+ColumnSum column_sum(int64_t a, int64_t b, bool forget_carry);
 
 }  // namespace rlf

@@ -213,6 +213,15 @@ TEST(SftDataset, FromJsonl) {
   EXPECT_EQ(error_of([] { sft_dataset_options_from_json({{"respones_field", "x"}}, "[sft]"); }).substr(0, 47),
             "[sft]: unknown key 'respones_field' (expected o");
 
+  EXPECT_EQ(error_of([] { sft_dataset_options_from_json({{"preset", "arithmetic"}, {"draws", 0}}, "[sft.data]"); }),
+            "[sft.data]: draws must be in [1, 1000] (got 0)");
+  from_table = sft_dataset_options_from_json({{"preset", "arithmetic"}, {"draws", 3}, {"arithmetic", {{"n_problems", 10}}}},
+                                             "[sft.data]");
+  EXPECT_EQ(SftDataset::load(from_table).examples().size(), 30u);
+  o.draws = 2;
+  EXPECT_EQ(error_of([&] { SftDataset::load(o); }), "sft dataset: draws applies to the synthetic presets only");
+  o.draws = 1;
+
   o.preset = "gsm8k";
   EXPECT_EQ(error_of([&] { SftDataset::load(o); }),
             "sft dataset: preset 'gsm8k' has no responses; use preset \"generic\" with a file of (prompt, response) "
@@ -224,6 +233,8 @@ TEST(SftDataset, FromJsonl) {
 
 namespace rlf {
 namespace {
+
+using test::error_of;
 
 TEST(SyntheticTasks, CarryFreeAnswersByHand) {
   EXPECT_EQ(carry_free_answer(37, '+', 48), 75);    // 7+8 -> 5, 3+4 -> 7
@@ -264,6 +275,99 @@ TEST(SyntheticTasks, DropCarryWrongsAreTheCarryFreeAnswersOfEligibleProblems) {
   CountdownOptions c;
   c.n_problems = 5;
   EXPECT_THROW(synthetic_sft_examples(generate_countdown(c, 1), {0.5, 1, WrongStyle::DropCarry}), Error);
+}
+
+TEST(SyntheticTasks, ColumnSumsByHand) {
+  EXPECT_EQ(column_sum(37, 48, false).text, "7+8=15, 3+4+1=8. #### 85");
+  EXPECT_EQ(column_sum(37, 48, true).text, "7+8=15, 3+4=7. #### 75");
+  EXPECT_EQ(column_sum(99, 35, false).text, "9+5=14, 9+3+1=13. #### 134");
+  EXPECT_EQ(column_sum(99, 35, true).text, "9+5=14, 9+3=12. #### 124");
+  EXPECT_EQ(column_sum(61, 27, true).text, "1+7=8, 6+2=8. #### 88");  // nothing to carry: the same either way
+  EXPECT_EQ(column_sum(5, 97, false).text, "5+7=12, 0+9+1=10. #### 102");
+  EXPECT_EQ(column_sum(0, 0, false).text, "0+0=0. #### 0");
+  EXPECT_EQ(column_sum(999, 1, false).text, "9+1=10, 9+0+1=10, 9+0+1=10. #### 1000");
+  for (int64_t a = 0; a < 300; a += 7)
+    for (int64_t b = 0; b < 300; b += 11) EXPECT_EQ(column_sum(a, b, false).answer, a + b) << a << " + " << b;
+  EXPECT_THROW(column_sum(-1, 2, false), Error);
+}
+
+// columns: right sums worked column by column, the wrong ones with every
+// carry dropped; only problems with a carry can be wrong.
+TEST(SyntheticTasks, ColumnsShowTheDroppedCarryAsAStep) {
+  ArithmeticOptions o;
+  o.n_problems = 100;
+  o.min_digits = 2;
+  o.max_digits = 2;
+  o.operations = "+";
+  std::vector<PromptExample> problems = generate_arithmetic(o, 8);
+  SyntheticSftOptions so;
+  so.wrong_fraction = 1.0;
+  so.style = WrongStyle::DropCarry;
+  so.columns = true;
+  std::vector<SftExample> pairs = synthetic_sft_examples(problems, so);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const Json& r = problems[i].record;
+    const int64_t a = r["a"].get<int64_t>(), b = r["b"].get<int64_t>();
+    const bool carries = a % 10 + b % 10 >= 10;
+    EXPECT_EQ(pairs[i].correct, !carries) << pairs[i].response;
+    EXPECT_EQ(pairs[i].response, column_sum(a, b, carries).text);
+  }
+  so.style = WrongStyle::Offset;
+  EXPECT_THROW(synthetic_sft_examples(problems, so), Error);
+  EXPECT_EQ(error_of([] {
+              sft_dataset_options_from_json({{"preset", "arithmetic"}, {"columns", true}, {"wrong_fraction", 0.5}},
+                                            "[sft.data]");
+            }),
+            "[sft.data]: columns needs worked = true, wrong_style = \"drop_carry\" (with wrong_fraction > 0), and no "
+            "tool_fraction or feedback_fraction");
+  o.operations = "*";
+  so.style = WrongStyle::DropCarry;
+  EXPECT_NE(error_of([&] { synthetic_sft_examples(generate_arithmetic(o, 1), so); })
+                .find("columns applies to sums of non-negative numbers"),
+            std::string::npos);
+}
+
+// draws > 1: every problem answered `draws` times, each draw with its own
+// seeded choice of wrong problems, so a mistake is a habit spread over every
+// eligible problem rather than fixed to a set; draw 0 equals draws = 1.
+TEST(SyntheticTasks, DrawsSpreadTheMistakeOverEveryEligibleProblem) {
+  ArithmeticOptions o;
+  o.n_problems = 200;
+  o.min_digits = 2;
+  o.max_digits = 2;
+  o.operations = "+";
+  std::vector<PromptExample> problems = generate_arithmetic(o, 3);
+  SyntheticSftOptions so;
+  so.wrong_fraction = 0.7;
+  so.seed = 4;
+  so.style = WrongStyle::DropCarry;
+  const std::vector<SftExample> one = synthetic_sft_examples(problems, so);
+  so.draws = 10;
+  const std::vector<SftExample> many = synthetic_sft_examples(problems, so);
+  ASSERT_EQ(many.size(), 10 * problems.size());
+  for (size_t i = 0; i < problems.size(); ++i) {
+    EXPECT_EQ(many[i].response, one[i].response);
+    EXPECT_EQ(many[i].id, one[i].id);
+  }
+  EXPECT_EQ(many[problems.size() + 5].id, problems[5].id + "#1");
+  // Per eligible problem, the share of wrong showings; with fixed choices it is 0 or 1.
+  size_t eligible = 0, mixed = 0, n_wrong = 0;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    size_t wrong = 0;
+    for (size_t d = 0; d < 10; ++d) wrong += !many[d * problems.size() + i].correct;
+    n_wrong += wrong;
+    const Json& r = problems[i].record;
+    if (carry_free_answer(r["a"].get<int64_t>(), '+', r["b"].get<int64_t>()) == r["answer"].get<int64_t>()) {
+      EXPECT_EQ(wrong, 0u) << problems[i].prompt;  // nothing to drop: always right
+      continue;
+    }
+    ++eligible;
+    mixed += wrong > 0 && wrong < 10;
+  }
+  EXPECT_EQ(n_wrong, 10 * static_cast<size_t>(std::llround(0.7 * static_cast<double>(eligible))));
+  EXPECT_GT(mixed, eligible * 8 / 10) << "most eligible problems are sometimes right, sometimes wrong";
+  so.draws = 0;
+  EXPECT_THROW(synthetic_sft_examples(problems, so), Error);
 }
 
 // Feedback targets: a wrong answer and the feedback (never trained on), then
