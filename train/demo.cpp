@@ -1,5 +1,7 @@
 #include "train/demo.h"
 
+#include <cstdio>
+
 #include "model/loader.h"
 #include "tokenizer/char_vocab.h"
 #include "train/toml_config.h"
@@ -37,7 +39,10 @@ void write_demo_policy(const std::filesystem::path& dir, uint64_t seed) {
   save_model(*model, dir, so);
 }
 
-Json demo_config(const std::filesystem::path& model_dir, const std::filesystem::path& out_dir, uint64_t seed) {
+double demo_wrong_fraction(bool clean) { return clean ? 0.0 : 0.7; }
+
+Json demo_config(const std::filesystem::path& model_dir, const std::filesystem::path& out_dir, uint64_t seed,
+                 bool clean) {
   // Training and held-out problems come from one generator call (distinct
   // problems); SFT sees the same training problems, never the held-out ones
   // (run_training drops SFT pairs whose prompt is a held-out prompt).
@@ -47,28 +52,45 @@ Json demo_config(const std::filesystem::path& model_dir, const std::filesystem::
       {"data", {{"preset", "arithmetic"}, {"prompt_template", "{prompt}"}, {"arithmetic", task},
                 {"eval_size", 200}, {"seed", seed}}},
       {"reward", Json::array({{{"type", "math"}, {"name", "correct"}, {"answer_format", "gsm8k"}}})},
-      {"rollout", {{"prompts_per_step", 16}, {"group_size", 8}, {"max_new_tokens", 24}, {"temperature", 1.0},
+      {"rollout", {{"prompts_per_step", 16}, {"group_size", 8}, {"max_new_tokens", 32}, {"temperature", 1.0},
                    {"max_batch_rows", 128}}},
       {"algorithm", {{"micro_batch_size", 128}, {"epochs", 1}, {"dynamic_sampling", true}}},
       {"optim", {{"lr", 2e-4}, {"warmup_steps", 10}, {"schedule", "cosine"}, {"lr_min", 2e-5}, {"max_grad_norm", 1.0}}},
+      // The sloppy teacher: every sum worked column by column, the carry
+      // forgotten on 70% of each carry problem's 10 showings (a habit, not a
+      // fixed set of problems the policy could memorise).
       {"sft", {{"data", {{"preset", "arithmetic"}, {"prompt_template", "{prompt}"}, {"arithmetic", task},
-                         {"seed", seed}}},
-               // SFT until greedy pass@1 on training prompts reaches 40% (checked
-               // every 25 steps; ~500 steps), at most 1,500 steps: weak but not
-               // hopeless by measurement, robust to numeric changes.
-               {"steps", 1500}, {"batch_size", 64}, {"micro_batch_size", 64}, {"lr", 2e-3},
-               {"stop_at_pass1", 0.4}, {"stop_eval_every", 25}, {"stop_eval_prompts", 200}}},
+                         {"seed", seed}, {"columns", true}, {"draws", 10}, {"wrong_style", "drop_carry"},
+                         {"wrong_fraction", demo_wrong_fraction(clean)}}},
+               {"steps", 800}, {"batch_size", 64}, {"micro_batch_size", 64}, {"lr", 2e-3}}},
       // The control: the same SFT policy trained for the RL phase's wall time
       // with SFT alone (pass1_control), so the table shows what RL adds.
-      {"run", {{"steps", 200}, {"seed", seed}, {"out_dir", out_dir.string()}, {"samples_every", 10},
+      {"run", {{"steps", 80}, {"seed", seed}, {"out_dir", out_dir.string()}, {"samples_every", 10},
                {"eval_every", 0}, {"sft_control", true}}},
   };
   return j;
 }
 
+std::string demo_verdict(double pass1_after, double pass1_control, bool clean) {
+  const double margin = 100 * (pass1_after - pass1_control);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%+.1f", margin);
+  char abs_buf[64];
+  std::snprintf(abs_buf, sizeof abs_buf, "%.1f", -margin);
+  if (margin >= 5)
+    return std::string("RL beats imitation by ") + buf + " points: " +
+           (clean ? "the verifier added what more SFT on these demonstrations did not."
+                  : "the teacher forgets the carry, SFT copies the habit, the verifier rewards the carry.");
+  if (margin <= -5)
+    return std::string("More SFT beats RL by ") + abs_buf + " points: " +
+           (clean ? "the demonstrations are all right, so imitating them is the better use of the time."
+                  : "here imitation was the better use of the time.");
+  return std::string("RL and more SFT end within 5 points (") + buf + "): neither is ahead on this run.";
+}
+
 TrainRunSummary run_demo(const DemoOptions& options) {
   const std::filesystem::path init = options.out_dir / "init";
-  Json j = demo_config(init, options.out_dir, options.seed);
+  Json j = demo_config(init, options.out_dir, options.seed, options.clean);
   apply_overrides(j, options.overrides, /*allow_new_keys=*/true);  // validated by the schema below
   TrainConfig cfg = train_config_from_json(j, "rlf demo");  // a bad override fails here, before anything is written
   write_demo_policy(init, options.seed);
