@@ -87,6 +87,11 @@ void Macro::bind_keyword(Frame& f, std::vector<bool>& bound, Value& kwargs, std:
 Interpreter::Interpreter(std::unordered_map<std::string, Value> globals, InterpreterOptions options)
     : globals_(std::move(globals)), options_(options) {}
 
+Interpreter::~Interpreter() {
+  for (auto& weak : closures_)
+    if (auto f = weak.lock()) f->vars.clear();
+}
+
 void Interpreter::emit(const std::string& text) {
   if (out_.size() == 1) ++n_top_level_yields_;
   out_.back() += text;
@@ -125,10 +130,10 @@ void Interpreter::assign(const Target& t, const Value& v) {
     case Target::Kind::Tuple: {
       const std::vector<Value> items = iterate(v);
       if (items.size() < t.items.size())
-        raise(ErrorKind::Type, "not enough values to unpack (expected " + std::to_string(t.items.size()) + ", got " +
+        raise(ErrorKind::Runtime, "not enough values to unpack (expected " + std::to_string(t.items.size()) + ", got " +
                                    std::to_string(items.size()) + ")");
       if (items.size() > t.items.size())
-        raise(ErrorKind::Type, "too many values to unpack (expected " + std::to_string(t.items.size()) + ")");
+        raise(ErrorKind::Runtime, "too many values to unpack (expected " + std::to_string(t.items.size()) + ")");
       for (size_t i = 0; i < items.size(); ++i) assign(t.items[i], items[i]);
       return;
     }
@@ -217,11 +222,13 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s) {
 }
 
 void Interpreter::exec_macro(const Stmt& s) {
+  closures_.push_back(frame_);
   frame_->vars[s.name] = Value::callable(std::make_shared<Macro>(s, s.name, frame_));
 }
 
 void Interpreter::exec_call_block(const Stmt& s) {
   Value caller = Value::callable(std::make_shared<Macro>(s, "caller", frame_));
+  closures_.push_back(frame_);
   const Expr& call = *s.expr;
   Value callee = eval(*call.a);
   CallArgs args = eval_args(call);

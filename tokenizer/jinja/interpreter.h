@@ -43,6 +43,11 @@ class Interpreter {
   // `globals` are the names every frame falls back to (range, namespace, ...
   // and the render's variables).
   explicit Interpreter(std::unordered_map<std::string, Value> globals, InterpreterOptions options = {});
+  // Breaks the reference cycles a render leaves (a macro holds the frame it
+  // was defined in, which holds the macro).
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   // Renders `ast`; throws jinja::Error.
   std::string render(const TemplateAst& ast);
@@ -89,6 +94,7 @@ class Interpreter {
   std::vector<std::string> out_;  // output buffers: [0] is the top level
   std::vector<GenerationSpan> spans_;
   int depth_ = 0;                 // macro call depth (a bound on runaway recursion)
+  std::vector<std::weak_ptr<Frame>> closures_;  // frames that macros closed over
 };
 
 }  // namespace rlf::jinja
