@@ -112,6 +112,7 @@ struct SyntheticSftOptions {
   // replaced by the right answer and the prompt.
   double feedback_fraction = 0.0;
   std::string feedback_text = "\nThat is not right. Try again.\n";
+  CalculatorSyntax calculator;          // tool targets: call and result markup (the env's format)
 };
 
 std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems,

@@ -173,6 +173,10 @@ JinjaChatTemplate JinjaChatTemplate::load(const std::string& path) {
   });
 }
 
+void JinjaChatTemplate::add_missing_special_tokens(const std::map<std::string, std::string>& tokens) {
+  for (const auto& [k, v] : tokens) special_tokens_.emplace(k, v);
+}
+
 const std::string& JinjaChatTemplate::source_for(const ChatInput& input) const {
   const bool has_tools = input.tools.is_array();
   if (has_tools && named_.count("tool_use")) return named_.at("tool_use");

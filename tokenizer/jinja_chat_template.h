@@ -86,7 +86,11 @@ class JinjaChatTemplate {
   // The template text used for `input` (tool_use when tools are given and the
   // config has one, as transformers' get_chat_template picks).
   const std::string& source_for(const ChatInput& input) const;
+  const std::string& source() const { return source_; }  // the default template
   const std::map<std::string, std::string>& special_tokens() const { return special_tokens_; }
+  // Adds the tokenizer's special tokens the template came without (a .jinja
+  // file has none; transformers passes the tokenizer's special_tokens_map).
+  void add_missing_special_tokens(const std::map<std::string, std::string>& tokens);
   const std::string& origin() const { return origin_; }
 
  private:
