@@ -39,20 +39,21 @@ PolicyTurn turn(const std::string& text, const std::string& stop = "eos") {
   return t;
 }
 
-ToolEnvironment make_env(const std::string& tmpl, std::vector<std::string> tools = {"calculator"}) {
+std::unique_ptr<ToolEnvironment> make_env(const std::string& tmpl, std::vector<std::string> tools = {"calculator"}) {
   ToolEnvOptions o;
   o.chat_template = tmpl;
   o.tools = std::move(tools);
   o.date = "2025-03-14";
-  ToolEnvironment env(o);
-  env.use_tokenizer(qwen());
+  auto env = std::make_unique<ToolEnvironment>(o);
+  env->use_tokenizer(qwen());
   return env;
 }
 
 const std::string kCall = "<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"347*58\"}}\n</tool_call>";
 
 TEST(ToolEnv, PromptAndBridgeAreTheTemplatesOwnRendering) {
-  ToolEnvironment env = make_env(qwen25_template());
+  auto envp = make_env(qwen25_template());
+  ToolEnvironment& env = *envp;
   EXPECT_EQ(env.stop_texts(), std::vector<std::string>{"<|im_end|>"});
   EXPECT_EQ(env.tool_format(), ToolCallFormat::Hermes);
   std::string prompt;
@@ -85,7 +86,8 @@ TEST(ToolEnv, PromptAndBridgeAreTheTemplatesOwnRendering) {
 }
 
 TEST(ToolEnv, TemplatesThatRewriteHistoryStillGetTheNextPrompt) {
-  ToolEnvironment env = make_env(test::source_path("tests/tokenizer/chat_templates/Qwen-Qwen3-0.6B.jinja").string());
+  auto envp = make_env(test::source_path("tests/tokenizer/chat_templates/Qwen-Qwen3-0.6B.jinja").string());
+  ToolEnvironment& env = *envp;
   std::string prompt;
   auto session = env.reset(task("What is 347*58?"), 1, &prompt);
   EnvStep s = session->step(turn("<think>\nUse the tool.\n</think>\n\n" + kCall));
@@ -93,9 +95,9 @@ TEST(ToolEnv, TemplatesThatRewriteHistoryStillGetTheNextPrompt) {
 }
 
 TEST(ToolEnv, ToolErrorsUnknownToolsAndMalformedCalls) {
-  ToolEnvironment env = make_env(qwen25_template());
+  auto envp = make_env(qwen25_template());
   std::string prompt;
-  auto session = env.reset(task("Q"), 1, &prompt);
+  auto session = envp->reset(task("Q"), 1, &prompt);
   EnvStep bad_expr = session->step(turn("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1/0\"}}\n</tool_call>"));
   EXPECT_TRUE(bad_expr.tool_error);
   EXPECT_NE(bad_expr.observation.find("error: "), std::string::npos) << bad_expr.observation;
@@ -160,9 +162,9 @@ TEST(ToolEnv, PythonToolRunsInTheSandbox) {
   } catch (const std::exception& e) {
     GTEST_SKIP() << "no sandbox on this host: " << e.what();
   }
-  ToolEnvironment env = make_env(qwen25_template(), {"python"});
+  auto envp = make_env(qwen25_template(), {"python"});
   std::string prompt;
-  auto session = env.reset(task("Compute"), 1, &prompt);
+  auto session = envp->reset(task("Compute"), 1, &prompt);
   EnvStep s = session->step(turn("<tool_call>\n{\"name\": \"python\", \"arguments\": {\"code\": \"print(6*7)\"}}\n</tool_call>"));
   EXPECT_FALSE(s.tool_error) << s.observation;
   EXPECT_NE(s.observation.find("<tool_response>\n42\n\n</tool_response>"), std::string::npos) << s.observation;

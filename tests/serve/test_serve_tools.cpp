@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "model/loader.h"
+#include "net/chat_client.h"
 #include "rollout/policy.h"
 #include "serve/server.h"
 #include "tests/support/test_env.h"
@@ -234,6 +235,25 @@ TEST(ServeTools, MalformedCallsAreContentAndChoiceNoneParsesNothing) {
   EXPECT_EQ(none["choices"][0]["finish_reason"], "stop");
   const Json req = s.chat({{"messages", OrderedJson::array({user("Hi")})}, {"tools", kTools}, {"tool_choice", "required"}}, 400);
   EXPECT_EQ(req["error"]["param"], "tool_choice") << req.dump();
+}
+
+TEST(ServeTools, RlfsChatClientSendsToolsAndGetsToolCalls) {
+  ToolServer& s = shared_server();
+  ChatClientOptions o;
+  o.base_url = s.base_url();
+  o.model = "toolbot";
+  o.max_tokens = 100;
+  o.tools = Json::parse(kTools.dump());
+  ChatClient client(o);
+  const ChatResult r = client.complete({{"user", "What is 6*7?"}});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.content, "");
+  ASSERT_EQ(r.tool_calls.size(), 1u);
+  EXPECT_EQ(r.tool_calls[0]["function"]["name"], "calculator");
+  const ChatResult plain = client.complete({{"user", "Break it"}});
+  ASSERT_TRUE(plain.ok) << plain.error;
+  EXPECT_EQ(plain.content, kBroken);
+  EXPECT_TRUE(plain.tool_calls.empty());
 }
 
 TEST(ServeToolsOracle, TheOpenAIClientRoundTripsToolCalls) {
