@@ -196,7 +196,7 @@ LossMaskReport explain_loss_mask(const JinjaChatTemplate& tmpl, const ChatInput&
     while (begin < prompt.size() && begin < turn.size() && prompt[begin] == turn[begin]) ++begin;
     const auto stop = find_stop(turn, begin, stop_texts);
     const size_t end = stop ? stop->first + stop->second : turn.size();
-    PolicyTurn t;
+    PolicySegment t;
     t.message_index = k;
     t.trained = turn.substr(begin, end - begin);
     // It sits where it was generated only if re-rendering the whole

@@ -69,7 +69,7 @@ struct MaskedSpan {
 
 // One assistant turn as the policy generated it: the text from its
 // generation prompt through its stop text.
-struct PolicyTurn {
+struct PolicySegment {
   size_t message_index = 0;
   std::string trained;
   std::optional<MaskedSpan> in_text;  // where it sits in the whole rendering; nullopt when re-rendering rewrote it
@@ -77,7 +77,7 @@ struct PolicyTurn {
 
 struct LossMaskReport {
   std::string text;                       // the whole conversation, rendered
-  std::vector<PolicyTurn> turns;          // what rlf trains
+  std::vector<PolicySegment> turns;          // what rlf trains
   std::vector<MaskedSpan> generation;     // the template's {% generation %} spans (may be empty)
 };
 

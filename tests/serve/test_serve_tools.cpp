@@ -23,13 +23,12 @@
 namespace rlf {
 namespace {
 
-const char* kTemplate = R"({%- if tools %}<|system|>You may call: {{ tools | map(attribute='function') | map(attribute='name') | join(', ') }}
-{% endif %}
-{%- for m in messages %}<|{{ m.role }}|>
-{%- if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | tojson }}}</tool_call>{% endfor %}
-{%- else %}{{ m.content }}{% endif %}
-{% endfor %}
-{%- if add_generation_prompt %}<|assistant|>{% endif %})";
+// One line: the character tokenizer has printable ASCII only.
+const char* kTemplate =
+    "{%- if tools %}<|system|>You may call: {{ tools | map(attribute='function') | map(attribute='name') | join(', ') }} "
+    "{% endif %}{% for m in messages %}<|{{ m.role }}|>{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>"
+    "{\"name\": \"{{ c.function.name }}\", \"arguments\": {{ c.function.arguments | tojson }}}</tool_call>{% endfor %}"
+    "{% else %}{{ m.content }}{% endif %} {% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
 
 const OrderedJson kTools = OrderedJson::parse(R"([{"type": "function", "function": {"name": "calculator",
   "description": "Evaluate arithmetic.", "parameters": {"type": "object", "properties": {"expression": {"type": "string"}},
@@ -64,10 +63,10 @@ std::vector<std::pair<std::string, std::string>> lessons(const JinjaChatTemplate
 
 // Trains until greedy decoding gives every completion with a margin.
 Policy trained_policy(const test::TempDir& dir, const JinjaChatTemplate& t) {
-  write_char_tokenizer(dir / "tok", printable_ascii() + "\n");
+  write_char_tokenizer(dir / "tok", printable_ascii());
   auto tok = load_tokenizer((dir / "tok").string());
   ModelConfig c;
-  c.vocab_size = 3 + static_cast<int64_t>(printable_ascii().size()) + 1;
+  c.vocab_size = 3 + static_cast<int64_t>(printable_ascii().size());
   c.hidden_size = 64;
   c.intermediate_size = 128;
   c.num_hidden_layers = 2;
