@@ -41,6 +41,7 @@ SftDataset SftDataset::load(const SftDatasetOptions& o, const TokenizerChat* tok
     so.feedback_fraction = o.feedback_fraction;
     so.feedback_text = o.feedback_text;
     so.draws = o.draws;
+    so.calculator = o.calculator;
     ds.examples_ = synthetic_sft_examples(problems.train(), so);
     source = "sft " + preset.name;
   } else {
@@ -87,7 +88,8 @@ SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string
   check_known_keys(t,
                    {"path", "preset", "prompt_field", "response_field", "system_prompt", "chat_template",
                     "prompt_template", "shuffle", "seed", "max_records", "on_bad_record", "wrong_fraction", "wrong_style", "worked",
-                    "tool_fraction", "feedback_fraction", "feedback_text", "draws", "columns", "arithmetic", "countdown"},
+                    "tool_fraction", "tool_call_open", "tool_call_close", "tool_result_open", "tool_result_close",
+                    "feedback_fraction", "feedback_text", "draws", "columns", "arithmetic", "countdown"},
                    src);
   SftDatasetOptions o;
   read_shared_dataset_keys(t, src, o);
@@ -104,6 +106,10 @@ SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string
   o.tool_fraction = json_get_or(t, "tool_fraction", o.tool_fraction, src);
   check(o.tool_fraction >= 0.0 && o.tool_fraction <= 1.0, src, ": tool_fraction must be in [0, 1] (got ",
         o.tool_fraction, ")");
+  o.calculator.call_open = json_get_or(t, "tool_call_open", o.calculator.call_open, src);
+  o.calculator.call_close = json_get_or(t, "tool_call_close", o.calculator.call_close, src);
+  o.calculator.result_open = json_get_or(t, "tool_result_open", o.calculator.result_open, src);
+  o.calculator.result_close = json_get_or(t, "tool_result_close", o.calculator.result_close, src);
   o.feedback_fraction = json_get_or(t, "feedback_fraction", o.feedback_fraction, src);
   check(o.feedback_fraction >= 0.0 && o.feedback_fraction <= 1.0, src, ": feedback_fraction must be in [0, 1] (got ",
         o.feedback_fraction, ")");

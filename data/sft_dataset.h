@@ -40,6 +40,8 @@ struct SftDatasetOptions {
   std::string wrong_style = "offset";  // synthetic presets: "offset" | "drop_carry" (data/synthetic_tasks.h)
   double tool_fraction = 0.0;       // synthetic arithmetic: share of responses that call the calculator tool
                                     //   (multi-turn targets, data/synthetic_tasks.h)
+  CalculatorSyntax calculator;      // synthetic arithmetic tool targets: tool_call_open/close (around "a*b") and
+                                    //   tool_result_open/close (around the value); default <calc>, <result>
   double feedback_fraction = 0.0;   // synthetic arithmetic: share of targets "wrong answer, feedback, right answer"
   std::string feedback_text = "\nThat is not right. Try again.\n";  // the feedback there ({answer}, {prompt})
   int64_t draws = 1;                // synthetic presets: responses per problem, each with its own wrong/tool/feedback

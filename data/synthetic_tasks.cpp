@@ -340,7 +340,7 @@ std::vector<SftExample> one_draw(const std::vector<PromptExample>& problems, con
     s.prompt = p.prompt;
     s.where = p.where;
     if (task == "arithmetic" && tool[i]) {
-      const CalculatorSyntax x;
+      const CalculatorSyntax& x = o.calculator;
       const int64_t answer = r["answer"].get<int64_t>();
       s.turns = {{true, str(x.call_open, r["a"].get<int64_t>(), r["op"].get<std::string>(), r["b"].get<int64_t>(), x.call_close)},
                  {false, str(x.result_open, answer, x.result_close)},

@@ -124,6 +124,7 @@ struct SyntheticSftOptions {
   // problems always answered wrong (which a small policy memorises). Draw 0
   // is the draws = 1 output; draw d's ids end in "#d".
   int64_t draws = 1;
+  CalculatorSyntax calculator;          // tool targets: call and result markup (the env's format)
 };
 
 std::vector<SftExample> synthetic_sft_examples(const std::vector<PromptExample>& problems,

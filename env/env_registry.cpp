@@ -11,6 +11,7 @@
 #include "env/reflect_retry_env.h"
 #include "env/try_again_env.h"
 #include "env/single_turn_env.h"
+#include "env/tool_env.h"
 #include "rewards/reward_options.h"
 #include "util/error.h"
 
@@ -80,6 +81,22 @@ const std::map<std::string, Parser>& parsers() {
          o.validate();
          c.gives_rewards = true;
          return [o] { return std::make_unique<AgentEnvironment>(o); };
+       }},
+      {"tools",
+       [](OptionReader& r, EnvConfig&) -> Maker {
+         ToolEnvOptions o;
+         o.tools = r.get_strings("tools", o.tools);
+         o.external_command = r.get_strings("external_command", o.external_command);
+         o.external_timeout_s = r.get_double("external_timeout_s", o.external_timeout_s);
+         o.chat_template = r.get_string("chat_template", o.chat_template);
+         o.tool_parser = r.get_string("tool_parser", o.tool_parser);
+         o.stop = r.get_strings("stop", o.stop);
+         o.max_calls = r.get_int("max_calls", o.max_calls);
+         o.system_prompt = r.get_string("system_prompt", o.system_prompt);
+         o.date = r.get_string("date", o.date);
+         o.python_timeout_s = r.get_double("python_timeout_s", o.python_timeout_s);
+         o.validate();
+         return [o] { return std::make_unique<ToolEnvironment>(o); };
        }},
       {"external",
        [](OptionReader& r, EnvConfig& c) -> Maker {

@@ -188,6 +188,7 @@ void ChatClientOptions::validate(const std::string& k) const {
   check(base_url.rfind("http://", 0) == 0 || base_url.rfind("https://", 0) == 0, k,
         "base_url must start with http:// or https:// (got \"", base_url, "\")");
   check(!model.empty(), k, "model must be set (a model name the endpoint serves)");
+  check(tools.is_null() || tools.is_array(), k, "tools must be an array of OpenAI function schemas");
   check(api_key.find_first_of("\r\n") == std::string::npos, k,
         "api_key must not contain line breaks (check the environment variable it is read from)");
   check(std::isfinite(timeout_s) && timeout_s > 0, k, "timeout_s must be > 0 (got ", timeout_s, ")");
@@ -221,10 +222,13 @@ struct ChatClient::Impl {
   Json request_json(const std::vector<ChatMessage>& messages, int64_t max_tokens) const {
     Json msgs = Json::array();
     for (const auto& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
-    return {{"model", options.model},
-            {"messages", std::move(msgs)},
-            {"temperature", options.temperature},
-            {"max_tokens", max_tokens}};
+    Json request = {{"model", options.model},
+                    {"messages", std::move(msgs)},
+                    {"temperature", options.temperature},
+                    {"max_tokens", max_tokens}};
+    if (!options.tools.is_null()) request["tools"] = options.tools;
+    if (!options.tool_choice.empty()) request["tool_choice"] = options.tool_choice;
+    return request;
   }
 
   // One HTTP POST of `body` (waits for a free slot first).
@@ -321,6 +325,16 @@ struct ChatClient::Impl {
     if (!choice.is_object() || !choice.contains("message") || !choice["message"].is_object())
       return malformed("no choices[0].message object");
     const Json& message = choice["message"];
+    if (!options.tools.is_null()) {  // content and tool calls, encoded together (also in the cache)
+      const bool has_calls = message.contains("tool_calls") && message["tool_calls"].is_array();
+      if (!has_calls && (!message.contains("content") || !message["content"].is_string()))
+        return malformed("no choices[0].message.content and no tool_calls");
+      Json both = {{"content", message.value("content", Json()).is_string() ? message["content"] : Json("")},
+                   {"tool_calls", has_calls ? message["tool_calls"] : Json::array()}};
+      out.verdict = Verdict::ok;
+      out.text = json_line(both);
+      return out;
+    }
     if (!message.contains("content") || message["content"].is_null())
       return malformed("no choices[0].message.content");
     if (!message["content"].is_string())
@@ -400,6 +414,13 @@ ChatResult ChatClient::complete(const std::vector<ChatMessage>& messages) {
       } catch (const std::exception& e) {
         cache_error = e.what();
       }
+    }
+  }
+  if (result.ok && !impl_->options.tools.is_null()) {
+    const Json both = Json::parse(result.content, nullptr, false);
+    if (both.is_object() && both.contains("content")) {
+      result.content = both["content"].get<std::string>();
+      result.tool_calls = both.value("tool_calls", Json::array());
     }
   }
   result.latency_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

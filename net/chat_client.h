@@ -19,6 +19,8 @@
 //   request (net/request_cache.h): an identical request (model, messages,
 //   temperature, max_tokens) is then answered without any HTTP request, also
 //   by a later client on the same directory. Failures are never cached.
+// - With `tools` set, requests carry them and a reply may be tool calls
+//   (content null): ChatResult::tool_calls holds them (cached with the content).
 // - The library reads no environment: the API key and the proxy are explicit
 //   options (libcurl's own http_proxy handling is switched off).
 #pragma once
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "tokenizer/chat_template.h"
+#include "util/json_util.h"
 
 namespace rlf {
 
@@ -52,6 +55,8 @@ struct ChatClientOptions {
   std::string cache_dir;          // "" = no cache; else replies are cached there (created if missing)
   std::string proxy;              // "" = connect directly; else a libcurl proxy URL ("http://host:3128")
   int64_t max_reply_bytes = 4 << 20;  // a longer reply body is a failed (malformed) attempt, bytes
+  Json tools;                     // null = none; else OpenAI function schemas sent with every request
+  std::string tool_choice;        // "" = the endpoint's default; else the request's "tool_choice" ("auto", "none")
 
   // Throws rlf::Error naming the field as `prefix` + key ("critic.endpoint." in
   // a run config): "critic.endpoint.timeout_s must be > 0 (got -1)".
@@ -61,6 +66,7 @@ struct ChatClientOptions {
 struct ChatResult {
   bool ok = false;
   std::string content;    // the assistant message's content ("" is a valid reply: the caller decides)
+  Json tool_calls = Json::array();  // with options.tools: the reply's tool calls ({id, type, function: {name, arguments}})
   std::string error;      // when !ok: why the last attempt failed
   int64_t attempts = 0;   // HTTP attempts made (0 when served from the cache)
   bool from_cache = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "serve/chat_request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace rlf {
@@ -135,6 +136,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text, co
   if (!body.is_object()) bad("", "the request body must be a JSON object");
   const bool chat = endpoint == Endpoint::Chat;
 
+  const bool jinja_chat = chat && model.chat_template != nullptr;
   static const std::set<std::string> common = {"model", "max_tokens", "temperature", "top_p", "n", "stream",
       "stream_options", "stop", "seed", "logprobs", "presence_penalty", "frequency_penalty", "logit_bias", "user",
       "top_k", "min_p", "ignore_eos", "return_token_ids"};
@@ -147,9 +149,19 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text, co
     throw ApiError(400, "unknown field '" + key + "' in a " + (chat ? "chat completion" : "completion") + " request",
                    key, "unknown_parameter");
   }
-  for (const char* key : {"presence_penalty", "frequency_penalty", "logit_bias", "suffix", "tools", "functions"})
+  for (const char* key : {"presence_penalty", "frequency_penalty", "logit_bias", "suffix", "functions", "function_call"})
     refuse_unless_default(body, key);
-  for (const char* key : {"tool_choice", "function_call"}) refuse_unless_default(body, key);
+  if (!jinja_chat)
+    for (const char* key : {"tools", "tool_choice"})
+      if (body.contains(key) && !body.at(key).is_null() && !(body.at(key).is_array() && body.at(key).empty()) &&
+          body.at(key) != "none" && body.at(key) != "auto")
+        throw ApiError(400, "'" + std::string(key) + "' needs the model's own chat template: this model is served with a "
+                            "fixed chat format, which cannot show tools (serve a model whose tokenizer_config.json has "
+                            "a chat template, or pass --chat-template PATH.jinja)",
+                       key, "unsupported_parameter");
+  if (body.contains("parallel_tool_calls") && !body.at("parallel_tool_calls").is_null() &&
+      !body.at("parallel_tool_calls").is_boolean())
+    bad("parallel_tool_calls", "'parallel_tool_calls' must be true or false");
   if (body.contains("response_format") && !body.at("response_format").is_null() &&
       !(body.at("response_format").is_object() && body.at("response_format").value("type", "") == "text"))
     throw ApiError(400, "'response_format' other than {\"type\": \"text\"} is not supported by rlf serve",
@@ -166,20 +178,27 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text, co
   if (chat) {
     if (!body.contains("messages") || !body.at("messages").is_array() || body.at("messages").empty())
       bad("messages", "'messages' is required: a non-empty array of {\"role\", \"content\"}");
-    if (!model.chat_format)
-      bad("messages", "this model has no chat template: start rlf serve with --chat-template FORMAT, or use /v1/completions");
-    std::vector<ChatMessage> messages = parse_chat_messages(body.at("messages"));
-    std::string text;
-    try {
-      text = render_chat(*model.chat_format, messages, model.chat_options);
-    } catch (const Error& e) {
-      bad("messages", e.what());
+    if (jinja_chat) {
+      ChatPrompt prompt = render_chat_request(OrderedJson::parse(body_text), *model.chat_template,
+                                              model.template_settings, model.tool_format);
+      r.tool_format = prompt.tool_format;
+      r.prompts.push_back(tok.encode(prompt.text, /*add_special=*/false));
+    } else {
+      if (!model.chat_format)
+        bad("messages", "this model has no chat template: start rlf serve with --chat-template FORMAT, or use /v1/completions");
+      std::vector<ChatMessage> messages = parse_chat_messages(body.at("messages"));
+      std::string text;
+      try {
+        text = render_chat(*model.chat_format, messages, model.chat_options);
+      } catch (const Error& e) {
+        bad("messages", e.what());
+      }
+      auto ids = tok.encode(text, /*add_special=*/false);
+      // Plain text formats write no BOS string: add the tokenizer's BOS as `rlf generate` does.
+      if (*model.chat_format == ChatFormat::Plain && tok.bos_id() && (ids.empty() || ids[0] != *tok.bos_id()))
+        ids.insert(ids.begin(), *tok.bos_id());
+      r.prompts.push_back(std::move(ids));
     }
-    auto ids = tok.encode(text, /*add_special=*/false);
-    // Plain text formats write no BOS string: add the tokenizer's BOS as `rlf generate` does.
-    if (*model.chat_format == ChatFormat::Plain && tok.bos_id() && (ids.empty() || ids[0] != *tok.bos_id()))
-      ids.insert(ids.begin(), *tok.bos_id());
-    r.prompts.push_back(std::move(ids));
   } else {
     if (!body.contains("prompt")) bad("prompt", "'prompt' is required (a string, an array of strings, or token ids)");
     const Json& p = body.at("prompt");
@@ -372,7 +391,17 @@ Json api_response(const ApiRequest& r, const ApiModel& model, const std::string&
     const size_t prompt = k / static_cast<size_t>(r.n);
     Json c{{"index", k}, {"finish_reason", finish_reason_name(s.finish_reason)}};
     std::string prefix = !chat && r.echo ? r.prompt_texts[prompt] : std::string();
-    if (chat) {
+    if (chat && r.tool_format) {
+      const ParsedOutput parsed = parse_tool_calls(*r.tool_format, s.text);
+      Json message{{"role", "assistant"}, {"refusal", nullptr}};
+      message["content"] = parsed.calls.empty() || !parsed.content.empty() ? Json(parsed.content) : Json(nullptr);
+      if (!parsed.calls.empty()) {
+        message["tool_calls"] = tool_calls_json(parsed.calls, *r.tool_format, id, static_cast<int64_t>(k), false);
+        if (s.finish_reason == FinishReason::Stop) c["finish_reason"] = "tool_calls";
+      }
+      c["message"] = message;
+      c["logprobs"] = r.logprobs ? chat_logprobs(r, tok, s.completion_ids, s.logprobs, s.top_logprobs) : Json(nullptr);
+    } else if (chat) {
       c["message"] = Json{{"role", "assistant"}, {"content", s.text}, {"refusal", nullptr}};
       c["logprobs"] = r.logprobs ? chat_logprobs(r, tok, s.completion_ids, s.logprobs, s.top_logprobs) : Json(nullptr);
     } else {
@@ -407,6 +436,10 @@ Json api_stream_chunk(const ApiRequest& r, const ApiModel& model, const std::str
     Json delta = Json::object();
     if (p.prompt_ids) delta["role"] = "assistant";
     if (!p.text.empty() || !p.finish_reason) delta["content"] = p.text;
+    if (!p.tool_calls.empty() && r.tool_format) {
+      delta["tool_calls"] = tool_calls_json(p.tool_calls, *r.tool_format, id, p.index, true);
+      if (p.finish_reason == FinishReason::Stop) c["finish_reason"] = "tool_calls";
+    }
     c["delta"] = delta;
     c["logprobs"] = r.logprobs && !p.token_ids.empty() ? chat_logprobs(r, tok, p.token_ids, p.logprobs, p.top_logprobs)
                                                        : Json(nullptr);

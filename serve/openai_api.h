@@ -5,8 +5,10 @@
 //
 // Requests are strict: an unknown field, a field of the wrong type, a value
 // out of range, or an OpenAI field rlf does not implement with a non-default
-// value (logit_bias, presence_penalty, tools, ...) is an ApiError (HTTP 400)
-// naming the field. A prompt that leaves no room for one new token, or a
+// value (logit_bias, presence_penalty, ...) is an ApiError (HTTP 400)
+// naming the field. Chat requests are rendered with the model's own Jinja
+// chat template when it has one (tools, tool_calls and tool messages
+// included, serve/chat_request.h), else with a fixed format (no tools). A prompt that leaves no room for one new token, or a
 // max_tokens that runs past the context, is a 400 with code
 // "context_length_exceeded" (OpenAI's own). Extensions (rlf's, vLLM's
 // names): top_k, min_p, ignore_eos, return_token_ids.
@@ -24,6 +26,8 @@
 
 #include "rollout/engine.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/jinja_chat_template.h"
+#include "tokenizer/tool_calls.h"
 #include "util/error.h"
 #include "util/json_util.h"
 
@@ -52,7 +56,10 @@ enum class Endpoint { Completions, Chat };
 struct ApiModel {
   std::string name;                          // the id clients send as "model"
   const Tokenizer* tokenizer = nullptr;      // required
-  std::optional<ChatFormat> chat_format;     // nullopt: /v1/chat/completions is refused
+  std::shared_ptr<const JinjaChatTemplate> chat_template;  // the model's own template; preferred when set
+  ChatRenderSettings template_settings;      // strftime_now's date (default: today), transformers 5 input handling
+  std::optional<ToolCallFormat> tool_format; // how the model writes tool calls; nullopt: requests with tools refused
+  std::optional<ChatFormat> chat_format;     // without chat_template: a fixed format; nullopt: chat refused
   ChatRenderOptions chat_options;            // BOS/EOS strings for rendering
   int64_t context_limit = 0;                 // tokens a sequence may hold (prompt + completion)
   int64_t max_n = 128;                       // the largest n (and prompts x n) one request may ask for
@@ -71,6 +78,7 @@ struct ApiRequest {
   bool echo = false;                          // completions: prepend the prompt text to the choice text
   bool return_token_ids = false;              // extension: prompt and completion token ids in every choice
   std::vector<std::string> prompt_texts;      // completions: the prompt texts (for echo)
+  std::optional<ToolCallFormat> tool_format;  // chat with tools and tool_choice "auto": parse tool calls
 };
 
 // The "messages" array of a chat request: roles system (or developer),
@@ -101,6 +109,7 @@ struct StreamPiece {
   std::vector<std::vector<TokenLogprob>> top_logprobs;
   const std::vector<int32_t>* prompt_ids = nullptr;  // set on the first chunk of a choice
   std::optional<FinishReason> finish_reason;
+  std::vector<ToolCall> tool_calls;                  // parsed at the end of a choice (then finish_reason "tool_calls")
 };
 Json api_stream_chunk(const ApiRequest& request, const ApiModel& model, const std::string& id, int64_t created,
                       const StreamPiece& piece);

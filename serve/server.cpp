@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "data/prompt_format.h"
+#include "tokenizer/tokenizer.h"
 #include "serve/openai_api.h"
 #include "serve/http_socket.h"
 #include "util/error.h"
@@ -26,7 +27,52 @@ void ServeOptions::validate(const std::string& prefix) const {
   check(max_body_bytes >= 1024, prefix, "max_body_bytes must be >= 1024 (got ", max_body_bytes, ")");
   check(max_pending >= 1, prefix, "max_pending must be >= 1 (got ", max_pending, ")");
   check(max_n >= 1, prefix, "max_n must be >= 1 (got ", max_n, ")");
+  if (tool_parser != "auto" && tool_parser != "none")
+    with_context(prefix + "tool_parser", [&] { parse_tool_call_format(tool_parser); });
 }
+
+namespace {
+
+bool is_template_path(const std::string& name) {
+  auto ends = [&](const char* suffix) {
+    const std::string x(suffix);
+    return name.size() > x.size() && name.compare(name.size() - x.size(), x.size(), x) == 0;
+  };
+  return name.find('/') != std::string::npos || ends(".jinja") || ends(".json");
+}
+
+// How chat requests are rendered: the model's own Jinja template when there
+// is one, else a fixed format; and how its tool calls are parsed.
+void setup_chat(ApiModel& model, const ServeOptions& o, const Tokenizer& tok) {
+  const TokenizerChat tc = tokenizer_chat_of(tok);
+  std::map<std::string, std::string> tokens;
+  if (!tc.bos_token.empty()) tokens["bos_token"] = tc.bos_token;
+  if (!tc.eos_token.empty()) tokens["eos_token"] = tc.eos_token;
+  if (is_template_path(o.chat_template)) {
+    JinjaChatTemplate t = JinjaChatTemplate::load(o.chat_template);
+    t.add_missing_special_tokens(tokens);  // as transformers passes the tokenizer's special tokens
+    model.chat_template = std::make_shared<const JinjaChatTemplate>(std::move(t));
+  } else if (o.chat_template == "auto") {
+    if (!tc.jinja_template.empty()) {
+      try {
+        model.chat_template = std::make_shared<const JinjaChatTemplate>(tc.jinja_template, tokens,
+                                                                        std::map<std::string, std::string>{}, tc.source);
+      } catch (const jinja::Error& e) {
+        std::cerr << "rlf serve: the chat template of " << tc.source << " does not parse (" << e.what()
+                  << "); using the fixed format detected from it\n";
+      }
+    }
+  }
+  if (!model.chat_template) {
+    model.chat_format = conversation_format(o.chat_template, tok);
+    model.chat_options = chat_options_for(tok);
+    return;
+  }
+  if (o.tool_parser == "auto") model.tool_format = detect_tool_call_format(model.chat_template->source_for(ChatInput{}));
+  else if (o.tool_parser != "none") model.tool_format = parse_tool_call_format(o.tool_parser);
+}
+
+}  // namespace
 
 namespace {
 
@@ -193,6 +239,7 @@ struct StreamState {
   size_t text = 0;
   bool started = false;
   bool finished = false;
+  std::optional<ToolCallStream> tools;  // chat with tool parsing: holds back text that may be a call
 };
 
 }  // namespace
@@ -217,8 +264,7 @@ struct Server::Impl {
     model.tokenizer = policy.tokenizer.get();
     model.context_limit = engine.context_limit();
     model.max_n = options.max_n;
-    model.chat_format = conversation_format(options.chat_template, *policy.tokenizer);
-    model.chat_options = chat_options_for(*policy.tokenizer);
+    setup_chat(model, options, *policy.tokenizer);
     routes();
   }
 
@@ -373,6 +419,15 @@ struct Server::Impl {
       }
       st.tokens += p.token_ids.size();
       st.text += text.size();
+      if (call.req.tool_format) {
+        if (!st.tools) st.tools.emplace(*call.req.tool_format);
+        text = st.tools->push(text);
+        if (e.finished) {
+          ParsedOutput rest = st.tools->finish();
+          text += rest.content;
+          p.tool_calls = std::move(rest.calls);
+        }
+      }
       p.text = std::move(text);
       if (!st.started && call.req.endpoint == Endpoint::Completions && call.req.echo)
         p.text = call.req.prompt_texts[static_cast<size_t>(prompt)] + p.text;
@@ -429,7 +484,11 @@ int Server::bind() {
 int Server::port() const { return impl_->bound_port; }
 
 std::string Server::chat_format() const {
-  return impl_->model.chat_format ? chat_format_name(*impl_->model.chat_format) : "none";
+  const ApiModel& m = impl_->model;
+  if (m.chat_template)
+    return "jinja (" + m.chat_template->origin() + "; tool calls " +
+           (m.tool_format ? tool_call_format_name(*m.tool_format) : std::string("not parsed")) + ")";
+  return m.chat_format ? chat_format_name(*m.chat_format) : "none";
 }
 
 void Server::run() {

@@ -35,8 +35,12 @@ struct ServeOptions {
   int64_t port = 8000;             // 0 = any free port (port() tells which)
   std::string model_name;          // the model id of /v1/models and "model"; required
   std::string api_key;             // "" = no authentication; else the Bearer token every /v1 request needs
-  std::string chat_template = "auto";  // "auto" (the tokenizer's template; "plain" when it has none), "none"
-                                       // (/v1/chat/completions refused), or a format name (tokenizer/chat_template.h)
+  std::string chat_template = "auto";  // "auto": the tokenizer's own Jinja template (a fixed format detected from
+                                       // it if it does not parse; "plain" when it has none); "none" (chat refused);
+                                       // a fixed format name (tokenizer/chat_template.h); or a path to a .jinja file,
+                                       // a tokenizer_config.json or a model directory
+  std::string tool_parser = "auto";    // how the model writes tool calls: "auto" (from the Jinja template's markers),
+                                       // "none" (requests with tools refused), hermes, llama3_json, mistral
   int64_t http_threads = 256;      // connections handled at once (streams hold one each)
   int64_t max_body_bytes = 8 << 20;  // larger request bodies get 413
   int64_t max_pending = 4096;      // requests waiting for the engine beyond this get 503
@@ -58,7 +62,8 @@ class Server {
   // the port. Called by run() if not called before.
   int bind();
   int port() const;
-  // The chat format /v1/chat/completions renders with ("none" = refused).
+  // What /v1/chat/completions renders with: "jinja (<where>)", a fixed
+  // format name, or "none" (refused).
   std::string chat_format() const;
   // Serves until stop(); starts the engine thread. Blocks.
   void run();

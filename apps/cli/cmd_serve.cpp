@@ -44,6 +44,7 @@ int run_serve(const Args& args) {
   so.port = args.integer("port");
   so.model_name = args.given("served-model-name") ? args.str("served-model-name") : default_model_name(args.str("model"));
   so.chat_template = args.str("chat-template");
+  so.tool_parser = args.str("tool-parser");
   so.http_threads = args.integer("http-threads");
   so.max_pending = args.integer("max-pending");
   if (args.given("api-key-env")) {
@@ -86,8 +87,9 @@ CommandSpec make_serve_command() {
       {"served-model-name", OptKind::String, "", "the model id clients send (default: the model's directory or file name)", "NAME"},
       {"api-key-env", OptKind::String, "", "require \"Authorization: Bearer <key>\" with the key read from this environment "
        "variable (e.g. RLF_API_KEY)", "VAR"},
-      {"chat-template", OptKind::String, "auto", "chat format for /v1/chat/completions: auto (the tokenizer's template; plain without one), none, "
-       "plain, chatml, qwen2, llama3, llama31, llama2, phi3", "FORMAT"},
+      {"chat-template", OptKind::String, "auto", "chat for /v1/chat/completions: auto (the model's own Jinja template; plain without one), "
+       "a .jinja file / tokenizer_config.json / model dir, none, or a fixed format: plain, chatml, qwen2, llama3, llama31, llama2, phi3", "FORMAT|PATH"},
+      {"tool-parser", OptKind::String, "auto", "the model's tool-call format: auto (from its template), hermes, llama3_json, mistral, none", "NAME"},
       {"max-batch", OptKind::Int, "64", "sequences decoded together (continuous batching across requests)", "N", 1, 65536},
       {"pack-weights", OptKind::String, "on", "on|off: fp32 CPU decoding multiplies by a packed copy of the weights (off: no copy, less memory)", "ON|OFF"},
       {"max-seq-len", OptKind::Int, "0", "tokens per sequence (prompt + completion); 0 = the model's context", "N", 0, 1e7},

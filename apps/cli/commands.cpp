@@ -15,6 +15,8 @@ const std::vector<CommandSpec>& command_table() {
       make_eval_command(),
       make_eval_rm_command(),
       make_tokenize_command(),
+      make_chat_template_render_command(),
+      make_chat_template_check_command(),
       make_convert_command(),
       make_export_command(),
       make_merge_command(),

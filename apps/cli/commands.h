@@ -17,6 +17,8 @@ CommandSpec make_dashboard_command();
 CommandSpec make_eval_command();
 CommandSpec make_eval_rm_command();
 CommandSpec make_tokenize_command();
+CommandSpec make_chat_template_render_command();
+CommandSpec make_chat_template_check_command();
 CommandSpec make_convert_command();
 CommandSpec make_export_command();
 CommandSpec make_merge_command();

@@ -248,10 +248,10 @@ TEST(EnvRegistry, TablesDefaultsAndErrors) {
   EXPECT_TRUE(g.gives_rewards);
   EXPECT_EQ(g.reward_weight, 0.5);
   EXPECT_EQ(environment_types(), (std::vector<std::string>{"agent", "calculator", "external", "guess", "reflect_retry",
-                                                            "single_turn", "try_again"}));
+                                                            "single_turn", "tools", "try_again"}));
   EXPECT_EQ(error_of([] { env_config_from_json({{"type", "calc"}}, "run.toml [env]"); }),
             "run.toml [env]: unknown environment type 'calc'; valid types: agent, calculator, external, guess, reflect_retry, "
-            "single_turn, try_again");
+            "single_turn, tools, try_again");
   EXPECT_EQ(error_of([] { env_config_from_json({{"type", "calculator"}, {"max_call", 2}}, "run.toml [env]"); }),
             "run.toml [env]: environment type 'calculator': unknown option 'max_call'; valid options: max_calls, "
             "max_episode_tokens, max_observation_tokens, max_turns (and type, weight)");

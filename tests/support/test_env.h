@@ -29,6 +29,8 @@ std::filesystem::path binary_path(const std::string& rel);
 
 // The oracle interpreter, or "" when none is configured.
 std::string oracle_python();
+// Today's peers' interpreter (RLF_PEER_PYTHON: transformers 5.x), or "".
+std::string peer_python();
 
 // A fresh temporary directory, removed when the object dies.
 class TempDir {
@@ -75,6 +77,17 @@ inline std::string error_of(const std::function<void()>& fn) {
 }
 
 }  // namespace rlf::test
+
+// Skips the current test when the peer Python is missing (fails instead when
+// RLF_REQUIRE_ORACLE=1).
+#define RLF_REQUIRE_PEER()                                                            \
+  do {                                                                                \
+    if (::rlf::test::peer_python().empty()) {                                         \
+      const char* req = std::getenv("RLF_REQUIRE_ORACLE");                            \
+      if (req && std::string(req) == "1") FAIL() << "peer Python required but not configured"; \
+      GTEST_SKIP() << "no peer Python (RLF_PEER_PYTHON, from scripts/peer_venv.sh)";  \
+    }                                                                                 \
+  } while (0)
 
 // Skips the current test when the oracle Python is missing (fails instead when
 // RLF_REQUIRE_ORACLE=1).
