@@ -11,6 +11,22 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 start=$(date +%s)
 
+# Each phase's wall time, printed together at the end (and on failure).
+times=()
+phase_t0=$start
+phase_done() {  # phase_done NAME: records the time since the previous phase ended
+  local now=$(date +%s)
+  times+=("$(printf '%-28s %5d s' "$1" $(( now - phase_t0 )))")
+  phase_t0=$now
+}
+print_times() {
+  echo "test: time per phase"
+  local t
+  for t in "${times[@]}"; do echo "  $t"; done
+  echo "  $(printf '%-28s %5d s' total $(( $(date +%s) - start )))"
+}
+trap 'status=$?; [ $status -eq 0 ] || { phase_done "(failed phase)"; print_times; }' EXIT
+
 bash scripts/setup.sh
 
 # Oracle venv on Debian's python3-torch (system site packages), pinned versions.
@@ -29,11 +45,14 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
   "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$req_nodeps"
   echo "$want" > "$stamp"
 fi
+peer_python="$(bash scripts/peer_venv.sh)"
+phase_done "set-up and environments"
 
 jobs="$(nproc 2>/dev/null || echo 2)"
 shared="$(cd "$root/.." && pwd)/shared"
 bash scripts/build.sh -DRLF_BUILD_TESTS=ON -DRLF_ORACLE_PYTHON="$venv/bin/python" -DRLF_SHARED_DIR="$shared" \
-  -DRLF_PEER_PYTHON="$(bash scripts/peer_venv.sh)"
+  -DRLF_PEER_PYTHON="$peer_python"
+phase_done "build"
 
 # Every oracle test must run: a missing oracle fails instead of skipping.
 export RLF_REQUIRE_ORACLE=1
@@ -43,6 +62,7 @@ tier() {  # tier NAME BUILD_DIR CTEST_SELECTION...
   echo "test: tier '$name' in $dir"
   (cd "$dir" && ctest --output-on-failure --no-tests=error -j"$jobs" --timeout 1800 "$@")
   echo "test: tier '$name' passed in $(( $(date +%s) - t0 )) s"
+  phase_done "tier $name"
 }
 tier fast build -LE e2e    # unit and oracle tests (labels fast and parser)
 tier e2e build -L e2e      # whole runs, the rlf binary, the examples
@@ -50,5 +70,7 @@ tier e2e build -L e2e      # whole runs, the rlf binary, the examples
 # Parser and format tests under ASan + UBSan (torch-free build of just their executables).
 RLF_BUILD_DIR="$root/build-asan" RLF_BUILD_TARGET=rlf_parser_tests bash scripts/build.sh -DRLF_BUILD_TESTS=ON -DRLF_SANITIZE=ON -DRLF_WITH_TORCH=OFF \
   -DRLF_ORACLE_PYTHON="$venv/bin/python" -DRLF_SHARED_DIR="$shared"
+phase_done "sanitizer build"
 tier parser build-asan -L parser
+print_times
 echo "test: the whole suite passed in $(( $(date +%s) - start )) s"

@@ -1,10 +1,13 @@
 // The PPO example as a user runs it: `rlf train examples/ppo/train.toml
 // --json`, on a quarter of its token budget to keep CI short. PPO (a critic
 // beside the policy, GAE, whitened advantages, an adaptive KL in the reward)
-// must raise held-out greedy pass@1 by at least 8 points over the warm
-// start (measured: +17.5 points at this budget, +30 at the full one; README
-// "PPO"); the critic must have been trained and the KL coefficient adapted.
-// Seeded; wall time is reported, never asserted.
+// starts from `rlf demo`'s warm start (a policy that imitated a teacher who
+// forgets to carry) and must raise held-out greedy pass@1 by at least 20
+// points. Measured at this budget over seeds 0-3 (docs/benchmarks.md, "PPO",
+// with the CPU): +41.5, +38.5, +44.5 and +46.5 points; the gate is about
+// half the smallest, so another CPU's rounding (which perturbs a run far
+// less than a new seed does) cannot fail it. The critic must have been
+// trained and the KL coefficient adapted. Wall time is reported, never asserted.
 #include <gtest/gtest.h>
 
 #include "tests/apps/example_run.h"
@@ -23,7 +26,7 @@ TEST(PpoExample, RaisesHeldOutAccuracy) {
                                "ppo");
   ASSERT_TRUE(s.is_object());
   const double before = s["pass1_before"].get<double>(), after = s["pass1_after"].get<double>();
-  EXPECT_GE(after - before, 0.08) << "before " << before << ", after " << after;
+  EXPECT_GE(after - before, 0.20) << "before " << before << ", after " << after;
   const Json& m = s["last_metrics"];
   for (const char* k : {"loss/value", "value/explained_variance", "value/error", "kl/beta", "kl/episode_mean"})
     EXPECT_TRUE(m.contains(k) && m[k].is_number()) << k;
