@@ -32,7 +32,9 @@ fi
 
 jobs="$(nproc 2>/dev/null || echo 2)"
 shared="$(cd "$root/.." && pwd)/shared"
-bash scripts/build.sh -DRLF_BUILD_TESTS=ON -DRLF_ORACLE_PYTHON="$venv/bin/python" -DRLF_SHARED_DIR="$shared"
+peers="$(bash scripts/peer_venv.sh)"  # today's transformers/peft on torch 2.x (tests/model/test_families_oracle.cpp)
+bash scripts/build.sh -DRLF_BUILD_TESTS=ON -DRLF_ORACLE_PYTHON="$venv/bin/python" -DRLF_SHARED_DIR="$shared" \
+  -DRLF_PEER_PYTHON="$peers"
 
 # Every oracle test must run: a missing oracle fails instead of skipping.
 export RLF_REQUIRE_ORACLE=1

@@ -29,6 +29,12 @@ std::string oracle_python() {
   return p;
 }
 
+std::string peer_python() {
+  std::string p = env_or("RLF_PEER_PYTHON", RLF_DEFAULT_PEER_PYTHON);
+  if (p.empty() || !fs::exists(p)) return "";
+  return p;
+}
+
 TempDir::TempDir() {
   std::random_device rd;
   std::mt19937_64 gen(rd());
