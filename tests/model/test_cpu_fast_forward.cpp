@@ -305,6 +305,45 @@ TEST_P(FastPath, TrainingGradientsMatchModulePath) {
   EXPECT_GT(grads[0]["model.layers.0.self_attn." + q + ".weight"].abs().max().item<double>(), 1e-6);
 }
 
+// LoRA on every projection the family has (Phi-3's fused qkv_proj and
+// gate_up_proj included), B non-zero: the adapters' gradients agree on both
+// paths, and only the adapters get any.
+TEST_P(FastPath, LoraGradientsOnEveryProjectionMatchModulePath) {
+  CausalLM m = model();
+  const ModelConfig& c = m->config();
+  LoraOptions o;
+  o.rank = 4;
+  o.alpha = 8;
+  o.targets.clear();
+  for (const Projection& p : m->layer(0).projections()) o.targets.push_back(p.name);
+  add_lora(*m, o, 3);
+  {
+    torch::NoGradGuard ng;
+    for (auto& p : m->named_parameters())
+      if (p.key().find(".lora_B.") != std::string::npos) p.value().normal_(0.0, 0.05);
+  }
+  auto ids = torch::randint(0, c.vocab_size, {2, 11}, torch::kInt64);
+  auto pos = torch::arange(11, torch::kInt64).unsqueeze(0).expand({2, 11}).contiguous();
+  auto targets = torch::randint(0, c.vocab_size, {2, 11}, torch::kInt64);
+  std::map<std::string, torch::Tensor> grads[2];
+  for (int fast = 0; fast < 2; ++fast) {
+    m->set_fast_cpu_path(fast == 1);
+    ASSERT_EQ(m->fast_cpu_path_applies(), fast == 1);
+    auto lp = m->token_logprobs(m->forward_hidden(ids, pos), targets);
+    for (auto& p : m->parameters()) p.mutable_grad() = torch::Tensor();
+    (-lp.mean()).backward();
+    for (auto& p : m->named_parameters())
+      if (p.value().grad().defined()) grads[fast][p.key()] = p.value().grad().clone();
+  }
+  EXPECT_EQ(grads[0].size(), o.targets.size() * 2 * static_cast<size_t>(c.num_hidden_layers));
+  for (const auto& [name, g] : grads[0]) {
+    EXPECT_TRUE(is_lora_parameter(name)) << name;
+    const double scale = std::max(1e-3, g.abs().max().item<double>());
+    ASSERT_TRUE(grads[1].count(name)) << name;
+    EXPECT_LT(max_diff(g, grads[1][name]) / scale, 1e-4) << name;
+  }
+}
+
 // Longer rows and wider heads than the fixture's: head_dim 48 (stories15M's;
 // the kernels' 16- and 8-lane passes together) and 40 (a scalar tail), 70
 // tokens, and a left-padded row whose positions are not token indices (the

@@ -128,6 +128,13 @@ void check_model(const std::filesystem::path& dir, const std::string& name) {
 
 TEST(FamiliesOracle, EveryFamilyMatchesTransformersAndPeft) {
   RLF_REQUIRE_PEER();
+  // Tiny models: LibTorch's OpenMP threads would only spin against each other (and the oracle's).
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  struct Restore {
+    int n;
+    ~Restore() { at::set_num_threads(n); }
+  } restore{threads};
   test::TempDir dir;
   auto made = test::run_command(test::shell_quote(test::peer_python()) + " " + test::shell_quote(oracle_script()) +
                                 " make " + test::shell_quote(dir.path().string()));
