@@ -1,8 +1,11 @@
 """A random-weight model at the shape of a model users RL-train
 (Qwen3-0.6B, Llama-3.2-1B: their published config.json), saved as a
 Hugging Face directory with a real tokenizer copied beside it, for
-bench/real_shapes/run.sh. Weights are transformers' own initialisation
+bench/real_shapes/grpo_lora.toml. Weights are transformers' own initialisation
 (normal(0, 0.02)); written in bf16 (rlf loads them in the dtype it trains in).
+The vocabulary is cut to the tokenizer's when the published one is padded
+beyond it (Qwen3: 151,936 rows for 151,665 tokens): a trained model never
+samples the padding rows, a random one would, and those ids decode to nothing.
 
     $(bash scripts/peer_venv.sh) bench/real_shapes/make_random.py --shape qwen3-0.6b \
         --tokenizer ../shared/tokenizers/hf/qwen2.5 --out DIR
@@ -45,7 +48,11 @@ def main():
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     import json
-    (out / "config.json").write_text(json.dumps(SHAPES[args.shape]))
+    from tokenizers import Tokenizer
+    config = dict(SHAPES[args.shape])
+    n_tokens = Tokenizer.from_file(str(Path(args.tokenizer) / "tokenizer.json")).get_vocab_size(with_added_tokens=True)
+    config["vocab_size"] = min(config["vocab_size"], n_tokens)
+    (out / "config.json").write_text(json.dumps(config))
     torch.manual_seed(args.seed)
     config = AutoConfig.from_pretrained(out)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
