@@ -35,13 +35,8 @@ std::pair<double, double> linear_bound(CausalLMImpl& model, int64_t rows, int64_
   const bool fast = model.fast_cpu_path_applies() && !blas;
   if (fast && pack) model.pack_for_decoding();
   std::vector<torch::Tensor> weights;
-  for (size_t l = 0; l < model.model->layers->size(); ++l) {
-    auto& layer = *model.model->layers->ptr<DecoderLayerImpl>(l);
-    for (const auto* lin : {&layer.self_attn->q_proj, &layer.self_attn->k_proj, &layer.self_attn->v_proj,
-                            &layer.self_attn->o_proj, &layer.mlp->gate_proj, &layer.mlp->up_proj,
-                            &layer.mlp->down_proj})
-      weights.push_back((*lin)->weight);
-  }
+  for (int64_t l = 0; l < static_cast<int64_t>(model.model->layers->size()); ++l)
+    for (const Projection& p : model.layer(l).projections()) weights.push_back((*p.linear)->weight);
   weights.push_back(model.lm_head ? model.lm_head->weight : model.model->embed_tokens->weight);
   double bytes = 0;
   std::vector<torch::Tensor> inputs, outputs;

@@ -7,6 +7,7 @@
 namespace rlf {
 
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
+  const Family& f = config.family();
   const int64_t d = config.hidden_size, hd = config.resolved_head_dim();
   const int64_t q = config.num_attention_heads * hd, kv = config.num_key_value_heads * hd;
   const int64_t ff = config.intermediate_size;
@@ -14,22 +15,36 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
   out.push_back({"model.embed_tokens.weight", {config.vocab_size, d}});
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    out.push_back({p + "input_layernorm.weight", {d}});
-    out.push_back({p + "self_attn.q_proj.weight", {q, d}});
-    if (config.attention_bias) out.push_back({p + "self_attn.q_proj.bias", {q}});
-    out.push_back({p + "self_attn.k_proj.weight", {kv, d}});
-    if (config.attention_bias) out.push_back({p + "self_attn.k_proj.bias", {kv}});
-    out.push_back({p + "self_attn.v_proj.weight", {kv, d}});
-    if (config.attention_bias) out.push_back({p + "self_attn.v_proj.bias", {kv}});
-    out.push_back({p + "self_attn.o_proj.weight", {d, q}});
-    if (config.o_bias) out.push_back({p + "self_attn.o_proj.bias", {d}});
+    auto linear = [&](const std::string& name, int64_t rows, int64_t cols, bool bias) {
+      out.push_back({p + name + ".weight", {rows, cols}});
+      if (bias) out.push_back({p + name + ".bias", {rows}});
+    };
+    if (f.norms != NormPlacement::Post) out.push_back({p + "input_layernorm.weight", {d}});
+    if (f.fused_qkv) {
+      linear("self_attn.qkv_proj", q + 2 * kv, d, config.attention_bias);
+    } else {
+      linear("self_attn.q_proj", q, d, config.attention_bias);
+      linear("self_attn.k_proj", kv, d, config.attention_bias);
+      linear("self_attn.v_proj", kv, d, config.attention_bias);
+    }
+    linear("self_attn.o_proj", d, q, config.o_bias);
+    if (f.qk_norm == QkNorm::PerHead) {
+      out.push_back({p + "self_attn.q_norm.weight", {hd}});
+      out.push_back({p + "self_attn.k_norm.weight", {hd}});
+    } else if (f.qk_norm == QkNorm::Whole) {
+      out.push_back({p + "self_attn.q_norm.weight", {q}});
+      out.push_back({p + "self_attn.k_norm.weight", {kv}});
+    }
     out.push_back({p + "post_attention_layernorm.weight", {d}});
-    out.push_back({p + "mlp.gate_proj.weight", {ff, d}});
-    if (config.mlp_bias) out.push_back({p + "mlp.gate_proj.bias", {ff}});
-    out.push_back({p + "mlp.up_proj.weight", {ff, d}});
-    if (config.mlp_bias) out.push_back({p + "mlp.up_proj.bias", {ff}});
-    out.push_back({p + "mlp.down_proj.weight", {d, ff}});
-    if (config.mlp_bias) out.push_back({p + "mlp.down_proj.bias", {d}});
+    if (f.norms == NormPlacement::Sandwich) out.push_back({p + "pre_feedforward_layernorm.weight", {d}});
+    if (f.fused_gate_up) {
+      linear("mlp.gate_up_proj", 2 * ff, d, config.mlp_bias);
+    } else {
+      linear("mlp.gate_proj", ff, d, config.mlp_bias);
+      linear("mlp.up_proj", ff, d, config.mlp_bias);
+    }
+    linear("mlp.down_proj", d, ff, config.mlp_bias);
+    if (f.norms != NormPlacement::Pre) out.push_back({p + "post_feedforward_layernorm.weight", {d}});
   }
   out.push_back({"model.norm.weight", {d}});
   if (config.is_classifier()) out.push_back({"score.weight", {config.num_labels, d}});

@@ -1,4 +1,4 @@
-// The tensors a Llama-family checkpoint must hold for a ModelConfig, under
+// The tensors a checkpoint of one of rlf's families must hold for a ModelConfig, under
 // Hugging Face's names (model.embed_tokens.weight, model.layers.{i}.self_attn.
 // q_proj.weight, ...). The LibTorch model registers its parameters under these
 // same names, so a checkpoint maps onto it without a renaming table. Torch-free.
@@ -19,10 +19,14 @@ struct ExpectedTensor {
 };
 
 // Every parameter of the model `config` describes, in a fixed order: the
-// embedding, then per layer (input_layernorm, q/k/v/o projections with their
-// biases when attention_bias / o_bias, post_attention_layernorm, gate/up/down
-// with biases when mlp_bias), then model.norm.weight, then lm_head.weight
-// unless tie_word_embeddings (a classifier: score.weight instead).
+// embedding, then per layer (input_layernorm unless the family norms after
+// attention only; q/k/v — or Phi-3's fused qkv_proj — and o projections with
+// their biases when attention_bias / o_bias; q_norm and k_norm when the family
+// has them; post_attention_layernorm; pre_feedforward_layernorm for Gemma;
+// gate/up — or gate_up_proj — and down with biases when mlp_bias;
+// post_feedforward_layernorm for Gemma and OLMo 2), then model.norm.weight,
+// then lm_head.weight unless tie_word_embeddings (a classifier: score.weight
+// instead).
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config);
 
 // Checks that `tensors` holds every expected tensor with the expected shape and

@@ -1,22 +1,24 @@
 // The fp32 CPU paths of CausalLM::forward_hidden (see transformer.h,
 // set_fast_cpu_path). Same weights and the same fp32 arithmetic as the
-// module path, far fewer operations: per layer, the 7 projections are
-// matmuls on the model's own parameter tensors (rlf's matrix-vector kernel
-// at up to 64 rows, LibTorch's above: matmul_wt_into) and everything
-// between them (RMSNorm, RoPE, the KV-cache write, attention, SwiGLU) is one
-// kernel call each (model/cpu_kernels.h). On small models the module path
-// spends most of its time in per-operation overhead (~60 tensor ops per layer
-// forward and as many again backward).
+// module path, far fewer operations: per layer, the projections are matmuls
+// on the model's own parameter tensors (rlf's matrix-vector kernel at up to
+// 64 rows, LibTorch's above: matmul_wt_into) and everything between them
+// (RMSNorms, q/k norms, RoPE, the KV-cache write, attention, the gated
+// activation) is one kernel call each (model/cpu_kernels.h). Every family is
+// the same loop: the layer's norms, q/k norm, RoPE table, window and
+// soft-cap are what its modules say (model/architecture.h). On small models
+// the module path spends most of its time in per-operation overhead (~60
+// tensor ops per layer forward and as many again backward).
 //
 //  - inference (no grad): plain buffers, optional KV cache;
-//  - training (grad enabled, no cache): the same kernels as three autograd
-//    functions (RMSNorm, RoPE + attention, SwiGLU) with hand-written
-//    backward passes, between ordinary autograd linears.
+//  - training (grad enabled, no cache): the same kernels as autograd
+//    functions (RMSNorm, RoPE + attention, gated activation) with
+//    hand-written backward passes, between ordinary autograd linears.
 //
 // Numerics: sums (RMSNorm's mean, dot products) run in another order than
 // LibTorch's, so results agree to float rounding; tests/model/
 // test_cpu_fast_forward.cpp checks outputs and every parameter gradient
-// against the module path, and test_transformer_oracle.cpp against transformers.
+// against the module path, and test_families_oracle.cpp against transformers.
 #include <torch/torch.h>
 
 #include <cmath>
@@ -88,37 +90,65 @@ struct RmsNormFn : public torch::autograd::Function<RmsNormFn> {
   }
 };
 
-struct SwiGluFn : public torch::autograd::Function<SwiGluFn> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& g_in, const torch::Tensor& u_in) {
+// RMSNorm of x [N, D] by `norm` (its scale: weight, or Gemma's 1 + weight, through autograd).
+torch::Tensor rms_norm(const torch::Tensor& x, RMSNormImpl& norm) {
+  return RmsNormFn::apply(x, norm.scale().contiguous(), norm.eps());
+}
+
+struct GluFn : public torch::autograd::Function<GluFn> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& g_in, const torch::Tensor& u_in,
+                               int64_t act) {
     auto g = g_in.contiguous(), u = u_in.contiguous();
     auto a = torch::empty_like(g);
-    cpu::swiglu_forward(fp(g), fp(u), fp(a), g.numel());
+    cpu::glu_forward(static_cast<cpu::GluActivation>(act), fp(g), fp(u), fp(a), g.numel());
     ctx->save_for_backward({g, u});
+    ctx->saved_data["act"] = act;
     return a;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const auto &g = saved[0], &u = saved[1];
+    const auto act = static_cast<cpu::GluActivation>(ctx->saved_data["act"].toInt());
     auto da = grads[0].contiguous();
     auto dg = torch::empty_like(g), du = torch::empty_like(u);
-    cpu::swiglu_backward(fp(g), fp(u), fp(da), fp(dg), fp(du), g.numel());
-    return {dg, du};
+    cpu::glu_backward(act, fp(g), fp(u), fp(da), fp(dg), fp(du), g.numel());
+    return {dg, du, torch::Tensor()};
   }
 };
 
-// RoPE on q and k, then causal attention over this call's tokens.
-// q [N, H*hd], k/v [N, K*hd] (projection outputs) -> out [N, H*hd].
+// What AttentionFn needs beyond its tensors: the shape and the layer's options.
+struct AttentionOptions {
+  int64_t B = 0, T = 0, H = 0, K = 0;
+  int64_t window = 0;    // sliding window (0 = none)
+  double softcap = 0;    // score soft-capping (0 = off)
+  double scale = 1;      // scores multiplier
+  bool rope = true;      // rotate q and k (false: SmolLM3's NoPE layers)
+};
+
+cpu::AttentionShape shape_of(const AttentionOptions& o, int64_t hd) {
+  cpu::AttentionShape sh{o.B, o.T, o.H, o.K, hd, static_cast<float>(o.scale)};
+  sh.window = o.window;
+  sh.softcap = static_cast<float>(o.softcap);
+  return sh;
+}
+
+// RoPE on q and k (when the layer has it), then causal attention over this
+// call's tokens. q [N, H*hd], k/v [N, K*hd] (projection outputs, after q/k
+// norms) -> out [N, H*hd]. cos/sin tables [positions, rd].
 struct AttentionFn : public torch::autograd::Function<AttentionFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q_in, const torch::Tensor& k_in,
                                const torch::Tensor& v_in, const torch::Tensor& pos, const torch::Tensor& valid,
                                const torch::Tensor& cos_table, const torch::Tensor& sin_table, int64_t B, int64_t T,
-                               int64_t H, int64_t K) {
-    const int64_t N = B * T, hd = q_in.size(1) / H;
+                               int64_t H, int64_t K, int64_t window, double softcap, double scale, bool rope) {
+    const AttentionOptions o{B, T, H, K, window, softcap, scale, rope};
+    const int64_t N = B * T, hd = q_in.size(1) / H, rd = cos_table.size(1);
     auto q = q_in.contiguous().clone(), k = k_in.contiguous().clone(), v = v_in.contiguous();
     const int64_t* pp = pos.data_ptr<int64_t>();
-    cpu::rope_inplace(fp(q), pp, fp(cos_table), fp(sin_table), N, H, hd, false);
-    cpu::rope_inplace(fp(k), pp, fp(cos_table), fp(sin_table), N, K, hd, false);
-    cpu::AttentionShape sh{B, T, H, K, hd, static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
+    if (rope) {
+      cpu::rope_inplace(fp(q), pp, fp(cos_table), fp(sin_table), N, H, hd, rd, false);
+      cpu::rope_inplace(fp(k), pp, fp(cos_table), fp(sin_table), N, K, hd, rd, false);
+    }
+    const cpu::AttentionShape sh = shape_of(o, hd);
     cpu::KeyLayout kv{fp(k), fp(v), T * K * hd, hd, K * hd};
     auto out = torch::empty({N, H * hd}, q.options());
     auto probs = torch::empty({B, H, T, T}, q.options());
@@ -128,24 +158,31 @@ struct AttentionFn : public torch::autograd::Function<AttentionFn> {
     ctx->saved_data["T"] = T;
     ctx->saved_data["H"] = H;
     ctx->saved_data["K"] = K;
+    ctx->saved_data["window"] = window;
+    ctx->saved_data["softcap"] = softcap;
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["rope"] = rope;
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const auto &q = saved[0], &k = saved[1], &v = saved[2], &probs = saved[3], &pos = saved[4];
     const auto &cos_table = saved[5], &sin_table = saved[6];
-    const int64_t B = ctx->saved_data["B"].toInt(), T = ctx->saved_data["T"].toInt();
-    const int64_t H = ctx->saved_data["H"].toInt(), K = ctx->saved_data["K"].toInt();
-    const int64_t N = B * T, hd = q.size(1) / H;
+    auto& d = ctx->saved_data;
+    const AttentionOptions o{d["B"].toInt(),    d["T"].toInt(),      d["H"].toInt(),     d["K"].toInt(),
+                             d["window"].toInt(), d["softcap"].toDouble(), d["scale"].toDouble(), d["rope"].toBool()};
+    const int64_t N = o.B * o.T, hd = q.size(1) / o.H, rd = cos_table.size(1);
     auto dout = grads[0].contiguous();
     auto dq = torch::empty_like(q), dk = torch::empty_like(k), dv = torch::empty_like(v);
-    cpu::AttentionShape sh{B, T, H, K, hd, static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
     const int64_t* pp = pos.data_ptr<int64_t>();
-    cpu::attention_backward(fp(q), fp(k), fp(v), fp(probs), fp(dout), sh, pp, fp(dq), fp(dk), fp(dv));
-    cpu::rope_inplace(fp(dq), pp, fp(cos_table), fp(sin_table), N, H, hd, true);
-    cpu::rope_inplace(fp(dk), pp, fp(cos_table), fp(sin_table), N, K, hd, true);
-    return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    cpu::attention_backward(fp(q), fp(k), fp(v), fp(probs), fp(dout), shape_of(o, hd), pp, fp(dq), fp(dk), fp(dv));
+    if (o.rope) {
+      cpu::rope_inplace(fp(dq), pp, fp(cos_table), fp(sin_table), N, o.H, hd, rd, true);
+      cpu::rope_inplace(fp(dk), pp, fp(cos_table), fp(sin_table), N, o.K, hd, rd, true);
+    }
+    variable_list out(15);
+    out[0] = dq, out[1] = dk, out[2] = dv;
+    return out;
   }
 };
 
@@ -173,6 +210,35 @@ struct TokenLogprobFn : public torch::autograd::Function<TokenLogprobFn> {
   }
 };
 
+// The queries', keys' and values' projections of x [N, D] for the training
+// path (autograd), after the q/k norms: [N, H*hd], [N, K*hd], [N, K*hd].
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> train_qkv(AttentionImpl& attn, const torch::Tensor& x) {
+  auto [q, k, v] = attn.project_qkv(x);
+  const int64_t N = x.size(0), H = attn.n_heads, K = attn.n_kv_heads, hd = attn.head_dim;
+  if (attn.qk_norm == QkNorm::PerHead) {
+    q = rms_norm(q.reshape({N * H, hd}), *attn.q_norm).view({N, H * hd});
+    k = rms_norm(k.reshape({N * K, hd}), *attn.k_norm).view({N, K * hd});
+  } else if (attn.qk_norm == QkNorm::Whole) {
+    q = rms_norm(q, *attn.q_norm);
+    k = rms_norm(k, *attn.k_norm);
+  }
+  return {q, k, v};
+}
+
+// The scale an RMSNorm multiplies by, as a plain fp32 buffer (inference path).
+torch::Tensor norm_scale(RMSNormImpl& norm) { return norm.scale().contiguous(); }
+
+// In-place RMSNorm of rows [N, D] of `x` (inference path).
+void rms_inplace(const torch::Tensor& x, RMSNormImpl& norm, int64_t N, int64_t D) {
+  const torch::Tensor w = norm_scale(norm);
+  cpu::rms_norm_forward(fp(x), fp(w), fp(x), nullptr, N, D, static_cast<float>(norm.eps()));
+}
+
+// The inference path's buffers, allocated once per forward.
+struct Buffers {
+  torch::Tensor h, xn, tmp, q, k, v, att, qkv, gate, up, gate_up;
+};
+
 }  // namespace
 
 bool CausalLMImpl::fast_cpu_path_applies(KVCache* cache) const {
@@ -190,29 +256,17 @@ void CausalLMImpl::pack_for_decoding() {
   packed_.clear();
   torch::NoGradGuard no_grad;
   if (!pack_weights_ || !fast_cpu_path_applies() || !cpu::vector_kernels()) return;
-  const int64_t L = static_cast<int64_t>(model->layers->size());
-  for (int64_t l = 0; l < L; ++l) {
-    auto& layer = *model->layers->ptr<DecoderLayerImpl>(l);
-    auto& attn = *layer.self_attn;
-    auto& mlp = *layer.mlp;
-    packed_.pack(lora_inference_weight(attn.q_proj, attn.q_lora));
-    packed_.pack(lora_inference_weight(attn.k_proj, attn.k_lora));
-    packed_.pack(lora_inference_weight(attn.v_proj, attn.v_lora));
-    packed_.pack(lora_inference_weight(attn.o_proj, attn.o_lora));
-    packed_.pack(lora_inference_weight(mlp.gate_proj, mlp.gate_lora));
-    packed_.pack(lora_inference_weight(mlp.up_proj, mlp.up_lora));
-    packed_.pack(lora_inference_weight(mlp.down_proj, mlp.down_lora));
-  }
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l)
+    for (const Projection& p : layer(l).projections()) packed_.pack(lora_inference_weight(*p.linear, *p.lora));
   if (!config_.is_classifier()) packed_.pack(lm_head ? lm_head->weight : model->embed_tokens->weight);
 }
 
 torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions,
-                                                    KVCache* cache, const torch::Tensor& key_mask) {
+                                                    KVCache* cache, const torch::Tensor& key_mask, int64_t max_pos) {
   const ModelConfig& c = config_;
   const int64_t B = input_ids.size(0), T = input_ids.size(1), N = B * T;
   const int64_t D = c.hidden_size, H = c.num_attention_heads, K = c.num_key_value_heads;
-  const int64_t hd = c.resolved_head_dim(), V = c.vocab_size;
-  const float eps = static_cast<float>(c.rms_norm_eps);
+  const int64_t hd = c.resolved_head_dim(), V = c.vocab_size, I = c.intermediate_size;
   const bool train = torch::GradMode::is_enabled();
 
   const torch::Tensor ids = input_ids.to(torch::kInt64).contiguous().view({N});
@@ -226,40 +280,46 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     for (int64_t n = 0; n < N; ++n)
       check(idp[n] >= 0 && idp[n] < V, "token id ", idp[n], " is outside the vocabulary (", V, ")");
   }
-  const torch::Tensor& cos_t = rope_.cos_table();
-  const torch::Tensor& sin_t = rope_.sin_table();
-  const int64_t L = static_cast<int64_t>(model->layers->size());
+  std::vector<RotaryEmbedding::Tables> rope;  // per RoPE table, for this call's positions
+  for (const RotaryEmbedding& r : ropes_) rope.push_back(r.tables(max_pos));
+  const int64_t rd = c.rotary_dim();
+  const int64_t L = c.num_hidden_layers;
 
   if (train) {
     // (autograd functions take defined tensors only: no mask = all valid)
     if (!valid.defined()) valid = torch::ones({B, T}, torch::kUInt8);
-    // Autograd graph: embedding, per layer 7 linears + 3 fused functions + 2 adds.
-    auto h = torch::embedding(model->embed_tokens->weight, ids);  // [N, D]
+    // Autograd graph: embedding, per layer the projections + the fused functions + 2 adds.
+    auto h = embed(ids);  // [N, D]
     for (int64_t l = 0; l < L; ++l) {
-      auto& layer = *model->layers->ptr<DecoderLayerImpl>(l);
-      auto& attn = *layer.self_attn;
-      auto xn = RmsNormFn::apply(h, layer.input_layernorm->weight, c.rms_norm_eps);
-      auto a = AttentionFn::apply(lora_project(attn.q_proj, attn.q_lora, xn), lora_project(attn.k_proj, attn.k_lora, xn),
-                                  lora_project(attn.v_proj, attn.v_lora, xn), pos, valid, cos_t, sin_t, B, T,
-                                  H, K);
-      h = h + lora_project(attn.o_proj, attn.o_lora, a);
-      auto& mlp = *layer.mlp;
-      auto xm = RmsNormFn::apply(h, layer.post_attention_layernorm->weight, c.rms_norm_eps);
-      h = h + lora_project(mlp.down_proj, mlp.down_lora,
-                           SwiGluFn::apply(lora_project(mlp.gate_proj, mlp.gate_lora, xm),
-                                           lora_project(mlp.up_proj, mlp.up_lora, xm)));
+      DecoderLayerImpl& layer = this->layer(l);
+      AttentionImpl& attn = *layer.self_attn;
+      auto xa = layer.attn_in ? rms_norm(h, *layer.attn_in) : h;
+      auto [q, k, v] = train_qkv(attn, xa);
+      const auto& tab = rope[static_cast<size_t>(std::max(attn.spec.rope, 0))];
+      auto a = AttentionFn::apply(q, k, v, pos, valid, tab.cos, tab.sin, B, T, H, K, attn.spec.window, attn.softcap,
+                                  attn.scale, attn.spec.rope >= 0);
+      auto o = lora_project(attn.o_proj, attn.o_lora, a);
+      h = h + (layer.attn_out ? rms_norm(o, *layer.attn_out) : o);
+      MLPImpl& mlp = *layer.mlp;
+      auto xm = layer.mlp_in ? rms_norm(h, *layer.mlp_in) : h;
+      auto [g, u] = mlp.project_gate_up(xm);
+      auto m = lora_project(mlp.down_proj, mlp.down_lora, GluFn::apply(g, u, static_cast<int64_t>(mlp.act)));
+      h = h + (layer.mlp_out ? rms_norm(m, *layer.mlp_out) : m);
     }
-    return RmsNormFn::apply(h, model->norm->weight, c.rms_norm_eps).view({B, T, D});
+    return rms_norm(h, *model->norm).view({B, T, D});
   }
 
-  const int64_t I = c.intermediate_size;
+  const Family& fam = c.family();
   auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
-  torch::Tensor h = torch::empty({N, D}, f32), xn = torch::empty({N, D}, f32), tmp = torch::empty({N, D}, f32);
-  torch::Tensor q = torch::empty({N, H * hd}, f32), k = torch::empty({N, K * hd}, f32);
-  torch::Tensor v = torch::empty({N, K * hd}, f32), att = torch::empty({N, H * hd}, f32);
-  torch::Tensor gate = torch::empty({N, I}, f32), up = torch::empty({N, I}, f32);
-  at::index_select_out(h, model->embed_tokens->weight, 0, ids);
-  cpu::AttentionShape sh{B, T, H, K, hd, static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
+  Buffers buf;
+  buf.xn = torch::empty({N, D}, f32), buf.tmp = torch::empty({N, D}, f32);
+  buf.q = torch::empty({N, H * hd}, f32), buf.k = torch::empty({N, K * hd}, f32);
+  buf.v = torch::empty({N, K * hd}, f32), buf.att = torch::empty({N, H * hd}, f32);
+  buf.gate = torch::empty({N, I}, f32), buf.up = torch::empty({N, I}, f32);
+  if (fam.fused_qkv) buf.qkv = torch::empty({N, (H + 2 * K) * hd}, f32);
+  if (fam.fused_gate_up) buf.gate_up = torch::empty({N, 2 * I}, f32);
+  buf.h = embed(ids).contiguous();  // [N, D]
+  torch::Tensor &h = buf.h, &xn = buf.xn, &tmp = buf.tmp, &q = buf.q, &k = buf.k, &v = buf.v;
   // Rows' shared prefixes (len 0 = none); forward_hidden checked every
   // position fed is past its row's prefix and within the row's own slots.
   std::vector<cpu::SharedPrefix> prefixes(static_cast<size_t>(B));
@@ -267,14 +327,36 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
   for (int64_t b = 0; cache && b < B; ++b) shared |= cache->prefix(b) != nullptr;
 
   for (int64_t l = 0; l < L; ++l) {
-    auto& layer = *model->layers->ptr<DecoderLayerImpl>(l);
-    auto& attn = *layer.self_attn;
-    cpu::rms_norm_forward(fp(h), fp(layer.input_layernorm->weight), fp(xn), nullptr, N, D, eps);
-    linear_into(xn, attn.q_proj, attn.q_lora, q, packed_);
-    linear_into(xn, attn.k_proj, attn.k_lora, k, packed_);
-    linear_into(xn, attn.v_proj, attn.v_lora, v, packed_);
-    cpu::rope_inplace(fp(q), pp, fp(cos_t), fp(sin_t), N, H, hd, false);
-    cpu::rope_inplace(fp(k), pp, fp(cos_t), fp(sin_t), N, K, hd, false);
+    DecoderLayerImpl& layer = this->layer(l);
+    AttentionImpl& attn = *layer.self_attn;
+    const torch::Tensor* xa = &h;
+    if (layer.attn_in) {
+      const torch::Tensor w = norm_scale(*layer.attn_in);
+      cpu::rms_norm_forward(fp(h), fp(w), fp(xn), nullptr, N, D, static_cast<float>(layer.attn_in->eps()));
+      xa = &xn;
+    }
+    if (attn.qkv_proj.is_empty()) {
+      linear_into(*xa, attn.q_proj, attn.q_lora, q, packed_);
+      linear_into(*xa, attn.k_proj, attn.k_lora, k, packed_);
+      linear_into(*xa, attn.v_proj, attn.v_lora, v, packed_);
+    } else {  // Phi-3: one product, then the three blocks of columns
+      linear_into(*xa, attn.qkv_proj, attn.qkv_lora, buf.qkv, packed_);
+      q.copy_(buf.qkv.narrow(1, 0, H * hd));
+      k.copy_(buf.qkv.narrow(1, H * hd, K * hd));
+      v.copy_(buf.qkv.narrow(1, (H + K) * hd, K * hd));
+    }
+    if (attn.qk_norm == QkNorm::PerHead) {
+      rms_inplace(q, *attn.q_norm, N * H, hd);
+      rms_inplace(k, *attn.k_norm, N * K, hd);
+    } else if (attn.qk_norm == QkNorm::Whole) {
+      rms_inplace(q, *attn.q_norm, N, H * hd);
+      rms_inplace(k, *attn.k_norm, N, K * hd);
+    }
+    if (attn.spec.rope >= 0) {
+      const auto& tab = rope[static_cast<size_t>(attn.spec.rope)];
+      cpu::rope_inplace(fp(q), pp, fp(tab.cos), fp(tab.sin), N, H, hd, rd, false);
+      cpu::rope_inplace(fp(k), pp, fp(tab.cos), fp(tab.sin), N, K, hd, rd, false);
+    }
 
     // Keys/values: with a cache, written at the tokens' own slots and read
     // back from [0, position] (a row's shared prefix first, then its own
@@ -310,19 +392,36 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
         }
       }
     }
-    cpu::attention_forward(fp(q), kv, pp, vp, cache != nullptr, sh, fp(att), nullptr);
-    linear_into(att, attn.o_proj, attn.o_lora, tmp, packed_);
+    cpu::AttentionShape sh{B, T, H, K, hd, static_cast<float>(attn.scale)};
+    sh.window = attn.spec.window;
+    sh.softcap = static_cast<float>(attn.softcap);
+    cpu::attention_forward(fp(q), kv, pp, vp, cache != nullptr, sh, fp(buf.att), nullptr);
+    linear_into(buf.att, attn.o_proj, attn.o_lora, tmp, packed_);
+    if (layer.attn_out) rms_inplace(tmp, *layer.attn_out, N, D);
     h.add_(tmp);
 
-    auto& mlp = *layer.mlp;
-    cpu::rms_norm_forward(fp(h), fp(layer.post_attention_layernorm->weight), fp(xn), nullptr, N, D, eps);
-    linear_into(xn, mlp.gate_proj, mlp.gate_lora, gate, packed_);
-    linear_into(xn, mlp.up_proj, mlp.up_lora, up, packed_);
-    cpu::swiglu_forward(fp(gate), fp(up), fp(gate), N * I);
-    linear_into(gate, mlp.down_proj, mlp.down_lora, tmp, packed_);
+    MLPImpl& mlp = *layer.mlp;
+    const torch::Tensor* xm = &h;
+    if (layer.mlp_in) {
+      const torch::Tensor w = norm_scale(*layer.mlp_in);
+      cpu::rms_norm_forward(fp(h), fp(w), fp(xn), nullptr, N, D, static_cast<float>(layer.mlp_in->eps()));
+      xm = &xn;
+    }
+    if (mlp.gate_up_proj.is_empty()) {
+      linear_into(*xm, mlp.gate_proj, mlp.gate_lora, buf.gate, packed_);
+      linear_into(*xm, mlp.up_proj, mlp.up_lora, buf.up, packed_);
+    } else {  // Phi-3: one product, then the gate and up halves
+      linear_into(*xm, mlp.gate_up_proj, mlp.gate_up_lora, buf.gate_up, packed_);
+      buf.gate.copy_(buf.gate_up.narrow(1, 0, I));
+      buf.up.copy_(buf.gate_up.narrow(1, I, I));
+    }
+    cpu::glu_forward(mlp.act, fp(buf.gate), fp(buf.up), fp(buf.gate), N * I);
+    linear_into(buf.gate, mlp.down_proj, mlp.down_lora, tmp, packed_);
+    if (layer.mlp_out) rms_inplace(tmp, *layer.mlp_out, N, D);
     h.add_(tmp);
   }
-  cpu::rms_norm_forward(fp(h), fp(model->norm->weight), fp(xn), nullptr, N, D, eps);
+  const torch::Tensor w = norm_scale(*model->norm);
+  cpu::rms_norm_forward(fp(h), fp(w), fp(xn), nullptr, N, D, static_cast<float>(model->norm->eps()));
   return xn.view({B, T, D});
 }
 

@@ -356,51 +356,66 @@ bool positions_are_indices(const int64_t* pos, int64_t B, int64_t T) {
   }
 }
 
-// Attention for queries job in [begin, end) (job = n * H + head).
+// tanh(x) = 1 - 2 / (e^2x + 1) through fast_exp: absolute error ~1e-7
+// (what GELU's and soft-capping's products need), and vectorisable.
+inline float fast_tanh(float x) { return 1.0f - 2.0f / (fast_exp(2.0f * x) + 1.0f); }
+
+// A score after the scale and, when on, the soft-cap c·tanh(s / c).
+inline float scaled_score(float dot, const AttentionShape& sh) {
+  const float s = dot * sh.scale;
+  return sh.softcap > 0 ? sh.softcap * fast_tanh(s / sh.softcap) : s;
+}
+
+// Attention for queries job in [begin, end) (job = n * H + head). A sliding
+// window starts the query's slots at lo (cached and in-order: slot =
+// position), so keys before it are neither read nor summed.
 void attention_jobs(int64_t begin, int64_t end, const float* q, const KeyLayout& kv, const int64_t* pos,
                     const uint8_t* valid, bool cached, bool ordered, const AttentionShape& sh, float* out,
                     float* probs, std::vector<float>& w) {
-  const int64_t T = sh.T, H = sh.H, hd = sh.hd, G = sh.H / sh.K;
+  const int64_t T = sh.T, H = sh.H, hd = sh.hd, G = sh.H / sh.K, W = sh.window;
   for (int64_t job = begin; job < end; ++job) {
     const int64_t n = job / H, head = job % H, b = n / T, t = n % T, kh = head / G, p = pos[n];
     const float* qv = q + (n * H + head) * hd;
     const float* kb = kv.keys + b * kv.s0 + kh * kv.s1;
     const float* vb = kv.values + b * kv.s0 + kh * kv.s1;
     const int64_t S = cached ? p + 1 : (ordered ? t + 1 : T);
+    const int64_t lo = W > 0 && (cached || ordered) ? std::max<int64_t>(0, S - W) : 0;
     // Positions [0, P) from the row's shared prefix, [P, S) from its own slots 0...
     const SharedPrefix* pre = cached && kv.prefix && kv.prefix[b].len > 0 ? &kv.prefix[b] : nullptr;
     const int64_t P = pre ? std::min(pre->len, S) : 0;
+    const int64_t own0 = std::max(lo, P);  // first slot read from the row's own slots
     w.resize(static_cast<size_t>(S));
     if (cached) prefetch_next_jobs(job, kv, pos, sh);
-    if (P > 0) dot_rows(qv, pre->keys + kh * pre->s1, pre->s2, hd, P, w.data());
-    dot_rows(qv, kb, kv.s2, hd, S - P, w.data() + P);
+    if (P > lo) dot_rows(qv, pre->keys + kh * pre->s1 + lo * pre->s2, pre->s2, hd, P - lo, w.data() + lo);
+    dot_rows(qv, kb + (own0 - P) * kv.s2, kv.s2, hd, S - own0, w.data() + own0);
     float mx = -INFINITY;
-    for (int64_t s = 0; s < S; ++s) {
-      if (!cached && ((!ordered && pos[b * T + s] > p) || (valid && !valid[b * T + s]))) {
+    for (int64_t s = lo; s < S; ++s) {
+      if (!cached && ((!ordered && (pos[b * T + s] > p || (W > 0 && p - pos[b * T + s] >= W))) ||
+                      (valid && !valid[b * T + s]))) {
         w[s] = -INFINITY;
         continue;
       }
-      w[s] *= sh.scale;
+      w[s] = scaled_score(w[s], sh);
       mx = std::max(mx, w[s]);
     }
     float* o = out + (n * H + head) * hd;
     float* pr = probs ? probs + ((b * H + head) * T + t) * T : nullptr;
-    if (pr) std::fill(pr + S, pr + T, 0.0f);
-    if (mx == -INFINITY) {  // nothing visible
-      std::fill(o, o + hd, NAN);
-      if (pr) std::fill(pr, pr + S, 0.0f);
+    if (pr) std::fill(pr, pr + lo, 0.0f), std::fill(pr + S, pr + T, 0.0f);
+    if (mx == -INFINITY) {  // nothing visible (padding past a window): 0, as the module path
+      std::fill(o, o + hd, 0.0f);
+      if (pr) std::fill(pr + lo, pr + S, 0.0f);
       continue;
     }
     float* wp = w.data();
-    for (int64_t s = 0; s < S; ++s) {
+    for (int64_t s = lo; s < S; ++s) {
       const float ws = wp[s], e = fast_exp(ws - mx);
       wp[s] = ws > -INFINITY ? e : 0.0f;  // masked slots exactly 0
     }
-    const float inv = 1.0f / sum8(wp, S);
-    for (int64_t s = 0; s < S; ++s) wp[s] *= inv;
-    if (P > 0) weighted_rows(wp, pre->values + kh * pre->s1, pre->s2, P, hd, o);
-    weighted_rows(wp + P, vb, kv.s2, S - P, hd, o, /*accumulate=*/P > 0);
-    if (pr) std::copy(wp, wp + S, pr);
+    const float inv = 1.0f / sum8(wp + lo, S - lo);
+    for (int64_t s = lo; s < S; ++s) wp[s] *= inv;
+    if (P > lo) weighted_rows(wp + lo, pre->values + kh * pre->s1 + lo * pre->s2, pre->s2, P - lo, hd, o);
+    weighted_rows(wp + own0, vb + (own0 - P) * kv.s2, kv.s2, S - own0, hd, o, /*accumulate=*/P > lo);
+    if (pr) std::copy(wp + lo, wp + S, pr + lo);
   }
 }
 
@@ -411,7 +426,7 @@ void attention_jobs(int64_t begin, int64_t end, const float* q, const KeyLayout&
 void attention_backward_jobs(int64_t begin, int64_t end, const float* q, const float* k, const float* v,
                              const float* probs, const float* dout, const AttentionShape& sh, bool ordered, float* dq,
                              float* dk, float* dv, std::vector<float>& dp, std::vector<float>& ds_t,
-                             std::vector<float>& p_t) {
+                             std::vector<float>& p_t, std::vector<float>& raw) {
   const int64_t T = sh.T, H = sh.H, K = sh.K, hd = sh.hd, G = H / K;
   for (int64_t job = begin; job < end; ++job) {
     const int64_t b = job / K, kh = job % K;
@@ -429,6 +444,15 @@ void attention_backward_jobs(int64_t begin, int64_t end, const float* q, const f
           d += pr[s] * dp[s];
         }
         for (int64_t s = 0; s < S; ++s) dp[s] = pr[s] * (dp[s] - d) * sh.scale;
+        if (sh.softcap > 0) {
+          // Through the soft-cap: d(c·tanh(x / c))/dx = 1 - tanh(x / c)^2, x the scaled dot product.
+          dot_rows(q + (n * H + head) * hd, k + (b * T * K + kh) * hd, K * hd, hd, S, raw.data());
+          for (int64_t s = 0; s < S; ++s) {
+            if (pr[s] == 0.0f) continue;
+            const float th = fast_tanh(raw[s] * sh.scale / sh.softcap);
+            dp[s] *= 1.0f - th * th;
+          }
+        }
         weighted_rows(dp.data(), k + (b * T * K + kh) * hd, K * hd, S, hd, dq + (n * H + head) * hd);
         for (int64_t s = 0; s < S; ++s) {
           ds_t[s * T + t] = dp[s];
@@ -443,6 +467,28 @@ void attention_backward_jobs(int64_t begin, int64_t end, const float* q, const f
         weighted_rows(p_t.data() + s * T + t0, dout + first * hd, H * hd, T - t0, hd, dv + m * hd, true);
       }
     }
+  }
+}
+
+// tanh-approximated GELU (PyTorch's gelu(x, approximate="tanh")):
+// gelu(x) = x/2 · (1 + tanh(β (x + κ x³))), β = sqrt(2/π), κ = 0.044715.
+constexpr float kGeluBeta = 0.7978845608028654f, kGeluKappa = 0.044715f;
+
+void gelu_glu_forward_range(const float* g, const float* u, float* a, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    const float x = g[i], th = fast_tanh(kGeluBeta * (x + kGeluKappa * x * x * x));
+    a[i] = 0.5f * x * (1.0f + th) * u[i];
+  }
+}
+
+void gelu_glu_backward_range(const float* g, const float* u, const float* da, float* dg, float* du, int64_t b,
+                             int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    const float x = g[i], th = fast_tanh(kGeluBeta * (x + kGeluKappa * x * x * x));
+    const float gelu = 0.5f * x * (1.0f + th);
+    const float dgelu = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * kGeluBeta * (1.0f + 3.0f * kGeluKappa * x * x);
+    dg[i] = da[i] * u[i] * dgelu;
+    du[i] = da[i] * gelu;
   }
 }
 
@@ -776,14 +822,14 @@ void rms_norm_backward(const float* x, const float* w, const float* r, const flo
 }
 
 void rope_inplace(float* x, const int64_t* pos, const float* cos_table, const float* sin_table, int64_t N,
-                  int64_t heads, int64_t hd, bool inverse) {
-  // Forward: y1 = x1 c1 - x2 s1, y2 = x2 c2 + x1 s2 (halves of the head).
+                  int64_t heads, int64_t hd, int64_t rd, bool inverse) {
+  // Forward: y1 = x1 c1 - x2 s1, y2 = x2 c2 + x1 s2 (halves of the first rd dimensions).
   // Transpose: x1 = y1 c1 + y2 s2, x2 = y2 c2 - y1 s1.
-  const int64_t half = hd / 2;
+  const int64_t half = rd / 2;
   parallel_for(0, N, 64, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {
-      const float* c = cos_table + pos[n] * hd;
-      const float* s = sin_table + pos[n] * hd;
+      const float* c = cos_table + pos[n] * rd;
+      const float* s = sin_table + pos[n] * rd;
       for (int64_t h = 0; h < heads; ++h) {
         float* v = x + (n * heads + h) * hd;
         for (int64_t i = 0; i < half; ++i) {
@@ -819,12 +865,23 @@ void attention_backward(const float* q, const float* k, const float* v, const fl
   const bool ordered = positions_are_indices(pos, B, T);
   // One task per (row, kv head): it owns that head's dk/dv and its G query heads' dq.
   parallel_for(0, B * K, 1, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> dp, ds_t, p_t;
+    thread_local std::vector<float> dp, ds_t, p_t, raw;
     dp.resize(static_cast<size_t>(T));
     ds_t.resize(static_cast<size_t>(T * T));
     p_t.resize(static_cast<size_t>(T * T));
-    attention_backward_jobs(begin, end, q, k, v, probs, dout, sh, ordered, dq, dk, dv, dp, ds_t, p_t);
+    if (sh.softcap > 0) raw.resize(static_cast<size_t>(T));
+    attention_backward_jobs(begin, end, q, k, v, probs, dout, sh, ordered, dq, dk, dv, dp, ds_t, p_t, raw);
   });
+}
+
+void glu_forward(GluActivation act, const float* g, const float* u, float* a, int64_t n) {
+  if (act == GluActivation::Silu) return swiglu_forward(g, u, a, n);
+  parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) { gelu_glu_forward_range(g, u, a, b, e); });
+}
+
+void glu_backward(GluActivation act, const float* g, const float* u, const float* da, float* dg, float* du, int64_t n) {
+  if (act == GluActivation::Silu) return swiglu_backward(g, u, da, dg, du, n);
+  parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) { gelu_glu_backward_range(g, u, da, dg, du, b, e); });
 }
 
 void swiglu_forward(const float* g, const float* u, float* a, int64_t n) {

@@ -1,5 +1,6 @@
 // fp32 CPU kernels on contiguous row-major buffers: RMSNorm, RoPE,
-// attention and SwiGLU, forward and backward; decoding's matrix products
+// attention (sliding windows, soft-capped scores) and the gated MLP
+// activations (SwiGLU, tanh-GELU), forward and backward; decoding's matrix products
 // (matmul_wt) and the sampler's normalisers (softmax_rows).
 // model/cpu_fast_forward.cpp composes them with LibTorch matmuls into the
 // inference path and, wrapped as autograd functions, into the fp32 CPU
@@ -89,11 +90,12 @@ void rms_norm_forward(const float* x, const float* w, float* y, float* r, int64_
 void rms_norm_backward(const float* x, const float* w, const float* r, const float* dy, float* dx, float* dw,
                        int64_t N, int64_t D);
 
-// Rotate-half RoPE in place on x [N, heads, hd] with rows of the tables
-// (cos/sin [positions, hd]) at pos[n]. `inverse` applies the transpose (the
+// Rotate-half RoPE in place on the first rd dimensions of each head of
+// x [N, heads, hd] (rd = hd but for partial rotary), with rows of the tables
+// (cos/sin [positions, rd]) at pos[n]. `inverse` applies the transpose (the
 // backward of the rotation).
 void rope_inplace(float* x, const int64_t* pos, const float* cos_table, const float* sin_table, int64_t N,
-                  int64_t heads, int64_t hd, bool inverse);
+                  int64_t heads, int64_t hd, int64_t rd, bool inverse);
 
 // A prefix that cached rows share (a group's prompt): positions [0, len) of
 // the row are read from here, element (kv head kh, position s, i) at
@@ -118,15 +120,18 @@ struct KeyLayout {
 
 struct AttentionShape {
   int64_t B = 0, T = 0, H = 0, K = 0, hd = 0;
-  float scale = 1.0f;  // 1/sqrt(hd)
+  float scale = 1.0f;   // scores multiplier: 1/sqrt(hd), or Gemma's query_pre_attn_scalar^-1/2
+  int64_t window = 0;   // > 0: a query at position p sees keys at positions p - window < s <= p
+  float softcap = 0;    // > 0: scores become softcap·tanh(scores / softcap) (Gemma 2)
 };
 
 // Causal attention. With `cached` the query at position p attends positions
 // [0, p] of its row (its shared prefix, then its own slots); otherwise it attends this call's tokens s (slot = token
-// index) with pos[s] <= pos[t] and valid[s] (valid may be null). out is
+// index) with pos[s] <= pos[t] and valid[s] (valid may be null). A window
+// keeps the last `window` positions of those. out is
 // [N, H*hd]. `probs` (optional, uncached only) receives the softmax
-// [B, H, T, T] (0 where not visible). A query that sees nothing gets NaN, as
-// softmax over an all -inf row does.
+// [B, H, T, T] (0 where not visible). A query that sees nothing (a padding
+// token past a window of padding) gets zeros, as the module path gives it.
 void attention_forward(const float* q, const KeyLayout& kv, const int64_t* pos, const uint8_t* valid, bool cached,
                        const AttentionShape& s, float* out, float* probs);
 
@@ -138,6 +143,13 @@ void attention_backward(const float* q, const float* k, const float* v, const fl
 // a = silu(g) * u, elementwise over n values; in place into g when a == g.
 void swiglu_forward(const float* g, const float* u, float* a, int64_t n);
 void swiglu_backward(const float* g, const float* u, const float* da, float* dg, float* du, int64_t n);
+
+// The gated MLP's activation: SiLU (Llama's SwiGLU) or tanh-approximated
+// GELU (Gemma's GeGLU, transformers' "gelu_pytorch_tanh").
+enum class GluActivation { Silu = 0, GeluTanh = 1 };
+// a = act(g) * u and its gradients, elementwise (in place into g when a == g).
+void glu_forward(GluActivation act, const float* g, const float* u, float* a, int64_t n);
+void glu_backward(GluActivation act, const float* g, const float* u, const float* da, float* dg, float* du, int64_t n);
 
 // One AdamW step over n elements, torch.optim.AdamW's arithmetic per element
 // in fp32 (train/optimizer.cpp's fused CPU path): g = grad * clip;

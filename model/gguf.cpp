@@ -113,6 +113,12 @@ void export_gguf(CausalLMImpl& model, const Tokenizer& tokenizer, const fs::path
   with_context("exporting GGUF to '" + out.string() + "'", [&] {
     const ModelConfig& c = model.config();
     check(!c.is_classifier(), c.architecture, " is a classifier; GGUF export writes causal LMs");
+    const Family& family = c.family();
+    check(family.gguf_arch == "llama", c.architecture, " (llama.cpp's '", family.gguf_arch,
+          "' architecture) is not exported to GGUF yet: rlf writes llama.cpp's llama architecture (Llama and Mistral "
+          "models); save a Hugging Face directory (rlf convert) and use llama.cpp's convert_hf_to_gguf.py");
+    check(c.sliding_window == 0, c.architecture, " with sliding_window = ", c.sliding_window,
+          ": llama.cpp's llama architecture has no sliding window (not exported)");
     check(!c.attention_bias && !c.o_bias && !c.mlp_bias, c.architecture,
           " has projection biases, which llama.cpp's llama architecture does not read (not supported yet)");
     check(c.rope_scaling.type.empty(), "rope_scaling '", c.rope_scaling.type, "' is not exported yet");

@@ -18,8 +18,10 @@
 // rows are a multiple of 32 (others f16), blocks of 32 as d = max|x| / 127
 // (fp16) and round(x / d) (ggml's reference quantizer).
 //
-// Supported: llama2.c tokenizers (tok*.bin, a SentencePiece vocabulary);
-// models without biases or rope scaling. Anything else is an error naming it.
+// Supported: Llama and Mistral models (llama.cpp's llama architecture)
+// without biases, rope scaling or sliding window, with llama2.c tokenizers
+// (tok*.bin, a SentencePiece vocabulary). Anything else is an error naming
+// it — the other families (model/architecture.h) by their llama.cpp name.
 #pragma once
 
 #include <filesystem>

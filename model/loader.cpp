@@ -6,6 +6,9 @@
 #include "model/safetensors.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_util.h"
+
+#include <cstdio>
 
 namespace rlf {
 
@@ -153,6 +156,56 @@ void write_tensor_file(const std::filesystem::path& path, const std::map<std::st
   write_tensor_file(path, std::vector<std::pair<std::string, torch::Tensor>>(tensors.begin(), tensors.end()), metadata);
 }
 
+namespace {
+
+bool is_shard_name(const std::string& n) {
+  return n.rfind("model-", 0) == 0 && n.find("-of-") != std::string::npos && n.size() > 12 &&
+         n.compare(n.size() - 12, 12, ".safetensors") == 0;
+}
+
+// The weights as model.safetensors, or (larger than max_shard_bytes > 0) as
+// shards in order with their index; files of the other layout left by an
+// earlier save are removed (the loader would read model.safetensors first).
+void write_weights(const std::filesystem::path& dir, const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                   int64_t max_shard_bytes) {
+  namespace fs = std::filesystem;
+  auto bytes = [](const torch::Tensor& t) { return static_cast<int64_t>(t.numel()) * t.element_size(); };
+  int64_t total = 0;
+  for (const auto& [name, t] : tensors) total += bytes(t);
+  std::vector<std::vector<std::pair<std::string, torch::Tensor>>> shards(1);
+  if (max_shard_bytes > 0 && total > max_shard_bytes) {
+    int64_t in_shard = 0;
+    for (const auto& e : tensors) {
+      if (!shards.back().empty() && in_shard + bytes(e.second) > max_shard_bytes) shards.emplace_back(), in_shard = 0;
+      shards.back().push_back(e);
+      in_shard += bytes(e.second);
+    }
+  } else {
+    shards[0] = tensors;
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (is_shard_name(e.path().filename().string())) fs::remove(e.path(), ec);
+  if (shards.size() == 1) {
+    fs::remove(dir / "model.safetensors.index.json", ec);
+    write_tensor_file(dir / "model.safetensors", shards[0], {{"format", "pt"}});
+    return;
+  }
+  fs::remove(dir / "model.safetensors", ec);
+  Json weight_map = Json::object();
+  const size_t n = shards.size();
+  for (size_t i = 0; i < n; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, n);
+    write_tensor_file(dir / name, shards[i], {{"format", "pt"}});
+    for (const auto& e : shards[i]) weight_map[e.first] = name;
+  }
+  const Json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+  write_file_atomic(dir / "model.safetensors.index.json", index.dump(2) + "\n");
+}
+
+}  // namespace
+
 void save_model(CausalLMImpl& model, const std::filesystem::path& dir, const SaveOptions& options) {
   namespace fs = std::filesystem;
   with_context("saving model to '" + dir.string() + "'", [&] {
@@ -171,7 +224,7 @@ void save_model(CausalLMImpl& model, const std::filesystem::path& dir, const Sav
     std::vector<std::pair<std::string, torch::Tensor>> tensors;
     for (auto& p : model.named_parameters())
       if (!is_lora_parameter(p.key())) tensors.emplace_back(p.key(), p.value().detach().to(dtype));
-    write_tensor_file(dir / "model.safetensors", tensors, {{"format", "pt"}});
+    write_weights(dir, tensors, options.max_shard_bytes);
     write_hf_dir_files(dir, config, files);
     // A tokenizer.json given as a file (not a directory) or a llama2.c tokenizer is copied as is.
     if (!options.tokenizer_source.empty() && !fs::is_directory(options.tokenizer_source) &&

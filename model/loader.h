@@ -7,8 +7,9 @@
 // Hugging Face's rotate-half order in the same copy).
 //
 // save_model() writes a Hugging Face directory (config.json,
-// generation_config.json, model.safetensors, tokenizer files) that
-// transformers' from_pretrained loads unchanged.
+// generation_config.json, model.safetensors — or shards with their
+// model.safetensors.index.json — and tokenizer files) that transformers'
+// from_pretrained loads unchanged.
 #pragma once
 
 #include <torch/torch.h>
@@ -54,6 +55,9 @@ void load_weights(CausalLMImpl& model, const TensorMap& tensors, const std::stri
 
 struct SaveOptions {
   std::string dtype = "";                    // dtype written; "" = the model's
+  int64_t max_shard_bytes = 0;               // > 0: weights larger than this go to shards of at most this size
+                                             // (model-0000i-of-0000N.safetensors + model.safetensors.index.json,
+                                             // transformers' layout; a tensor larger than it is a shard alone)
   std::filesystem::path tokenizer_source;    // directory or tokenizer.json to copy alongside ("" = none)
   std::optional<GenerationDefaults> generation;
 };

@@ -23,7 +23,7 @@ constexpr const char* kAdapterConfig = "adapter_config.json";
 constexpr const char* kAdapterWeights = "adapter_model.safetensors";
 
 // A projection of one layer: its name, the base Linear and its adapter slot.
-struct Projection {
+struct LayerProjection {
   int64_t layer;
   std::string name;     // "q_proj", ...
   std::string module;   // "model.layers.3.self_attn.q_proj"
@@ -31,22 +31,16 @@ struct Projection {
   LoraSlot* slot;
 };
 
-std::vector<Projection> projections(CausalLMImpl& model) {
-  std::vector<Projection> out;
+// A projection the model has: q/k/v or Phi-3's fused qkv_proj, gate/up or its gate_up_proj.
+const char* kProjectionList = "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (Phi-3: qkv_proj, o_proj, "
+                              "gate_up_proj, down_proj)";
+
+std::vector<LayerProjection> projections(CausalLMImpl& model) {
+  std::vector<LayerProjection> out;
   const int64_t L = static_cast<int64_t>(model.model->layers->size());
-  for (int64_t l = 0; l < L; ++l) {
-    auto& layer = *model.model->layers->ptr<DecoderLayerImpl>(l);
-    auto& a = *layer.self_attn;
-    auto& m = *layer.mlp;
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    out.push_back({l, "q_proj", p + "self_attn.q_proj", &a.q_proj, &a.q_lora});
-    out.push_back({l, "k_proj", p + "self_attn.k_proj", &a.k_proj, &a.k_lora});
-    out.push_back({l, "v_proj", p + "self_attn.v_proj", &a.v_proj, &a.v_lora});
-    out.push_back({l, "o_proj", p + "self_attn.o_proj", &a.o_proj, &a.o_lora});
-    out.push_back({l, "gate_proj", p + "mlp.gate_proj", &m.gate_proj, &m.gate_lora});
-    out.push_back({l, "up_proj", p + "mlp.up_proj", &m.up_proj, &m.up_lora});
-    out.push_back({l, "down_proj", p + "mlp.down_proj", &m.down_proj, &m.down_lora});
-  }
+  for (int64_t l = 0; l < L; ++l)
+    for (const rlf::Projection& p : model.layer(l).projections())
+      out.push_back({l, p.name, "model.layers." + std::to_string(l) + "." + p.module, p.linear, p.lora});
   return out;
 }
 
@@ -59,7 +53,7 @@ void freeze_base(CausalLMImpl& model) {
 }
 
 // Registers an adapter of rank r on `p` (values left to the caller).
-void attach(CausalLMImpl& model, const Projection& p, int64_t r, const std::shared_ptr<LoraRuntime>& runtime) {
+void attach(CausalLMImpl& model, const LayerProjection& p, int64_t r, const std::shared_ptr<LoraRuntime>& runtime) {
   auto& base = **p.base;
   const int64_t in = base.weight.size(1), out_f = base.weight.size(0);
   auto opts = [](int64_t i, int64_t o) { return torch::nn::LinearOptions(i, o).bias(false); };
@@ -87,7 +81,8 @@ std::string number_text(double v) {
 }  // namespace
 
 const std::vector<std::string>& lora_projection_names() {
-  static const std::vector<std::string> names{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  static const std::vector<std::string> names{"q_proj",    "k_proj",  "v_proj",  "o_proj",      "gate_proj",
+                                              "up_proj",   "down_proj", "qkv_proj", "gate_up_proj"};
   return names;
 }
 
@@ -99,13 +94,11 @@ void LoraOptions::validate(const std::string& prefix) const {
   check(rank >= 1 && rank <= 65536, prefix, "rank = ", rank, ": must be in [1, 65536] (typical: 8, 16, 64)");
   check(std::isfinite(alpha) && alpha > 0, prefix, "alpha = ", alpha, ": must be > 0 (the adapter's scale is alpha / rank)");
   check(dropout >= 0 && dropout < 1, prefix, "dropout = ", dropout, ": must be in [0, 1)");
-  check(!targets.empty(), prefix, "targets is empty: name at least one of q_proj, k_proj, v_proj, o_proj, gate_proj, "
-        "up_proj, down_proj");
+  check(!targets.empty(), prefix, "targets is empty: name at least one of ", kProjectionList);
   const auto& names = lora_projection_names();
   for (size_t i = 0; i < targets.size(); ++i) {
     check(std::find(names.begin(), names.end(), targets[i]) != names.end(), prefix, "targets[", i, "] = '",
-          targets[i], "' is not a projection of a Llama-family model (use q_proj, k_proj, v_proj, o_proj, gate_proj, "
-          "up_proj or down_proj)");
+          targets[i], "' is not a projection rlf knows (use ", kProjectionList, ")");
     for (size_t j = 0; j < i; ++j)
       check(targets[j] != targets[i], prefix, "targets names '", targets[i], "' twice");
   }
@@ -159,10 +152,18 @@ void lora_add_into(LoraSlot& slot, const torch::Tensor& x, torch::Tensor& out) {
 void add_lora(CausalLMImpl& model, const LoraOptions& options, uint64_t seed) {
   options.validate();
   check(!has_lora(model), "the model already has LoRA adapters");
+  const std::vector<LayerProjection> all = projections(model);
+  for (const std::string& t : options.targets) {
+    std::string have;
+    for (const LayerProjection& p : all)
+      if (p.layer == 0) have += (have.empty() ? "" : ", ") + p.name;
+    check(std::any_of(all.begin(), all.end(), [&](const LayerProjection& p) { return p.name == t; }), "lora.targets: ",
+          model.config().architecture, " has no '", t, "' projection (its projections: ", have, ")");
+  }
   auto rt = make_runtime(options, seed);
   auto gen = at::detail::createCPUGenerator(seed);
   torch::NoGradGuard ng;
-  for (const Projection& p : projections(model)) {
+  for (const LayerProjection& p : all) {
     if (std::find(options.targets.begin(), options.targets.end(), p.name) == options.targets.end()) continue;
     attach(model, p, options.rank, rt);
     const double bound = 1.0 / std::sqrt(static_cast<double>(p.slot->A->weight.size(1)));
@@ -242,6 +243,13 @@ void read_adapter(CausalLMImpl& model, const fs::path& dir, bool apply) {
   const Json saved_modules = c.contains("modules_to_save") && !c["modules_to_save"].is_null() ? c["modules_to_save"] : none;
   refuse_if(saved_modules != none && !(classifier && saved_modules == score_only),
             "modules_to_save = " + saved_modules.dump() + (classifier ? "" : " on a causal LM"));
+  // Newer peft options that change the function (absent, null, false or empty in a plain LoRA adapter).
+  for (const char* key : {"lora_bias", "use_qalora", "target_parameters", "layer_replication", "trainable_token_indices",
+                          "alora_invocation_tokens", "use_bdlora", "arrow_config"}) {
+    const bool set = c.contains(key) && !c[key].is_null() && c[key] != false && !(c[key].is_array() && c[key].empty()) &&
+                     !(c[key].is_object() && c[key].empty());
+    refuse_if(set, std::string(key) + " = " + (set ? c[key].dump() : ""));
+  }
   refuse_if(c.contains("rank_pattern") && !c["rank_pattern"].is_null() && !c["rank_pattern"].empty(), "rank_pattern");
   refuse_if(c.contains("alpha_pattern") && !c["alpha_pattern"].is_null() && !c["alpha_pattern"].empty(),
             "alpha_pattern");
@@ -271,10 +279,10 @@ void read_adapter(CausalLMImpl& model, const fs::path& dir, bool apply) {
     check(is_lora_parameter(name), wsrc, ": tensor '", key, "' is not a lora_A or lora_B weight");
     want[name] = &view;
   }
-  std::vector<Projection> all = projections(model);
-  std::vector<const Projection*> chosen;
+  std::vector<LayerProjection> all = projections(model);
+  std::vector<const LayerProjection*> chosen;
   std::vector<std::string> targets;
-  for (const Projection& p : all) {
+  for (const LayerProjection& p : all) {
     const bool a = want.count(p.module + ".lora_A.weight") > 0, b = want.count(p.module + ".lora_B.weight") > 0;
     check(a == b, wsrc, ": ", p.module, " has a lora_", a ? "A" : "B", " weight but no lora_", a ? "B" : "A");
     if (!a) continue;
@@ -290,7 +298,7 @@ void read_adapter(CausalLMImpl& model, const fs::path& dir, bool apply) {
           ": an adapter for another base model?");
   }
   for (const auto& [name, view] : want) {
-    const bool known = std::any_of(all.begin(), all.end(), [&](const Projection& p) {
+    const bool known = std::any_of(all.begin(), all.end(), [&](const LayerProjection& p) {
       return name == p.module + ".lora_A.weight" || name == p.module + ".lora_B.weight";
     });
     check(known, wsrc, ": tensor '", kPeftPrefix, name, "' targets a module this model does not have (",
@@ -312,19 +320,19 @@ void read_adapter(CausalLMImpl& model, const fs::path& dir, bool apply) {
     const LoraOptions& mine = model.lora->options;
     check(mine.rank == o.rank && mine.scale() == o.scale(), src, ": r = ", o.rank, ", lora_alpha = ", o.alpha,
           " differ from the model's adapters (r = ", mine.rank, ", alpha = ", mine.alpha, ")");
-    for (const Projection& p : all)
+    for (const LayerProjection& p : all)
       check(p.slot->active() == (std::find(chosen.begin(), chosen.end(), &p) != chosen.end()), wsrc,
             ": the adapters sit on other projections than the model's (", p.module, ")");
     if (!apply) return;
   } else {
     if (!apply) return;
     auto rt = make_runtime(o, 0);
-    for (const Projection* p : chosen) attach(model, *p, o.rank, rt);
+    for (const LayerProjection* p : chosen) attach(model, *p, o.rank, rt);
     model.lora = rt;
     freeze_base(model);
   }
   torch::NoGradGuard ng;
-  for (const Projection* p : chosen) {
+  for (const LayerProjection* p : chosen) {
     p->slot->A->weight.copy_(tensor_from_view(*want.at(p->module + ".lora_A.weight")));
     p->slot->B->weight.copy_(tensor_from_view(*want.at(p->module + ".lora_B.weight")));
   }
@@ -341,7 +349,7 @@ void merge_lora(CausalLMImpl& model) {
   check(has_lora(model), "merge: the model has no LoRA adapters");
   const double s = model.lora->options.scale();
   torch::NoGradGuard ng;
-  for (const Projection& p : projections(model)) {
+  for (const LayerProjection& p : projections(model)) {
     if (!p.slot->active()) continue;
     auto& w = (*p.base)->weight;
     const auto f32 = torch::kFloat32;

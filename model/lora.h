@@ -1,5 +1,6 @@
 // Low-rank adapters (LoRA; Hu et al. 2021, arXiv:2106.09685) on the
-// Llama-family projections, saved and loaded in the PEFT layout.
+// projections of every family (q/k/v/o and gate/up/down; Phi-3's fused
+// qkv_proj and gate_up_proj), saved and loaded in the PEFT layout.
 //
 // A projection y = W x + b with an adapter computes
 //     y = W x + b + s · B A drop(x),   A [r, in], B [out, r], s = alpha / r
@@ -40,7 +41,8 @@ class CausalLMImpl;
 class CausalLM;
 
 // The projections an adapter may sit on.
-const std::vector<std::string>& lora_projection_names();  // q_proj k_proj v_proj o_proj gate_proj up_proj down_proj
+// q_proj k_proj v_proj o_proj gate_proj up_proj down_proj qkv_proj gate_up_proj
+const std::vector<std::string>& lora_projection_names();
 
 struct LoraOptions {
   int64_t rank = 8;                                       // r
@@ -85,7 +87,9 @@ bool is_lora_parameter(const std::string& name);
 // other parameter but a reward model's score head, which trains beside the
 // adapters and is saved with them (PEFT's SEQ_CLS task: modules_to_save =
 // ["score"]). `seed` draws A. Errors: an unknown target (naming it and the
-// choices), adapters already attached.
+// choices), a target the model lacks (q_proj on Phi-3, whose attention has
+// one fused qkv_proj: naming the model's projections), adapters already
+// attached.
 void add_lora(CausalLMImpl& model, const LoraOptions& options, uint64_t seed);
 
 bool has_lora(const CausalLMImpl& model);
@@ -102,8 +106,9 @@ void save_lora_adapter(CausalLMImpl& model, const std::filesystem::path& dir, co
 // the model it attaches the file's (its projections and layers, its r and
 // alpha) and freezes the base; with adapters it must name the same ones, and
 // restores their values. Everything is validated before anything changes:
-// not a LoRA adapter, options rlf does not implement (DoRA, bias, fan_in_fan_out,
-// rank/alpha patterns, modules_to_save), a module the model lacks, shapes of
+// not a LoRA adapter, options rlf does not implement (DoRA, bias, lora_bias,
+// fan_in_fan_out, rank/alpha patterns, modules_to_save, target_parameters,
+// layer replication, ...), a module the model lacks, shapes of
 // another base model — each an error naming the file and the tensor.
 void load_lora_adapter(CausalLMImpl& model, const std::filesystem::path& dir);
 // The same checks, changing nothing.

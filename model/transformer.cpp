@@ -12,28 +12,62 @@ namespace rlf {
 
 // ---- RMSNorm ---------------------------------------------------------------
 
-RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
-  weight = register_parameter("weight", torch::ones({dim}));
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps, bool unit_offset, bool scale_fp32)
+    : eps_(eps), unit_offset_(unit_offset), scale_fp32_(scale_fp32) {
+  weight = register_parameter("weight", unit_offset ? torch::zeros({dim}) : torch::ones({dim}));
 }
 
+torch::Tensor RMSNormImpl::scale() const { return unit_offset_ ? weight + 1.0 : weight; }
+
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
-  // As in transformers: normalise in fp32, cast back, then scale.
+  // As in transformers: normalise in fp32; Llama casts back, then scales;
+  // Gemma and OLMo 2 scale in fp32, then cast.
   auto h = x.to(torch::kFloat32);
   auto variance = h.pow(2).mean(-1, /*keepdim=*/true);
   h = h * torch::rsqrt(variance + eps_);
-  return weight * h.to(x.scalar_type());
+  if (scale_fp32_) {
+    auto w = weight.to(torch::kFloat32);
+    return (h * (unit_offset_ ? w + 1.0 : w)).to(x.scalar_type());
+  }
+  return scale() * h.to(x.scalar_type());
 }
 
 // ---- Attention -------------------------------------------------------------
 
-AttentionImpl::AttentionImpl(const ModelConfig& c)
-    : n_heads_(c.num_attention_heads), n_kv_heads_(c.num_key_value_heads), head_dim_(c.resolved_head_dim()) {
-  const int64_t d = c.hidden_size;
+AttentionImpl::AttentionImpl(const ModelConfig& c, int64_t layer)
+    : qk_norm(c.family().qk_norm),
+      spec(c.layer_attention(layer)),
+      scale(c.attention_scale()),
+      softcap(c.attn_logit_softcapping),
+      n_heads(c.num_attention_heads),
+      n_kv_heads(c.num_key_value_heads),
+      head_dim(c.resolved_head_dim()) {
+  const Family& f = c.family();
+  const int64_t d = c.hidden_size, q = n_heads * head_dim, kv = n_kv_heads * head_dim;
   auto lin = [](int64_t in, int64_t out, bool bias) { return torch::nn::LinearOptions(in, out).bias(bias); };
-  q_proj = register_module("q_proj", torch::nn::Linear(lin(d, n_heads_ * head_dim_, c.attention_bias)));
-  k_proj = register_module("k_proj", torch::nn::Linear(lin(d, n_kv_heads_ * head_dim_, c.attention_bias)));
-  v_proj = register_module("v_proj", torch::nn::Linear(lin(d, n_kv_heads_ * head_dim_, c.attention_bias)));
-  o_proj = register_module("o_proj", torch::nn::Linear(lin(n_heads_ * head_dim_, d, c.o_bias)));
+  if (f.fused_qkv) {
+    qkv_proj = register_module("qkv_proj", torch::nn::Linear(lin(d, q + 2 * kv, c.attention_bias)));
+  } else {
+    q_proj = register_module("q_proj", torch::nn::Linear(lin(d, q, c.attention_bias)));
+    k_proj = register_module("k_proj", torch::nn::Linear(lin(d, kv, c.attention_bias)));
+    v_proj = register_module("v_proj", torch::nn::Linear(lin(d, kv, c.attention_bias)));
+  }
+  o_proj = register_module("o_proj", torch::nn::Linear(lin(q, d, c.o_bias)));
+  if (qk_norm != QkNorm::None) {
+    const bool whole = qk_norm == QkNorm::Whole;
+    q_norm = register_module("q_norm", RMSNorm(whole ? q : head_dim, c.rms_norm_eps, f.norm_unit_offset,
+                                               f.norm_scale_fp32));
+    k_norm = register_module("k_norm", RMSNorm(whole ? kv : head_dim, c.rms_norm_eps, f.norm_unit_offset,
+                                               f.norm_scale_fp32));
+  }
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> AttentionImpl::project_qkv(const torch::Tensor& x) {
+  if (qkv_proj.is_empty())
+    return {lora_project(q_proj, q_lora, x), lora_project(k_proj, k_lora, x), lora_project(v_proj, v_lora, x)};
+  auto qkv = lora_project(qkv_proj, qkv_lora, x);
+  const int64_t q = n_heads * head_dim, kv = n_kv_heads * head_dim;
+  return {qkv.narrow(-1, 0, q), qkv.narrow(-1, q, kv), qkv.narrow(-1, q + kv, kv)};
 }
 
 namespace {
@@ -62,10 +96,18 @@ torch::Tensor with_prefixes(const KVCache& cache, int64_t layer, const torch::Te
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, KVCache* cache,
                                      int64_t layer) {
-  const int64_t B = x.size(0), T = x.size(1), K = n_kv_heads_, G = n_heads_ / n_kv_heads_, hd = head_dim_;
-  auto q = RotaryEmbedding::apply(lora_project(q_proj, q_lora, x).view({B, T, n_heads_, hd}), ctx.cos, ctx.sin);  // [B, T, H, hd]
-  auto k = RotaryEmbedding::apply(lora_project(k_proj, k_lora, x).view({B, T, K, hd}), ctx.cos, ctx.sin);         // [B, T, K, hd]
-  auto v = lora_project(v_proj, v_lora, x).view({B, T, K, hd});                                                   // [B, T, K, hd]
+  const int64_t B = x.size(0), T = x.size(1), K = n_kv_heads, G = n_heads / n_kv_heads, hd = head_dim;
+  auto [q, k, v] = project_qkv(x);  // [B, T, H*hd], [B, T, K*hd], [B, T, K*hd]
+  if (qk_norm == QkNorm::Whole) q = q_norm(q), k = k_norm(k);
+  q = q.reshape({B, T, n_heads, hd});
+  k = k.reshape({B, T, K, hd});
+  v = v.reshape({B, T, K, hd});
+  if (qk_norm == QkNorm::PerHead) q = q_norm(q), k = k_norm(k);
+  if (spec.rope >= 0) {
+    const auto& [cos, sin] = ctx.rope[static_cast<size_t>(spec.rope)];
+    q = RotaryEmbedding::apply(q, cos, sin);
+    k = RotaryEmbedding::apply(k, cos, sin);
+  }
   k = k.transpose(1, 2);  // [B, K, T, hd]
   v = v.transpose(1, 2);  // [B, K, T, hd]
 
@@ -84,47 +126,106 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   const int64_t S = keys.size(2);
   // Queries grouped by their kv head: [B, K, G*T, hd], so no key/value repetition.
   auto qg = q.view({B, T, K, G, hd}).permute({0, 2, 3, 1, 4}).reshape({B, K, G * T, hd});
-  auto scores = torch::matmul(qg, keys.transpose(2, 3)) * (1.0 / std::sqrt(static_cast<double>(hd)));  // [B, K, G*T, S]
+  auto scores = torch::matmul(qg, keys.transpose(2, 3)) * scale;  // [B, K, G*T, S]
+  if (softcap > 0) scores = torch::tanh(scores / softcap) * softcap;
   // Softmax in fp32 (as transformers does), back to the compute dtype.
-  auto probs = torch::softmax(scores.view({B, K, G, T, S}).to(torch::kFloat32).masked_fill(ctx.blocked, -INFINITY), -1)
-                   .to(x.scalar_type());                                        // [B, K, G, T, S]
+  const torch::Tensor& blocked = ctx.blocked.at(spec.window);
+  auto probs = torch::softmax(scores.view({B, K, G, T, S}).to(torch::kFloat32).masked_fill(blocked, -INFINITY), -1);
+  // A query that sees no key (its softmax is NaN) attends to nothing: 0, as the fast path.
+  if (auto e = ctx.empty.find(spec.window); e != ctx.empty.end()) probs = probs.masked_fill(e->second, 0.0);
+  probs = probs.to(x.scalar_type());                                            // [B, K, G, T, S]
   auto out = torch::matmul(probs.view({B, K, G * T, S}), values);               // [B, K, G*T, hd]
-  out = out.view({B, K, G, T, hd}).permute({0, 3, 1, 2, 4}).reshape({B, T, n_heads_ * hd});
+  out = out.view({B, K, G, T, hd}).permute({0, 3, 1, 2, 4}).reshape({B, T, n_heads * hd});
   return lora_project(o_proj, o_lora, out);
 }
 
 // ---- MLP / layer -----------------------------------------------------------
 
-MLPImpl::MLPImpl(const ModelConfig& c) {
+MLPImpl::MLPImpl(const ModelConfig& c) : intermediate_size(c.intermediate_size) {
   auto lin = [&](int64_t in, int64_t out) { return torch::nn::LinearOptions(in, out).bias(c.mlp_bias); };
-  gate_proj = register_module("gate_proj", torch::nn::Linear(lin(c.hidden_size, c.intermediate_size)));
-  up_proj = register_module("up_proj", torch::nn::Linear(lin(c.hidden_size, c.intermediate_size)));
-  down_proj = register_module("down_proj", torch::nn::Linear(lin(c.intermediate_size, c.hidden_size)));
+  const int64_t D = c.hidden_size, I = c.intermediate_size;
+  if (c.family().fused_gate_up) {
+    gate_up_proj = register_module("gate_up_proj", torch::nn::Linear(lin(D, 2 * I)));
+  } else {
+    gate_proj = register_module("gate_proj", torch::nn::Linear(lin(D, I)));
+    up_proj = register_module("up_proj", torch::nn::Linear(lin(D, I)));
+  }
+  down_proj = register_module("down_proj", torch::nn::Linear(lin(I, D)));
+  act = c.hidden_act == "gelu_pytorch_tanh" ? cpu::GluActivation::GeluTanh : cpu::GluActivation::Silu;
+}
+
+std::pair<torch::Tensor, torch::Tensor> MLPImpl::project_gate_up(const torch::Tensor& x) {
+  if (gate_up_proj.is_empty()) return {lora_project(gate_proj, gate_lora, x), lora_project(up_proj, up_lora, x)};
+  auto gu = lora_project(gate_up_proj, gate_up_lora, x);
+  return {gu.narrow(-1, 0, intermediate_size), gu.narrow(-1, intermediate_size, intermediate_size)};
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  return lora_project(down_proj, down_lora,
-                      torch::silu(lora_project(gate_proj, gate_lora, x)) * lora_project(up_proj, up_lora, x));
+  auto [g, u] = project_gate_up(x);
+  auto a = act == cpu::GluActivation::GeluTanh ? torch::gelu(g, "tanh") : torch::silu(g);
+  return lora_project(down_proj, down_lora, a * u);
 }
 
-DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
-  self_attn = register_module("self_attn", Attention(c));
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, int64_t layer) {
+  const Family& f = c.family();
+  self_attn = register_module("self_attn", Attention(c, layer));
   mlp = register_module("mlp", MLP(c));
-  input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
-  post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+  auto norm = [&](const char* name) {
+    return register_module(name, RMSNorm(c.hidden_size, c.rms_norm_eps, f.norm_unit_offset, f.norm_scale_fp32));
+  };
+  switch (f.norms) {
+    case NormPlacement::Pre:
+      attn_in = norm("input_layernorm");
+      mlp_in = norm("post_attention_layernorm");
+      break;
+    case NormPlacement::Sandwich:
+      attn_in = norm("input_layernorm");
+      attn_out = norm("post_attention_layernorm");
+      mlp_in = norm("pre_feedforward_layernorm");
+      mlp_out = norm("post_feedforward_layernorm");
+      break;
+    case NormPlacement::Post:
+      attn_out = norm("post_attention_layernorm");
+      mlp_out = norm("post_feedforward_layernorm");
+      break;
+  }
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, KVCache* cache,
                                         int64_t layer) {
-  auto h = x + self_attn->forward(input_layernorm(x), ctx, cache, layer);
-  return h + mlp(post_attention_layernorm(h));
+  auto a = self_attn->forward(attn_in ? attn_in(x) : x, ctx, cache, layer);
+  if (attn_out) a = attn_out(a);
+  auto h = x + a;
+  auto m = mlp(mlp_in ? mlp_in(h) : h);
+  if (mlp_out) m = mlp_out(m);
+  return h + m;
+}
+
+std::vector<Projection> DecoderLayerImpl::projections() {
+  std::vector<Projection> out;
+  auto& a = *self_attn;
+  auto& m = *mlp;
+  auto add = [&](const char* name, const char* parent, torch::nn::Linear& lin, LoraSlot& slot) {
+    if (!lin.is_empty()) out.push_back({name, std::string(parent) + "." + name, &lin, &slot});
+  };
+  add("q_proj", "self_attn", a.q_proj, a.q_lora);
+  add("k_proj", "self_attn", a.k_proj, a.k_lora);
+  add("v_proj", "self_attn", a.v_proj, a.v_lora);
+  add("qkv_proj", "self_attn", a.qkv_proj, a.qkv_lora);
+  add("o_proj", "self_attn", a.o_proj, a.o_lora);
+  add("gate_proj", "mlp", m.gate_proj, m.gate_lora);
+  add("up_proj", "mlp", m.up_proj, m.up_lora);
+  add("gate_up_proj", "mlp", m.gate_up_proj, m.gate_up_lora);
+  add("down_proj", "mlp", m.down_proj, m.down_lora);
+  return out;
 }
 
 DecoderStackImpl::DecoderStackImpl(const ModelConfig& c) {
+  const Family& f = c.family();
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(DecoderLayer(c));
-  norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(DecoderLayer(c, i));
+  norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps, f.norm_unit_offset, f.norm_scale_fp32));
 }
 
 // ---- CausalLM --------------------------------------------------------------
@@ -142,7 +243,19 @@ CausalLMImpl::CausalLMImpl(const ModelConfig& config) : config_(config) {
 torch::ScalarType CausalLMImpl::dtype() const { return model->norm->weight.scalar_type(); }
 torch::Device CausalLMImpl::device() const { return model->norm->weight.device(); }
 
-void CausalLMImpl::refresh_rope() { rope_ = RotaryEmbedding(config_, config_.max_position_embeddings, device()); }
+void CausalLMImpl::refresh_rope() {
+  ropes_.clear();
+  for (int r = 0; r < config_.n_rope_tables(); ++r)
+    ropes_.emplace_back(config_.rope(r), config_.rotary_dim(), config_.max_position_embeddings, device());
+}
+
+torch::Tensor CausalLMImpl::embed(const torch::Tensor& ids) {
+  auto h = model->embed_tokens(ids);
+  if (!config_.family().embed_scaled) return h;
+  // transformers: a float32 scalar sqrt(hidden_size), cast to the weights' dtype.
+  const float s = static_cast<float>(std::sqrt(static_cast<double>(config_.hidden_size)));
+  return h * torch::tensor(s, torch::TensorOptions().dtype(torch::kFloat32)).to(h.device(), h.scalar_type());
+}
 
 torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const torch::Tensor& positions,
                                            KVCache* cache, const torch::Tensor& key_mask) {
@@ -153,8 +266,11 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
   check(positions.numel() > 0, "CausalLM::forward_hidden: empty input");
   check(positions.device() == device(), "positions are on ", positions.device(), " but the model is on ", device());
   const int64_t max_pos = positions.max().item<int64_t>();  // a host sync (rows with shared prefixes add two)
-  check(max_pos < rope_.max_positions(), "position ", max_pos, " is beyond max_position_embeddings (",
-        config_.max_position_embeddings, "): shorten the prompt or the number of new tokens");
+  int64_t limit = ropes_[0].max_positions();
+  for (const auto& r : ropes_) limit = std::min(limit, r.max_positions());
+  check(max_pos < limit, "position ", max_pos, " is beyond max_position_embeddings (", config_.max_position_embeddings,
+        limit != config_.max_position_embeddings ? ", " + std::to_string(limit) + " with dynamic RoPE scaling" : "",
+        "): shorten the prompt or the number of new tokens");
   torch::Tensor slots;  // with shared prefixes: [B, T] own slots (positions minus the row's prefix length)
   if (cache) {
     const int64_t B = input_ids.size(0);
@@ -169,28 +285,39 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
     check(max_slot < cache->max_len(), "position ", max_pos, " is beyond the KV cache length (", cache->max_len(),
           shared ? " slots after the row's shared prefix)" : ")");
   }
-  if (fast_cpu_path_applies(cache)) return forward_hidden_cpu_fast(input_ids, positions, cache, key_mask);
+  if (fast_cpu_path_applies(cache)) return forward_hidden_cpu_fast(input_ids, positions, cache, key_mask, max_pos);
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
   AttentionContext ctx;
-  std::tie(ctx.cos, ctx.sin) = rope_.lookup(positions, dtype());
+  for (const RotaryEmbedding& r : ropes_) ctx.rope.push_back(RotaryEmbedding::lookup(r.tables(max_pos), positions, dtype()));
   ctx.positions = positions;
   ctx.slots = slots;
+  torch::Tensor key_pos, query_pos;  // [1 or B, 1, S], [B, T, 1]
+  torch::Tensor blocked;             // [B, T, S]: causal (and padding)
   if (cache) {
     ctx.n_keys = max_pos + 1;
-    auto key_pos = torch::arange(ctx.n_keys, positions.options()).view({1, 1, ctx.n_keys});
-    ctx.blocked = (key_pos > positions.view({B, T, 1})).view({B, 1, 1, T, ctx.n_keys});
+    key_pos = torch::arange(ctx.n_keys, positions.options()).view({1, 1, ctx.n_keys});
+    query_pos = positions.view({B, T, 1});
+    blocked = key_pos > query_pos;
   } else {
     ctx.n_keys = T;
-    auto blocked = positions.view({B, 1, T}) > positions.view({B, T, 1});  // causal by position
+    key_pos = positions.view({B, 1, T});
+    query_pos = positions.view({B, T, 1});
+    blocked = key_pos > query_pos;  // causal by position
     if (key_mask.defined()) blocked = blocked | key_mask.logical_not().view({B, 1, T});
-    ctx.blocked = blocked.view({B, 1, 1, T, T});
   }
-  auto h = model->embed_tokens(input_ids);
-  const int64_t L = static_cast<int64_t>(model->layers->size());
-  for (int64_t l = 0; l < L; ++l) {
-    auto layer = model->layers->ptr<DecoderLayerImpl>(l);
-    h = layer->forward(h, ctx, cache, l);
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+    const int64_t w = config_.layer_attention(l).window;
+    if (ctx.blocked.count(w)) continue;
+    // A sliding layer's query at position p sees keys at p - w < s <= p.
+    auto b = w > 0 ? (blocked | (key_pos <= query_pos - w)) : blocked;
+    ctx.blocked[w] = b.view({B, 1, 1, T, ctx.n_keys});
+    if (key_mask.defined() && !cache) {  // only padding can leave a query without keys
+      auto none = b.all(-1);             // [B, T]
+      if (none.any().item<bool>()) ctx.empty[w] = none.view({B, 1, 1, T, 1});
+    }
   }
+  auto h = embed(input_ids);
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) h = layer(l).forward(h, ctx, cache, l);
   return model->norm(h);
 }
 
@@ -199,6 +326,7 @@ torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
         " (a reward model with a score head): it scores sequences and cannot generate or give token log-probs");
   const torch::Tensor& w = lm_head ? lm_head->weight : model->embed_tokens->weight;
   const int64_t rows = hidden.numel() / std::max<int64_t>(1, hidden.size(-1));
+  const double cap = config_.final_logit_softcapping;
   if (hidden.is_cpu() && hidden.scalar_type() == torch::kFloat32 && !torch::GradMode::is_enabled() &&
       fast_cpu_path_applies()) {
     // Decoding: the packed classifier (pack_for_decoding), else for a few
@@ -209,10 +337,13 @@ torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
       out_sizes.back() = w.size(0);
       auto out = torch::empty({rows, w.size(0)}, hidden.options());
       matmul_wt_into(hidden.reshape({rows, hidden.size(-1)}), w, torch::Tensor(), out, panels);
+      if (cap > 0) out.div_(cap).tanh_().mul_(cap);
       return out.view(out_sizes);
     }
   }
-  return torch::nn::functional::linear(hidden, w);
+  auto out = torch::nn::functional::linear(hidden, w);
+  // Gemma 2/3: logits / c, tanh, × c, in the model's dtype (as transformers).
+  return cap > 0 ? torch::tanh(out / cap) * cap : out;
 }
 
 torch::Tensor CausalLMImpl::scores(const torch::Tensor& hidden) {
@@ -291,11 +422,12 @@ torch::Tensor CausalLMImpl::forward(const torch::Tensor& input_ids) {
 void CausalLMImpl::init_random(uint64_t seed) {
   torch::NoGradGuard no_grad;
   auto gen = at::detail::createCPUGenerator(seed);
+  const float norm_value = config_.family().norm_unit_offset ? 0.0f : 1.0f;  // the identity norm
   for (auto& p : named_parameters()) {
     const std::string& name = p.key();
     auto& t = p.value();
     torch::Tensor v;
-    if (name.find("norm") != std::string::npos) v = torch::ones(t.sizes(), torch::kFloat32);
+    if (name.find("norm") != std::string::npos) v = torch::full(t.sizes(), norm_value, torch::kFloat32);
     else if (name.size() > 5 && name.substr(name.size() - 5) == ".bias") v = torch::zeros(t.sizes(), torch::kFloat32);
     else v = at::normal(0.0, 0.02, t.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32));
     t.copy_(v);

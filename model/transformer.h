@@ -1,6 +1,11 @@
-// The Llama-family decoder (Llama 2/3, Mistral, Qwen2, SmolLM, TinyLlama) as a
-// LibTorch module: RMSNorm, RoPE, grouped-query attention, SwiGLU MLP, tied or
-// untied embeddings, optional q/k/v (and o) biases.
+// The decoder of every family rlf runs (Llama 2/3, Mistral, Qwen 2/3, Gemma
+// 2/3, Phi-3/4, SmolLM 2/3, OLMo 2) as one LibTorch module configured by
+// ModelConfig and its Family (model/architecture.h): RMSNorms before, after
+// or around attention and MLP (with Gemma's 1 + w), optional q/k norms, RoPE
+// per layer (partial, scaled, per-layer base, or none), grouped-query
+// attention with optional sliding window, score scale and soft-capping, a
+// gated MLP (SiLU or tanh-GELU; fused or separate projections), tied or
+// untied embeddings (scaled for Gemma), final logit soft-capping.
 //
 // Parameter names are Hugging Face's ("model.layers.0.self_attn.q_proj.weight",
 // "lm_head.weight"), so a safetensors checkpoint maps onto named_parameters()
@@ -11,12 +16,16 @@
 // recomputes come from the same functions.
 //
 // Shapes: B batch rows, T tokens per row in this call, S key positions,
-// D hidden size, H query heads, K kv heads, G = H / K, hd head dim, V vocab.
+// D hidden size, H query heads, K kv heads, G = H / K, hd head dim, rd rotary
+// dims, V vocab.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <map>
+
 #include "model/config.h"
+#include "model/cpu_kernels.h"
 #include "model/kv_cache.h"
 #include "model/lora.h"
 #include "model/packed_weights.h"
@@ -26,59 +35,95 @@ namespace rlf {
 
 class RMSNormImpl : public torch::nn::Module {
  public:
-  RMSNormImpl(int64_t dim, double eps);
+  // `unit_offset`: multiplies by 1 + weight (Gemma; weights start at 0).
+  // `scale_fp32`: the weight multiplies the fp32 normalised values before
+  // the cast back (Gemma, OLMo 2); otherwise after it (Llama).
+  RMSNormImpl(int64_t dim, double eps, bool unit_offset = false, bool scale_fp32 = false);
   torch::Tensor forward(const torch::Tensor& x);  // computed in fp32, returned in x's dtype
+  // What the normalised values are multiplied by: weight, or 1 + weight (with autograd).
+  torch::Tensor scale() const;
+  double eps() const { return eps_; }
   torch::Tensor weight;
 
  private:
   double eps_;
+  bool unit_offset_, scale_fp32_;
 };
 TORCH_MODULE(RMSNorm);
 
 // What every layer's attention needs for one forward call, computed once.
 struct AttentionContext {
-  torch::Tensor cos, sin;     // [B, T, hd] rotary tables at the tokens' positions
-  torch::Tensor positions;    // [B, T] int64
-  torch::Tensor blocked;      // [B, 1, 1, T, S] bool: true where a query may NOT see a key
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> rope;  // per RoPE table: cos, sin [B, T, rd]
+  torch::Tensor positions;                 // [B, T] int64
+  std::map<int64_t, torch::Tensor> blocked;  // per window (0 = none): [B, 1, 1, T, S] bool, true where a
+                                             // query may NOT see a key
+  std::map<int64_t, torch::Tensor> empty;    // per window, when some query sees no key (padding past a window):
+                                             // [B, 1, 1, T, 1] bool, true for those queries (their output is 0)
   int64_t n_keys = 0;         // S: with a cache, 1 + the largest position; else T
   // With a cache whose rows share prefixes (KVCache::set_prefix): the rows'
   // own slots for this call's tokens (positions minus the row's prefix length).
   torch::Tensor slots;        // [B, T] int64; undefined = no row has a prefix
 };
 
+// One projection of a layer with its adapter slot (what LoRA, decoding's
+// weight packing and the benchmarks walk).
+struct Projection {
+  std::string name;            // "q_proj", "qkv_proj", "gate_up_proj", ...
+  std::string module;          // within the layer: "self_attn.q_proj", "mlp.down_proj"
+  torch::nn::Linear* linear;   // the base projection
+  LoraSlot* lora;              // its adapter (empty without)
+};
+
 class AttentionImpl : public torch::nn::Module {
  public:
-  explicit AttentionImpl(const ModelConfig& config);
+  AttentionImpl(const ModelConfig& config, int64_t layer);
   // x [B, T, D]. With a cache, this call's keys/values are written into
   // layer `layer` of it at ctx.positions (ctx.slots with shared prefixes) and
   // queries attend to cached positions [0, S); without one, keys are this
-  // call's tokens. ctx.blocked masks what a query may not see.
+  // call's tokens. ctx.blocked[window] masks what a query may not see.
   torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx, KVCache* cache, int64_t layer);
+  // The query, key and value projections of x (before q/k norms and RoPE):
+  // [.., H*hd], [.., K*hd], [.., K*hd], split from qkv_proj when fused.
+  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> project_qkv(const torch::Tensor& x);
 
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
-  LoraSlot q_lora, k_lora, v_lora, o_lora;  // adapters (model/lora.h); empty by default
+  // Separate q/k/v, or Phi-3's fused qkv_proj (the others null).
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, qkv_proj{nullptr}, o_proj{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen 3, Gemma 3 (per head), OLMo 2 (whole); null without
+  LoraSlot q_lora, k_lora, v_lora, qkv_lora, o_lora;  // adapters (model/lora.h); empty by default
 
- private:
-  int64_t n_heads_, n_kv_heads_, head_dim_;
+  QkNorm qk_norm = QkNorm::None;
+  LayerAttention spec;          // this layer's window and RoPE table
+  double scale = 0;             // scores multiplier
+  double softcap = 0;           // Gemma 2's attn_logit_softcapping (0 = off)
+  int64_t n_heads, n_kv_heads, head_dim;
 };
 TORCH_MODULE(Attention);
 
 class MLPImpl : public torch::nn::Module {
  public:
   explicit MLPImpl(const ModelConfig& config);
-  torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
-  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
-  LoraSlot gate_lora, up_lora, down_lora;  // adapters (model/lora.h); empty by default
+  torch::Tensor forward(const torch::Tensor& x);  // down(act(gate(x)) * up(x))
+  // gate and up projections (each [.., I]), split from gate_up_proj when fused.
+  std::pair<torch::Tensor, torch::Tensor> project_gate_up(const torch::Tensor& x);
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, gate_up_proj{nullptr}, down_proj{nullptr};
+  LoraSlot gate_lora, up_lora, gate_up_lora, down_lora;  // adapters (model/lora.h); empty by default
+  cpu::GluActivation act = cpu::GluActivation::Silu;
+  int64_t intermediate_size;
 };
 TORCH_MODULE(MLP);
 
+// y = h + mlp_out(mlp(mlp_in(h))), h = x + attn_out(attn(attn_in(x))): the
+// norms the family has (model/architecture.h NormPlacement), under their
+// Hugging Face names; the absent ones null.
 class DecoderLayerImpl : public torch::nn::Module {
  public:
-  explicit DecoderLayerImpl(const ModelConfig& config);
+  DecoderLayerImpl(const ModelConfig& config, int64_t layer);
   torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx, KVCache* cache, int64_t layer);
+  // The projections this layer has, attention's then the MLP's.
+  std::vector<Projection> projections();
   Attention self_attn{nullptr};
   MLP mlp{nullptr};
-  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  RMSNorm attn_in{nullptr}, attn_out{nullptr}, mlp_in{nullptr}, mlp_out{nullptr};
 };
 TORCH_MODULE(DecoderLayer);
 
@@ -99,6 +144,7 @@ class CausalLMImpl : public torch::nn::Module {
   const ModelConfig& config() const { return config_; }
   torch::ScalarType dtype() const;
   torch::Device device() const;
+  DecoderLayerImpl& layer(int64_t l) { return *model->layers->ptr<DecoderLayerImpl>(l); }
 
   // Final-norm hidden states [B, T, D] for input_ids [B, T] (int64) at
   // positions [B, T]. `cache` (optional) must have B rows. `key_mask` (optional,
@@ -106,8 +152,9 @@ class CausalLMImpl : public torch::nn::Module {
   torch::Tensor forward_hidden(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache = nullptr,
                                const torch::Tensor& key_mask = {});
 
-  // Logits [B, T, V] in the model's dtype. A classifier (reward model) has
-  // no LM head: an error naming what to use instead.
+  // Logits [B, T, V] in the model's dtype (soft-capped when the config says
+  // so). A classifier (reward model) has no LM head: an error naming what to
+  // use instead.
   torch::Tensor logits(const torch::Tensor& hidden);
 
   // A classifier's score head at every position: [B, T, num_labels] fp32
@@ -143,7 +190,8 @@ class CausalLMImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& input_ids);
 
   // Re-initialises all weights as a fresh random model (normal(0, 0.02)
-  // projections/embeddings, ones for norms, zeros for biases).
+  // projections/embeddings, identity norms — ones, zeros for Gemma's 1 + w —
+  // zeros for biases).
   void init_random(uint64_t seed);
 
   // Rebuilds the RoPE tables on the model's current device (call after .to()).
@@ -152,13 +200,14 @@ class CausalLMImpl : public torch::nn::Module {
   // fp32 CPU fast path (model/cpu_fast_forward.cpp). When on (default),
   // forward_hidden on an fp32 CPU model computes the same function with ~12
   // calls per layer instead of ~60 tensor ops: fused fp32 kernels for RMSNorm,
-  // RoPE + attention and SwiGLU between the usual matmuls, the same weights.
-  // Under NoGradGuard (rollouts, reference and old log-probs) it runs on plain
-  // buffers with or without a KV cache; with autograd on (the policy update,
-  // no cache) the kernels are autograd functions with hand-written backward
-  // passes. Sums run in another order, so results agree with the module path
-  // to float rounding (tested, outputs and gradients). bf16/fp16 and CUDA
-  // always take the module path; off: every forward does.
+  // RoPE + attention and the gated MLP between the usual matmuls, the same
+  // weights. Under NoGradGuard (rollouts, reference and old log-probs) it runs
+  // on plain buffers with or without a KV cache; with autograd on (the policy
+  // update, no cache) the kernels are autograd functions with hand-written
+  // backward passes. Sums run in another order, so results agree with the
+  // module path to float rounding (tested, outputs and gradients, every
+  // family). bf16/fp16 and CUDA always take the module path; off: every
+  // forward does.
   void set_fast_cpu_path(bool on) { fast_cpu_path_ = on; }
   bool fast_cpu_path() const { return fast_cpu_path_; }
   // True when a forward_hidden call now (grad mode as it is, with `cache`)
@@ -191,12 +240,14 @@ class CausalLMImpl : public torch::nn::Module {
   torch::Tensor token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets, torch::Tensor* entropy,
                                     bool entropy_grad, int64_t from);
   torch::Tensor forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache,
-                                        const torch::Tensor& key_mask);
+                                        const torch::Tensor& key_mask, int64_t max_pos);
+  // The embeddings of ids (Gemma: times sqrt(hidden_size) in the model's dtype).
+  torch::Tensor embed(const torch::Tensor& ids);
   bool fast_cpu_path_ = true;
   bool pack_weights_ = true;  // set_pack_weights
   PackedWeights packed_;      // pack_for_decoding
   ModelConfig config_;
-  RotaryEmbedding rope_;
+  std::vector<RotaryEmbedding> ropes_;  // per RoPE table (ModelConfig::n_rope_tables)
 };
 TORCH_MODULE(CausalLM);
 

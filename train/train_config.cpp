@@ -421,7 +421,7 @@ const ConfigSchema& train_config_schema() {
                     .in(0, 0.999));
     s.push_back({"lora.targets", T::StringList, Json(lo.adapter.targets), "",
                  "projections given adapters in every layer: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
-                 "down_proj"});
+                 "down_proj (Phi-3: qkv_proj, o_proj, gate_up_proj, down_proj)"});
     s.push_back({"lora.rslora", T::Bool, lo.adapter.rslora, "", "scale alpha / sqrt(rank) instead of alpha / rank"});
     s.push_back({"lora.adapter", T::String, lo.init_from, "",
                  "a PEFT adapter directory (rlf's or peft's) to start from; \"\" = fresh adapters (B = 0)"});

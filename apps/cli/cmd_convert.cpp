@@ -1,4 +1,5 @@
-// rlf convert: llama2.c checkpoint (or a HF directory) -> Hugging Face directory.
+// rlf convert: llama2.c checkpoint (or a HF directory of any supported family)
+// -> Hugging Face directory (one file or shards).
 #include <iostream>
 
 #include "apps/cli/commands.h"
@@ -11,6 +12,27 @@ namespace rlf::cli {
 
 namespace {
 
+// "5GB", "500MB", "64KB" or a byte count (transformers' max_shard_size, in
+// powers of 1000 as there); "" or "0": one file.
+int64_t parse_shard_size(const std::string& text) {
+  if (text.empty() || text == "0") return 0;
+  size_t end = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  const std::string unit = text.substr(end);
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "KB") scale = 1e3;
+  else if (unit == "MB") scale = 1e6;
+  else if (unit == "GB") scale = 1e9;
+  check(end > 0 && scale > 0 && v > 0, "--max-shard-size '", text, "': expected a size such as 5GB, 500MB or 64KB");
+  return static_cast<int64_t>(v * scale);
+}
+
 int run_convert(const Args& args) {
   configure_threads(args);
   const std::string in = args.positional().at(0), out = args.positional().at(1);
@@ -21,6 +43,7 @@ int run_convert(const Args& args) {
   }
   SaveOptions so;
   so.dtype = args.str("dtype");
+  so.max_shard_bytes = parse_shard_size(args.str("max-shard-size"));
   so.tokenizer_source = args.given("tokenizer") ? std::filesystem::path(args.str("tokenizer")) : m.tokenizer;
   if (m.format == "llama2c") {
     // llama2.c models mark the end of a story with BOS (run.c stops there).
@@ -48,6 +71,8 @@ CommandSpec make_convert_command() {
   c.n_positional_min = c.n_positional_max = 2;
   c.options = {
       {"dtype", OptKind::String, "", "dtype written: fp32, bf16 or fp16 (default: fp32)", "DTYPE"},
+      {"max-shard-size", OptKind::String, "", "write the weights as shards of at most this size (5GB, 500MB, ...) "
+       "with model.safetensors.index.json, as transformers does; default: one model.safetensors", "SIZE"},
       {"tokenizer", OptKind::String, "", "tokenizer to copy alongside (default: the one next to INPUT)", "PATH"},
       {"merge-lora", OptKind::String, "", "a LoRA adapter directory (PEFT layout) to merge into INPUT: W + (alpha/r)·B·A, "
        "written as a full model", "DIR"},

@@ -164,6 +164,49 @@ TEST(Cli, ConvertThenInfo) {
   EXPECT_NE(bad.output.find("--dtype must be auto, fp32, bf16 or fp16 (got 'fp8')"), std::string::npos) << bad.output;
 }
 
+// The families beyond Llama (model/architecture.h) through the commands:
+// `info` names the family and what it makes of the decoder, `convert` writes
+// transformers' shards on request and keeps the family, `export --gguf`
+// refuses what it does not write, naming llama.cpp's architecture.
+TEST(Cli, FamiliesThroughInfoConvertAndExport) {
+  test::TempDir dir;
+  Json qwen3 = {{"architectures", {"Qwen3ForCausalLM"}}, {"vocab_size", 512}, {"hidden_size", 64},
+                {"intermediate_size", 96}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                {"num_key_value_heads", 2}, {"head_dim", 32}, {"max_position_embeddings", 128},
+                {"use_sliding_window", true}, {"sliding_window", 8}, {"max_window_layers", 1}};
+  const ModelConfig c = ModelConfig::from_hf_json(qwen3, "qwen3");
+  save_model(*make_random_model(c, 1, torch::kFloat32, torch::kCPU), dir / "qwen3");
+  auto conv = rlf("convert " + test::shell_quote((dir / "qwen3").string()) + " " +
+                  test::shell_quote((dir / "sharded").string()) + " --max-shard-size 64KB --dtype bf16");
+  ASSERT_EQ(conv.exit_code, 0) << conv.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "sharded/model.safetensors.index.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "sharded/model.safetensors"));
+  auto i = rlf("info " + test::shell_quote((dir / "sharded").string()) + " --json");
+  ASSERT_EQ(i.exit_code, 0) << i.output;
+  Json j = parse_json(i.output, "rlf info");
+  EXPECT_EQ(j["family"], "Qwen3");
+  EXPECT_EQ(j["qk_norm"], "per_head");
+  EXPECT_EQ(j["head_dim"], 32);
+  EXPECT_EQ(j["sliding_window"], 8);
+  EXPECT_EQ(j["sliding_layers"], 1);
+  EXPECT_EQ(j["stored_dtype"], "bfloat16");
+  EXPECT_EQ(j["params"], c.n_params());
+  EXPECT_EQ(j["gguf_architecture"], "qwen3");
+  auto bad_size = rlf("convert " + test::shell_quote((dir / "qwen3").string()) + " " +
+                      test::shell_quote((dir / "x").string()) + " --max-shard-size lots");
+  EXPECT_EQ(bad_size.exit_code, 1);
+  EXPECT_NE(bad_size.output.find("--max-shard-size 'lots': expected a size such as 5GB"), std::string::npos)
+      << bad_size.output;
+  auto gguf = rlf("export --gguf " + test::shell_quote((dir / "q.gguf").string()) + " " +
+                  test::shell_quote((dir / "qwen3").string()) + " --tokenizer " +
+                  test::shell_quote(test::shared_path("models/stories260K/tok512.bin").string()));
+  EXPECT_EQ(gguf.exit_code, 1);
+  EXPECT_NE(gguf.output.find("Qwen3ForCausalLM (llama.cpp's 'qwen3' architecture) is not exported to GGUF yet"),
+            std::string::npos)
+      << gguf.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "q.gguf"));
+}
+
 // A LoRA adapter on stories260K: `generate --adapter` samples what the model
 // `convert --merge-lora` writes samples, and an adapter for another base is refused.
 TEST(Cli, GenerateWithAnAdapterEqualsTheMergedModel) {

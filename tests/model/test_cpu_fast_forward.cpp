@@ -42,6 +42,60 @@ CausalLM odd_model(uint64_t seed) {
   return m;
 }
 
+// A small model of each family (model/architecture.h) with its distinctive
+// choices on: per-head or whole q/k norms, sandwich or post norms (Gemma's
+// 1 + w), GeGLU, scaled embeddings, soft-capping, sliding windows shorter
+// than the sequences below, a second RoPE table, partial rotary with
+// LongRoPE, fused projections, layers without RoPE, YaRN and dynamic RoPE.
+// Norms and biases random, so every parameter matters.
+CausalLM family_model(const std::string& name, uint64_t seed) {
+  Json j = {{"vocab_size", 96},        {"hidden_size", 48},          {"intermediate_size", 80},
+            {"num_hidden_layers", 3},  {"num_attention_heads", 4},   {"num_key_value_heads", 2},
+            {"max_position_embeddings", 64}, {"rms_norm_eps", 1e-6}, {"tie_word_embeddings", false}};
+  if (name == "qwen3") {
+    j.update({{"architectures", {"Qwen3ForCausalLM"}}, {"head_dim", 16}, {"attention_bias", true},
+              {"use_sliding_window", true}, {"sliding_window", 4}, {"max_window_layers", 1},
+              {"rope_parameters", {{"rope_type", "yarn"}, {"factor", 4.0}, {"rope_theta", 1e6},
+                                   {"original_max_position_embeddings", 16}}}});
+  } else if (name == "gemma2") {
+    j.update({{"architectures", {"Gemma2ForCausalLM"}}, {"head_dim", 24}, {"query_pre_attn_scalar", 20},
+              {"sliding_window", 5}, {"attn_logit_softcapping", 1.5}, {"final_logit_softcapping", 2.0},
+              {"tie_word_embeddings", true}});
+  } else if (name == "gemma3") {
+    j.update({{"architectures", {"Gemma3ForCausalLM"}}, {"head_dim", 16}, {"query_pre_attn_scalar", 24},
+              {"sliding_window", 4}, {"sliding_window_pattern", 2}, {"final_logit_softcapping", 3.0},
+              {"rope_theta", 1e6}, {"rope_local_base_freq", 1e4},
+              {"rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}});
+  } else if (name == "phi4mini") {  // head_dim 64 / 4 = 16, rotary 12: 6 factors
+    j.update({{"architectures", {"Phi3ForCausalLM"}}, {"hidden_size", 64}, {"partial_rotary_factor", 0.75},
+              {"sliding_window", 6}, {"original_max_position_embeddings", 8}, {"tie_word_embeddings", true},
+              {"rope_scaling", {{"type", "longrope"},
+                                {"short_factor", {1.0, 1.2, 1.5, 2.0, 2.5, 3.0}},
+                                {"long_factor", {1.0, 2.0, 3.0, 5.0, 8.0, 9.0}}}}});
+  } else if (name == "smollm3") {
+    j.update({{"architectures", {"SmolLM3ForCausalLM"}}, {"no_rope_layer_interval", 2}, {"attention_bias", true},
+              {"mlp_bias", true}, {"rope_parameters", {{"rope_type", "dynamic"}, {"factor", 4.0},
+                                                       {"rope_theta", 1e4}}}});
+    j["max_position_embeddings"] = 8;  // dynamic NTK past 8 positions (up to 32)
+  } else if (name == "olmo2") {
+    j.update({{"architectures", {"Olmo2ForCausalLM"}}});
+  } else {
+    ADD_FAILURE() << "unknown family model " << name;
+  }
+  auto m = make_random_model(ModelConfig::from_hf_json(j, name), seed, torch::kFloat32, torch::kCPU);
+  torch::NoGradGuard ng;
+  auto gen = at::detail::createCPUGenerator(seed + 100);
+  const double norm_base = m->config().family().norm_unit_offset ? 0.0 : 1.0;
+  for (auto& p : m->named_parameters()) {
+    const std::string& n = p.key();
+    if (n.size() > 5 && n.substr(n.size() - 5) == ".bias") p.value().copy_(at::normal(0.0, 0.1, p.value().sizes(), gen));
+    if (n.find("norm") != std::string::npos)
+      p.value().copy_(norm_base + at::normal(0.0, 0.2, p.value().sizes(), gen));
+    if (n.find("proj.weight") != std::string::npos) p.value().mul_(3.0);  // scores large enough for the soft-cap
+  }
+  return m;
+}
+
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 // Runs loss.backward() from cleared gradients; every parameter's gradient by name.
@@ -60,7 +114,9 @@ class FastPath : public ::testing::TestWithParam<std::string> {
  protected:
   CausalLM model() {
     if (GetParam() == "odd") return odd_model(5);
-    return make_random_model(ModelConfig::preset("stories260K"), 5, torch::kFloat32, torch::kCPU);
+    if (GetParam() == "stories260K")
+      return make_random_model(ModelConfig::preset("stories260K"), 5, torch::kFloat32, torch::kCPU);
+    return family_model(GetParam(), 5);
   }
 };
 
@@ -185,7 +241,11 @@ TEST_P(FastPath, UncachedWithPaddingMatchesModulePathOnValidTokens) {
   m->set_fast_cpu_path(true);
   auto fast = m->token_logprobs(m->forward_hidden(ids, pos, nullptr, mask), targets);
   EXPECT_LT(max_diff(ref.masked_select(mask), fast.masked_select(mask)), 2e-5);
-  // Padding changes nothing for the valid tokens of a row.
+  // Padding changes nothing for the valid tokens of a row (but where the RoPE
+  // table follows the forward's longest position, as transformers' dynamic
+  // and LongRoPE do: 9 positions there are past the switch, 6 are not).
+  const std::string& rope = c.rope_scaling.type;
+  if (rope == "dynamic" || rope == "longrope") return;
   auto alone = m->token_logprobs(m->forward_hidden(ids.narrow(0, 1, 1).narrow(1, 0, 6), pos.narrow(0, 1, 1).narrow(1, 0, 6)),
                                  targets.narrow(0, 1, 1).narrow(1, 0, 6));
   EXPECT_LT(max_diff(alone, fast.narrow(0, 1, 1).narrow(1, 0, 6)), 2e-5);
@@ -241,7 +301,47 @@ TEST_P(FastPath, TrainingGradientsMatchModulePath) {
     const double scale = std::max(1e-3, g.abs().max().item<double>());
     EXPECT_LT(max_diff(g, grads[1][name]) / scale, 1e-4) << name;
   }
-  EXPECT_GT(grads[0]["model.layers.0.self_attn.q_proj.weight"].abs().max().item<double>(), 1e-6);
+  const std::string q = c.family().fused_qkv ? "qkv_proj" : "q_proj";
+  EXPECT_GT(grads[0]["model.layers.0.self_attn." + q + ".weight"].abs().max().item<double>(), 1e-6);
+}
+
+// LoRA on every projection the family has (Phi-3's fused qkv_proj and
+// gate_up_proj included), B non-zero: the adapters' gradients agree on both
+// paths, and only the adapters get any.
+TEST_P(FastPath, LoraGradientsOnEveryProjectionMatchModulePath) {
+  CausalLM m = model();
+  const ModelConfig& c = m->config();
+  LoraOptions o;
+  o.rank = 4;
+  o.alpha = 8;
+  o.targets.clear();
+  for (const Projection& p : m->layer(0).projections()) o.targets.push_back(p.name);
+  add_lora(*m, o, 3);
+  {
+    torch::NoGradGuard ng;
+    for (auto& p : m->named_parameters())
+      if (p.key().find(".lora_B.") != std::string::npos) p.value().normal_(0.0, 0.05);
+  }
+  auto ids = torch::randint(0, c.vocab_size, {2, 11}, torch::kInt64);
+  auto pos = torch::arange(11, torch::kInt64).unsqueeze(0).expand({2, 11}).contiguous();
+  auto targets = torch::randint(0, c.vocab_size, {2, 11}, torch::kInt64);
+  std::map<std::string, torch::Tensor> grads[2];
+  for (int fast = 0; fast < 2; ++fast) {
+    m->set_fast_cpu_path(fast == 1);
+    ASSERT_EQ(m->fast_cpu_path_applies(), fast == 1);
+    auto lp = m->token_logprobs(m->forward_hidden(ids, pos), targets);
+    for (auto& p : m->parameters()) p.mutable_grad() = torch::Tensor();
+    (-lp.mean()).backward();
+    for (auto& p : m->named_parameters())
+      if (p.value().grad().defined()) grads[fast][p.key()] = p.value().grad().clone();
+  }
+  EXPECT_EQ(grads[0].size(), o.targets.size() * 2 * static_cast<size_t>(c.num_hidden_layers));
+  for (const auto& [name, g] : grads[0]) {
+    EXPECT_TRUE(is_lora_parameter(name)) << name;
+    const double scale = std::max(1e-3, g.abs().max().item<double>());
+    ASSERT_TRUE(grads[1].count(name)) << name;
+    EXPECT_LT(max_diff(g, grads[1][name]) / scale, 1e-4) << name;
+  }
 }
 
 // Longer rows and wider heads than the fixture's: head_dim 48 (stories15M's;
@@ -432,13 +532,14 @@ TEST_P(FastPath, PackedDecodingMatchesAndNoticesChangedWeights) {
     packed += m->packed_weights().find(w) != nullptr;
   }
   EXPECT_EQ(packed, static_cast<int64_t>(weights.size()));
-  EXPECT_EQ(static_cast<int64_t>(weights.size()), 7 * c.num_hidden_layers + 1);
+  const int64_t per_layer = static_cast<int64_t>(m->layer(0).projections().size());
+  EXPECT_EQ(static_cast<int64_t>(weights.size()), per_layer * c.num_hidden_layers + 1);
   EXPECT_EQ(m->packed_weights().bytes(), expect_bytes);
   const auto packed_out = decode();
   EXPECT_LT(max_diff(packed_out, module_path), 2e-5);
 
   // A projection changed in place: no longer packed, the forward follows it.
-  torch::Tensor& wq = m->model->layers->ptr<DecoderLayerImpl>(0)->self_attn->q_proj->weight;
+  torch::Tensor& wq = (*m->layer(0).projections()[0].linear)->weight;  // q_proj, or Phi-3's qkv_proj
   wq.add_(torch::randn_like(wq));
   EXPECT_EQ(m->packed_weights().find(wq), nullptr);
   m->set_fast_cpu_path(false);
@@ -476,7 +577,9 @@ TEST_P(FastPath, PackedDecodingMatchesAndNoticesChangedWeights) {
   m->release_decoding_weights();
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, FastPath, ::testing::Values("stories260K", "odd"));
+INSTANTIATE_TEST_SUITE_P(Models, FastPath,
+                         ::testing::Values("stories260K", "odd", "qwen3", "gemma2", "gemma3", "phi4mini", "smollm3",
+                                           "olmo2"));
 
 }  // namespace
 }  // namespace rlf

@@ -34,7 +34,7 @@ LoraOptions all_targets(int64_t rank = 4, double alpha = 8) {
   LoraOptions o;
   o.rank = rank;
   o.alpha = alpha;
-  o.targets = lora_projection_names();
+  o.targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};  // a Llama's
   return o;
 }
 
@@ -205,13 +205,20 @@ void expect_error(const std::function<void()>& fn, const std::string& fragment) 
 TEST(Lora, AdaptersThatDoNotFitAreRefusedBeforeAnythingChanges) {
   test::TempDir dir;
   LoraOptions bad;
-  bad.targets = {"q_proj", "qkv_proj"};
-  expect_error([&] { bad.validate(); }, "lora.targets[1] = 'qkv_proj' is not a projection");
+  bad.targets = {"q_proj", "qkv"};
+  expect_error([&] { bad.validate(); }, "lora.targets[1] = 'qkv' is not a projection");
   bad.targets = {"q_proj"};
   bad.rank = 0;
   expect_error([&] { bad.validate(); }, "lora.rank = 0");
 
   CausalLM m = small_model();
+  // Phi-3's fused projection on a Llama: named with the Llama's own.
+  LoraOptions fused;
+  fused.targets = {"qkv_proj"};
+  expect_error([&] { add_lora(*m, fused, 1); },
+               "lora.targets: LlamaForCausalLM has no 'qkv_proj' projection (its projections: q_proj, k_proj, v_proj, "
+               "o_proj, gate_proj, up_proj, down_proj)");
+  EXPECT_FALSE(has_lora(*m));
   add_lora(*m, all_targets(), 1);
   randomise_adapters(*m, 2);
   save_lora_adapter(*m, dir / "a", "base");
@@ -238,7 +245,13 @@ TEST(Lora, AdaptersThatDoNotFitAreRefusedBeforeAnythingChanges) {
   expect_error([&] { load_lora_adapter(*small_model(), dir.path()); }, "is not a LoRA adapter directory");
   // A restore into adapters of another rank changes nothing.
   cfg["use_dora"] = false;
+  cfg["lora_bias"] = true;  // peft >= 0.14: a bias on lora_B
   std::ofstream(dir / "a/adapter_config.json") << cfg.dump();
+  expect_error([&] { load_lora_adapter(*small_model(), dir / "a"); }, "lora_bias = true is not supported");
+  cfg["lora_bias"] = false;
+  cfg["target_parameters"] = nullptr;
+  std::ofstream(dir / "a/adapter_config.json") << cfg.dump();
+  load_lora_adapter(*small_model(), dir / "a");  // peft 0.21's defaults load
   CausalLM r8 = small_model();
   add_lora(*r8, all_targets(8, 16), 3);
   expect_error([&] { load_lora_adapter(*r8, dir / "a"); }, "differ from the model's adapters");

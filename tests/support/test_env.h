@@ -3,8 +3,9 @@
 //
 // Defaults are compiled in from CMake (RLF_SHARED_DIR, RLF_ORACLE_PYTHON: the
 // virtual environment with transformers/tokenizers/math-verify that
-// scripts/test.sh creates); the environment variables RLF_SHARED,
-// RLF_ORACLE_PYTHON, RLF_BINARY_DIR and RLF_SOURCE_DIR override them. Tests that need the oracle call
+// scripts/test.sh creates, RLF_PEER_PYTHON: today's peers); the environment
+// variables RLF_SHARED, RLF_ORACLE_PYTHON, RLF_PEER_PYTHON, RLF_BINARY_DIR and
+// RLF_SOURCE_DIR override them. Tests that need the oracle call
 // require_oracle(): it skips when no interpreter is configured, unless
 // RLF_REQUIRE_ORACLE=1 (set by scripts/test.sh), in which case it fails, so CI
 // can never silently skip an outside reference.
@@ -29,7 +30,10 @@ std::filesystem::path binary_path(const std::string& rel);
 
 // The oracle interpreter, or "" when none is configured.
 std::string oracle_python();
-// Today's peers' interpreter (RLF_PEER_PYTHON: transformers 5.x), or "".
+
+// The interpreter of today's peers (torch 2.x, transformers 5.x, peft: the
+// environment scripts/peer_venv.sh creates; CMake's RLF_PEER_PYTHON, or the
+// RLF_PEER_PYTHON environment variable), or "" when none is configured.
 std::string peer_python();
 
 // A fresh temporary directory, removed when the object dies.
@@ -78,14 +82,14 @@ inline std::string error_of(const std::function<void()>& fn) {
 
 }  // namespace rlf::test
 
-// Skips the current test when the peer Python is missing (fails instead when
+// Skips the current test when the peers' Python is missing (fails instead when
 // RLF_REQUIRE_ORACLE=1).
 #define RLF_REQUIRE_PEER()                                                            \
   do {                                                                                \
     if (::rlf::test::peer_python().empty()) {                                         \
       const char* req = std::getenv("RLF_REQUIRE_ORACLE");                            \
-      if (req && std::string(req) == "1") FAIL() << "peer Python required but not configured"; \
-      GTEST_SKIP() << "no peer Python (RLF_PEER_PYTHON, from scripts/peer_venv.sh)";  \
+      if (req && std::string(req) == "1") FAIL() << "peer Python (RLF_PEER_PYTHON) required but not configured"; \
+      GTEST_SKIP() << "no peer Python (bash scripts/peer_venv.sh; configure with -DRLF_PEER_PYTHON=...)"; \
     }                                                                                 \
   } while (0)
 
