@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config git ccache
   # rlf's own dependencies
   libtorch-dev libgloo-dev libopenblas0-pthread nlohmann-json3-dev libpcre2-dev libicu-dev zlib1g-dev libtomlplusplus-dev libcurl4-openssl-dev libcpp-httplib-dev
   # sandboxed code execution
