@@ -38,9 +38,7 @@ function(rlf_test name)
   # compiles it ~20% faster and still reuses the shared PCH (-O0 would not).
   target_compile_options(${name} PRIVATE -O1)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} rlf_test_support GTest::gtest GTest::gtest_main)
-  set(props TIMEOUT ${ARG_TIMEOUT})
-  # One label per test: gtest_discover_tests (CMake 3.25) passes PROPERTIES on
-  # a command line and a second label would be read as a property name.
+  # One label per test (the properties travel as KEY=VALUE pairs).
   list(LENGTH ARG_LABELS n_labels)
   if(n_labels GREATER 1)
     message(FATAL_ERROR "rlf_test(${name}): one label at most (got ${ARG_LABELS})")
@@ -48,14 +46,26 @@ function(rlf_test name)
   if(NOT ARG_LABELS)
     set(ARG_LABELS fast)
   endif()
-  list(APPEND props LABELS ${ARG_LABELS})
-  if(ARG_CPU_HEAVY)
-    list(APPEND props RESOURCE_LOCK cpu_heavy)
-  endif()
   if(ARG_LABELS STREQUAL "parser")
     set_property(GLOBAL APPEND PROPERTY RLF_PARSER_TESTS ${name})
   endif()
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 120 PROPERTIES ${props})
+  # One CTest test per GoogleTest suite (cmake/rlf_gtest_suites.cmake says
+  # why), listed when the executable is linked; TIMEOUT is per test.
+  set(pairs "TIMEOUT=${ARG_TIMEOUT}|LABELS=${ARG_LABELS}")
+  if(ARG_CPU_HEAVY)
+    string(APPEND pairs "|RESOURCE_LOCK=cpu_heavy")
+  endif()
+  set(suites_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_suites.cmake")
+  add_custom_command(TARGET ${name} POST_BUILD
+    COMMAND "${CMAKE_COMMAND}" "-DEXE=$<TARGET_FILE:${name}>" "-DOUT=${suites_file}" "-DNAME=${name}"
+            "-DPROPS=${pairs}" "-DWORKDIR=${CMAKE_CURRENT_BINARY_DIR}"
+            -P "${PROJECT_SOURCE_DIR}/cmake/rlf_gtest_suites.cmake"
+    BYPRODUCTS "${suites_file}" VERBATIM)
+  set(include_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_include.cmake")
+  file(WRITE "${include_file}"
+       "if(EXISTS [==[${suites_file}]==])\n  include([==[${suites_file}]==])\n"
+       "else()\n  add_test([==[${name}_NOT_BUILT]==] [==[${name}_NOT_BUILT]==])\nendif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${include_file}")
 endfunction()
 
 # rlf_use_torch_pch(): every library and executable that links rlf_torch,

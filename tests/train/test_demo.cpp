@@ -3,7 +3,8 @@
 //     the loader validates with), so the documentation cannot drift;
 //   - the demo's config is valid, its policy loads with its own tokenizer,
 //     and a shortened demo runs end to end with held-out prompts kept out of SFT.
-// The full demo (and its >= 25-point gain) runs in tests/apps (label "demo").
+// The full demo (and its >= 20-point gains over the control and the warm start)
+// runs in tests/apps/test_demo.cpp (label e2e).
 #include <gtest/gtest.h>
 
 #include <algorithm>
