@@ -4,10 +4,14 @@
 // CI. The student (SFT on sloppy demonstrations) must move towards the
 // teacher (SFT on clean ones): its held-out per-token KL(student || teacher)
 // on its own samples must fall and its held-out greedy pass@1 must rise.
-// The gates are wide margins under the figures measured at these budgets
-// over seeds 0-2 (docs/benchmarks.md, "On-policy distillation from a teacher
-// model", with the CPU), so another CPU's rounding cannot fail them. Wall
-// time is reported, never asserted.
+// Wall time is reported, never asserted.
+//
+// DISABLED until measured: the budgets and gates below are a first guess,
+// not yet run (the helper that wrote this ran out of CPU on the shared
+// machine). To enable: run it over seeds 0-2 (--set run.seed=N for both
+// commands), record per seed in docs/benchmarks.md "On-policy distillation
+// from a teacher model" with the CPU, set the gates to about half the
+// smallest gain, check it takes <= 90 s on 2 cores, and drop DISABLED_.
 #include <gtest/gtest.h>
 
 #include "tests/apps/example_run.h"
@@ -23,7 +27,7 @@ const char* const kTeacherSets = " --set run.steps=500";
 const char* const kStudentSets =
     " --set sft.steps=150 --set run.rollout_token_budget=40000 --set data.eval_size=100";
 
-TEST(DistillExample, StudentMovesTowardsTheTeacher) {
+TEST(DistillExample, DISABLED_StudentMovesTowardsTheTeacher) {
   test::TempDir dir;
   const std::string teacher_out = (dir / "teacher").string();
   Json t = test::train_example("examples/distill/teacher.toml",
