@@ -12,6 +12,7 @@
 //                   recomputation, the rollout's kept in behaviour_logprob
 //   ref_logprob     log-prob under the frozen reference (empty when unused)
 //   teacher_logprob log-prob under a distillation teacher (empty when unused)
+//   teacher_topk_*  the teacher's top-k tokens and their log-probs (distill.top_k > 0)
 //   advantage       set by credit assignment (algorithms/credit.h)
 //   token_reward    per-token rewards (rewards that score tokens), 0 elsewhere
 //   value           PPO: the critic's value of the state before the token (empty when unused)
@@ -77,6 +78,9 @@ struct Episode {
                                           // trainer's recomputation (rollout correction, algorithms/rollout_correction.h)
   std::vector<float> ref_logprob;         // [tokens] or empty
   std::vector<float> teacher_logprob;     // [tokens] or empty: the distillation teacher's (train/distillation.h)
+  std::vector<int32_t> teacher_topk_id;   // [tokens * k] or empty: distill.top_k > 0, the teacher's k most likely
+                                          // tokens at each token's position (row t: the distribution of tokens[t])
+  std::vector<float> teacher_topk_logprob;  // [tokens * (k + 1)] or empty: their log-probs, then the tail bucket's
   std::vector<float> advantage;           // [tokens] (0 where loss_weight == 0), or empty before credit
   std::vector<float> token_reward;        // [tokens] or empty (no per-token rewards)
   std::vector<float> value;               // [tokens] or empty: the critic's values when scored (train/value_model.h)

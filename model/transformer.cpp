@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include "algorithms/distill_divergence.h"
 #include "algorithms/entropy.h"
 #include "model/cpu_fast_forward.h"
 #include "model/cpu_kernels.h"
@@ -373,19 +374,31 @@ std::pair<torch::Tensor, torch::Tensor> CausalLMImpl::token_logprobs_entropy(con
   return {lp, entropy};
 }
 
+torch::Tensor CausalLMImpl::token_logprobs_selected(const torch::Tensor& hidden, const torch::Tensor& targets,
+                                                    const torch::Tensor& select_ids, torch::Tensor* selected,
+                                                    torch::Tensor* entropy, bool entropy_grad, int64_t from) {
+  check(selected && select_ids.dim() == 3 && select_ids.size(0) == hidden.size(0) && select_ids.size(1) == hidden.size(1),
+        "token_logprobs_selected: select_ids [B, T, k] expected");
+  return token_logprobs_impl(hidden, targets, entropy, entropy_grad, from, select_ids, selected);
+}
+
 torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets,
-                                                torch::Tensor* entropy, bool entropy_grad, int64_t from) {
+                                                torch::Tensor* entropy, bool entropy_grad, int64_t from,
+                                                const torch::Tensor& select_ids, torch::Tensor* selected) {
   const int64_t T = hidden.size(1);
   check(from >= 0 && from < std::max<int64_t>(T, 1), "token_logprobs: from = ", from, " outside the ", T, " positions");
   const int64_t chunk = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, hidden.size(0)));
-  std::vector<torch::Tensor> parts, ent_parts;
+  std::vector<torch::Tensor> parts, ent_parts, sel_parts;
   if (from > 0) {  // skipped columns: 0, outside the graph
     parts.push_back(torch::zeros({hidden.size(0), from}, hidden.options().dtype(torch::kFloat32)));
     if (entropy) ent_parts.push_back(parts.back());
+    if (selected)
+      sel_parts.push_back(torch::zeros({hidden.size(0), from, select_ids.size(2) + 1}, parts.back().options()));
   }
   for (int64_t t0 = from; t0 < T; t0 += chunk) {
     const int64_t n = std::min(chunk, T - t0);
     auto lg = logits(hidden.narrow(1, t0, n)).to(torch::kFloat32);  // [B, n, V]
+    if (selected) sel_parts.push_back(algo::bucket_logprobs(lg, select_ids.narrow(1, t0, n)));
     if (fast_cpu_path_ && lg.device().is_cpu() && !(entropy && entropy_grad)) {
       // One pass per row forward, one backward (the sampler's normaliser); the entropy as a by-product.
       const int64_t B = lg.size(0), V = lg.size(2);
@@ -411,6 +424,7 @@ torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, con
     }
   }
   if (entropy) *entropy = ent_parts.size() == 1 ? ent_parts[0] : torch::cat(ent_parts, 1);
+  if (selected) *selected = sel_parts.size() == 1 ? sel_parts[0] : torch::cat(sel_parts, 1);
   return parts.size() == 1 ? parts[0] : torch::cat(parts, 1);
 }
 

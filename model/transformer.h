@@ -186,6 +186,15 @@ class CausalLMImpl : public torch::nn::Module {
                                                                  const torch::Tensor& targets, bool entropy_grad,
                                                                  int64_t from = 0);
 
+  // Like token_logprobs_entropy (the entropy only when `entropy` is given),
+  // also returning the log-probs of the tokens `select_ids` [B, T, k] int64
+  // at each position and of a tail bucket for every other token: [B, T, k + 1]
+  // fp32 with gradient (algorithms/distill_divergence.h bucket_logprobs; 0
+  // before `from`), from the same chunks of logits as the token log-probs.
+  torch::Tensor token_logprobs_selected(const torch::Tensor& hidden, const torch::Tensor& targets,
+                                        const torch::Tensor& select_ids, torch::Tensor* selected,
+                                        torch::Tensor* entropy, bool entropy_grad, int64_t from = 0);
+
   // Convenience: logits for input_ids [B, T] at positions 0..T-1.
   torch::Tensor forward(const torch::Tensor& input_ids);
 
@@ -238,7 +247,8 @@ class CausalLMImpl : public torch::nn::Module {
 
  private:
   torch::Tensor token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets, torch::Tensor* entropy,
-                                    bool entropy_grad, int64_t from);
+                                    bool entropy_grad, int64_t from, const torch::Tensor& select_ids = {},
+                                    torch::Tensor* selected = nullptr);
   torch::Tensor forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache,
                                         const torch::Tensor& key_mask, int64_t max_pos);
   // The embeddings of ids (Gemma: times sqrt(hidden_size) in the model's dtype).

@@ -22,8 +22,20 @@ void DistillOptions::validate() const {
   check(teacher == "self" || teacher == "model", "distill.teacher must be \"self\" or \"model\" (got \"", teacher, "\")");
   check(teacher != "model" || !teacher_path.empty(),
         "distill.teacher = \"model\" needs distill.teacher_path (the teacher's model directory)");
-  check(teacher != "self" || context.find("{prompt}") != std::string::npos,
-        "distill.context must contain {prompt} (the teacher sees the task with its feedback)");
+  check(teacher_context().find("{prompt}") != std::string::npos,
+        "distill.context must contain {prompt} (the teacher sees the task)");
+  check(top_k >= 0, "distill.top_k must be >= 0 (got ", top_k, ")");
+  check(top_k > 0 || divergence == algo::DistillDivergence::ReverseKl, "distill.divergence = \"",
+        algo::distill_divergence_name(divergence),
+        "\" needs the teacher's distribution: set distill.top_k >= 1 (the sampled-token estimate, top_k = 0, is "
+        "reverse_kl only)");
+  check(std::isfinite(beta) && beta > 0 && beta < 1, "distill.beta must be in (0, 1) (got ", beta,
+        "; beta = 0 is divergence = \"forward_kl\", 1 is \"reverse_kl\")");
+}
+
+std::string DistillOptions::teacher_context() const {
+  if (!context.empty()) return context;
+  return teacher == "model" ? "{prompt}" : "The answer is {reference}.\n{prompt}";
 }
 
 Json DistillStats::metrics(Reducer& reducer) const {
@@ -74,7 +86,7 @@ DistillStats DistillTeacher::add_teacher_logprobs(std::vector<ScoredGroup>& grou
     for (size_t i = 0; i < g.group.episodes.size(); ++i) {
       Episode& e = g.group.episodes[i];
       if (e.n_policy_tokens() == 0) continue;
-      const bool needs_sibling = options_.context.find("{sibling}") != std::string::npos;
+      const bool needs_sibling = options_.teacher_context().find("{sibling}") != std::string::npos;
       if ((options_.failed_only && is_correct(g, accuracy_component_, i)) || (needs_sibling && !has_sibling)) {
         ++st.n_skipped;
         continue;
@@ -84,7 +96,7 @@ DistillStats DistillTeacher::add_teacher_logprobs(std::vector<ScoredGroup>& grou
       r.prompt = g.group.prompt;
       r.response = e.transcript();
       r.explanation = g.scores.describe(i);
-      const std::string context = replace_all(options_.context, "{sibling}", sibling);
+      const std::string context = replace_all(options_.teacher_context(), "{sibling}", sibling);
       auto fitted = fit_feedback_prompt(context, r, "", *teacher.tokenizer, add_special_tokens_, e.n_completion(), window);
       if (!fitted) {
         ++st.n_skipped;
@@ -105,20 +117,35 @@ DistillStats DistillTeacher::add_teacher_logprobs(std::vector<ScoredGroup>& grou
       owners.push_back(&e);
     }
   }
-  if (!views.empty()) {
-    std::vector<const Episode*> ptrs;
-    for (const Episode& v : views) ptrs.push_back(&v);
-    auto lps = recompute_logprobs(*teacher.model(), ptrs, micro_batch_size_);
-    for (size_t k = 0; k < owners.size(); ++k) {
-      Episode& e = *owners[k];
-      e.teacher_logprob.assign(e.tokens.size(), 0.0f);
-      for (int64_t t = e.n_prompt; t < static_cast<int64_t>(e.tokens.size()); ++t)
-        e.teacher_logprob[static_cast<size_t>(t)] = lps[k][static_cast<size_t>(views[k].n_prompt + t - e.n_prompt)];
-      ++st.n_episodes;
-    }
-  }
+  if (!views.empty()) score_views(teacher, views, owners);
+  st.n_episodes = static_cast<int64_t>(owners.size());
   st.teacher_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return st;
+}
+
+void DistillTeacher::score_views(Policy& teacher, const std::vector<Episode>& views,
+                                 const std::vector<Episode*>& owners) {
+  std::vector<const Episode*> ptrs;
+  for (const Episode& v : views) ptrs.push_back(&v);
+  std::vector<std::vector<float>> lps;
+  std::vector<TeacherTopK> tops;
+  if (options_.top_k > 0) tops = teacher_topk(*teacher.model(), ptrs, options_.top_k, micro_batch_size_, &lps);
+  else lps = recompute_logprobs(*teacher.model(), ptrs, micro_batch_size_);
+  const int64_t k = options_.top_k;
+  for (size_t i = 0; i < owners.size(); ++i) {
+    Episode& e = *owners[i];
+    const int64_t shift = views[i].n_prompt - e.n_prompt;  // view position = episode position + shift
+    const int64_t n = static_cast<int64_t>(e.tokens.size());
+    e.teacher_logprob.assign(e.tokens.size(), 0.0f);
+    for (int64_t t = e.n_prompt; t < n; ++t) e.teacher_logprob[t] = lps[i][t + shift];
+    if (k == 0) continue;
+    e.teacher_topk_id.assign(e.tokens.size() * k, 0);
+    e.teacher_topk_logprob.assign(e.tokens.size() * (k + 1), 0.0f);
+    for (int64_t t = e.n_prompt; t < n; ++t) {
+      std::copy_n(tops[i].ids.begin() + (t + shift) * k, k, e.teacher_topk_id.begin() + t * k);
+      std::copy_n(tops[i].logprobs.begin() + (t + shift) * (k + 1), k + 1, e.teacher_topk_logprob.begin() + t * (k + 1));
+    }
+  }
 }
 
 }  // namespace rlf

@@ -19,6 +19,16 @@
 // Thinking Machines on-policy distillation note, 2025; self-distillation from
 // hints: Snell et al. 2022).
 //
+// With top_k > 0 the stage also keeps, per student token, the teacher's k
+// most likely tokens at that position and their log-probs plus a tail
+// bucket for the rest of the mass (Episode::teacher_topk_*, computed a
+// chunk of positions at a time: never a [batch, tokens, vocabulary] tensor
+// beyond one chunk's logits), and the term is TopKDistillTerm
+// (train/topk_distill_term.h): coef * D(student || teacher) on those k + 1
+// buckets with D = reverse_kl, forward_kl or the generalised JSD(beta)
+// (algorithms/distill_divergence.h), on the whole next-token distribution
+// rather than the sampled token.
+//
 // Context placeholders: {prompt} {reference} {explanation} and {sibling} (the
 // first correct episode's text in the group; episodes of groups with none get
 // no teacher). A context that does not fit the teacher's window with the
@@ -30,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/distill_divergence.h"
 #include "algorithms/kl.h"
 #include "rollout/policy.h"
 #include "train/reducer.h"
@@ -41,6 +52,11 @@ namespace rlf {
 struct DistillOptions {
   bool enabled = false;                     // [distill] enabled
   double coef = 1.0;                        // weight of the distill term
+  // 0 (default): the sampled-token estimate of the reverse KL with `estimator`;
+  // k >= 1: `divergence` on the teacher's top-k tokens plus a tail bucket.
+  int64_t top_k = 0;
+  algo::DistillDivergence divergence = algo::DistillDivergence::ReverseKl;  // reverse_kl | forward_kl | jsd (top_k > 0)
+  double beta = 0.5;                        // jsd: the mixture's teacher weight, in (0, 1) (TRL's GKD beta)
   // k2 (default): the loss (l - t)^2 / 2, whose gradient (l - t)·∇l is the
   // exact on-policy gradient of KL(student || teacher). k3's gradient
   // (1 - e^{t - l})·∇l grows exponentially where the teacher is far more
@@ -48,11 +64,14 @@ struct DistillOptions {
   algo::KlEstimator estimator = algo::KlEstimator::K2;
   std::string teacher = "self";             // self | model
   std::string teacher_path;                 // teacher = "model": its directory (same tokenizer as the policy)
-  std::string context = "The answer is {reference}.\n{prompt}";  // the teacher's prompt
+  // The teacher's prompt; "" = by teacher: self "The answer is {reference}.\n{prompt}", model "{prompt}".
+  std::string context;
   bool failed_only = false;                 // distill on episodes the accuracy reward scored wrong only
 
   // Throws rlf::Error naming the distill.* key.
   void validate() const;
+  // `context`, or its default for `teacher` when "".
+  std::string teacher_context() const;
 };
 
 struct DistillStats {
@@ -72,6 +91,9 @@ class DistillTeacher {
   DistillStats add_teacher_logprobs(std::vector<ScoredGroup>& groups);
 
  private:
+  // Sets teacher_logprob (and with top_k the teacher_topk_*) on `owners` from the teacher's views of them.
+  void score_views(Policy& teacher, const std::vector<Episode>& views, const std::vector<Episode*>& owners);
+
   Policy& policy_;
   std::unique_ptr<Policy> own_teacher_;  // teacher = "model"
   DistillOptions options_;

@@ -23,7 +23,9 @@
 //   kl       beta * k(logp, ref_logp), k1/k2/k3, to the frozen reference
 //   entropy  -coef * H(p) on the weighted tokens (an entropy bonus)
 //   distill  coef * k(logp, teacher_logp) on tokens of episodes with teacher
-//            log-probs: reverse KL to a teacher (train/distillation.h)
+//            log-probs: reverse KL to a teacher (train/distillation.h); with
+//            distill.top_k > 0 coef * D(policy || teacher) on the teacher's
+//            top-k tokens plus a tail bucket instead (train/topk_distill_term.h)
 //   pref     a preference loss on whole sequences (DPO, IPO, hinge, SimPO,
 //            SPPO; algorithms/preference_loss.h): each group's best and worst
 //            episode by Episode::reward form a pair (SPPO: every episode with
@@ -70,6 +72,9 @@ struct TermInput {
                                  // needs_entropy()), or undefined
   const torch::Tensor& scores;   // [B, T, num_labels] fp32 score head of a classifier at every position, with
                                  // gradient, when a term needs_scores(); else undefined
+  torch::Tensor teacher_buckets = {};  // [B, T, k + 1] fp32 log-probs of MicroBatch::teacher_topk_ids and the tail
+                                       // bucket under the policy, with gradient, when a term needs_teacher_topk()
+                                       // and the micro-batch has them; else undefined
 };
 
 // Diagnostics of one micro-batch: metric name -> sum over the term's
@@ -91,6 +96,8 @@ class LossTerm {
   virtual bool needs_logprobs() const { return true; }
   // Reads the score head of a classifier (a reward model).
   virtual bool needs_scores() const { return false; }
+  // Reads the policy's log-probs of the teacher's top-k tokens (TermInput::teacher_buckets).
+  virtual bool needs_teacher_topk() const { return false; }
   // Per-token weights [B, T] of this term: its mask and the input of its normaliser.
   virtual torch::Tensor weights(const MicroBatch& mb) const { return mb.weight; }
   // How its per-token losses become one number.

@@ -3,9 +3,40 @@
 #include <algorithm>
 #include <cmath>
 
+#include "algorithms/distill_divergence.h"
 #include "util/error.h"
 
 namespace rlf {
+
+namespace {
+
+// MicroBatch::teacher_topk_ids / teacher_topk_logp from the episodes' Episode::teacher_topk_* (column t: token t + 1).
+void add_teacher_topk(MicroBatch& mb, const std::vector<const Episode*>& eps, int64_t T, torch::Device device) {
+  int64_t k = 0;
+  for (const Episode* e : eps)
+    if (!e->teacher_topk_id.empty()) k = static_cast<int64_t>(e->teacher_topk_id.size() / e->tokens.size());
+  if (k == 0) return;
+  const int64_t B = static_cast<int64_t>(eps.size());
+  std::vector<int64_t> ids(static_cast<size_t>(B * T * k));
+  std::vector<float> lp(static_cast<size_t>(B * T * (k + 1)), -std::log(static_cast<float>(k + 1)));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i) % k;
+  for (int64_t b = 0; b < B; ++b) {
+    const Episode& e = *eps[b];
+    if (e.teacher_topk_id.empty()) continue;
+    const int64_t L = static_cast<int64_t>(e.tokens.size()) - 1;
+    check(e.teacher_topk_id.size() == e.tokens.size() * static_cast<size_t>(k) &&
+              e.teacher_topk_logprob.size() == e.tokens.size() * static_cast<size_t>(k + 1),
+          "the episodes of a micro-batch must share distill.top_k, with k ids and k + 1 log-probs per token");
+    for (int64_t t = 0; t < L; ++t) {
+      std::copy_n(e.teacher_topk_id.begin() + (t + 1) * k, k, ids.begin() + (b * T + t) * k);
+      std::copy_n(e.teacher_topk_logprob.begin() + (t + 1) * (k + 1), k + 1, lp.begin() + (b * T + t) * (k + 1));
+    }
+  }
+  mb.teacher_topk_ids = torch::from_blob(ids.data(), {B, T, k}, torch::kInt64).to(device, false, true);
+  mb.teacher_topk_logp = torch::from_blob(lp.data(), {B, T, k + 1}, torch::kFloat32).to(device, false, true);
+}
+
+}  // namespace
 
 MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Device device, int64_t current_version) {
   check(!eps.empty(), "make_micro_batch: no episodes");
@@ -88,6 +119,7 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
   mb.off_policy = put(off);
   if (has_shaped) mb.shaped = put(shaped);
   if (has_teacher) mb.teacher_logp = put(teacher), mb.teacher_mask = put(teacher_mask);
+  if (has_teacher) add_teacher_topk(mb, eps, T, device);
   if (has_value) mb.old_value = put(old_value), mb.returns = put(returns), mb.value_mask = put(value_mask);
   size_t K = 0;
   for (const Episode* e : eps) K = std::max(K, e->ratings.size());
@@ -205,6 +237,49 @@ std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const st
     const int64_t from = scope == LogprobScope::FromFirstWeighted ? first_weighted_column(mb.weight) : 0;
     return model.token_logprobs(hidden, mb.targets, from);
   });
+}
+
+std::vector<TeacherTopK> teacher_topk(CausalLMImpl& model, const std::vector<const Episode*>& episodes, int64_t k,
+                                      int64_t micro_batch_size, std::vector<std::vector<float>>* token_logprobs) {
+  check(micro_batch_size > 0, "micro-batch size must be > 0 (got ", micro_batch_size, ")");
+  torch::NoGradGuard ng;
+  std::vector<TeacherTopK> out(episodes.size());
+  if (token_logprobs) token_logprobs->assign(episodes.size(), {});
+  for (size_t i0 = 0; i0 < episodes.size(); i0 += static_cast<size_t>(micro_batch_size)) {
+    const std::vector<const Episode*> eps(episodes.begin() + static_cast<std::ptrdiff_t>(i0),
+                                          episodes.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                                 episodes.size(), i0 + static_cast<size_t>(micro_batch_size))));
+    MicroBatch mb = make_micro_batch(eps, model.device());
+    const auto hidden = model.forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
+    const int64_t B = hidden.size(0), T = hidden.size(1), from = first_weighted_column(mb.weight);
+    const int64_t chunk = std::max<int64_t>(1, 8192 / B);
+    auto ids = torch::zeros({B, T, k}, torch::kInt32), lps = torch::zeros({B, T, k + 1}, torch::kFloat32);
+    auto tok = torch::zeros({B, T}, torch::kFloat32);
+    for (int64_t t0 = from; t0 < T; t0 += chunk) {
+      const int64_t n = std::min(chunk, T - t0);
+      const auto lg = model.logits(hidden.narrow(1, t0, n)).to(torch::kFloat32);  // [B, n, V]
+      auto [top, lp] = algo::teacher_topk_buckets(lg, k);
+      ids.narrow(1, t0, n).copy_(top.to(torch::kCPU, torch::kInt32));
+      lps.narrow(1, t0, n).copy_(lp.to(torch::kCPU));
+      const auto target = mb.targets.narrow(1, t0, n).unsqueeze(-1);
+      tok.narrow(1, t0, n).copy_((lg.gather(-1, target).squeeze(-1) - torch::logsumexp(lg, -1)).to(torch::kCPU));
+    }
+    for (size_t b = 0; b < eps.size(); ++b) {
+      const size_t L = eps[b]->tokens.size(), bk = static_cast<size_t>(k);
+      TeacherTopK& o = out[i0 + b];
+      o.ids.assign(L * bk, 0), o.logprobs.assign(L * (bk + 1), 0.0f);
+      const auto row_ids = ids[static_cast<int64_t>(b)].contiguous();
+      const auto row_lp = lps[static_cast<int64_t>(b)].contiguous();
+      std::copy_n(row_ids.data_ptr<int32_t>(), (L - 1) * bk, o.ids.begin() + bk);
+      std::copy_n(row_lp.data_ptr<float>(), (L - 1) * (bk + 1), o.logprobs.begin() + (bk + 1));
+      if (!token_logprobs) continue;
+      auto& v = (*token_logprobs)[i0 + b];
+      v.assign(L, 0.0f);
+      const auto row_tok = tok[static_cast<int64_t>(b)].contiguous();
+      std::copy_n(row_tok.data_ptr<float>(), L - 1, v.begin() + 1);
+    }
+  }
+  return out;
 }
 
 std::vector<std::vector<float>> recompute_values(CausalLMImpl& critic, const std::vector<const Episode*>& episodes,

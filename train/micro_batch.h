@@ -26,6 +26,9 @@ struct MicroBatch {
   torch::Tensor off_policy;  // [B, T] fp32: 1 on off-policy tokens (see make_micro_batch)
   torch::Tensor teacher_logp;  // [B, T] fp32 teacher log-probs (0 where none), or undefined when no episode has any
   torch::Tensor teacher_mask;  // [B, T] fp32: 1 on tokens of episodes with teacher log-probs (with teacher_logp)
+  torch::Tensor teacher_topk_ids;   // [B, T, k] int64: the teacher's top-k tokens for the target (distill.top_k > 0;
+                                    // rows without them: 0..k-1), or undefined when no episode has any
+  torch::Tensor teacher_topk_logp;  // [B, T, k + 1] fp32: their log-probs and the tail bucket's (rows without: uniform)
   torch::Tensor shaped;      // [B, T] fp32: 1 on tokens of refinement episodes (trained with policy shaping,
                              // algorithms/policy_shaping.h), or undefined when the micro-batch has none
   torch::Tensor old_value;   // [B, T] fp32: the critic's value before the target token when scored (0 where none),
@@ -79,6 +82,19 @@ enum class LogprobScope {
 std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
                                                    int64_t micro_batch_size,
                                                    LogprobScope scope = LogprobScope::AllTokens);
+
+// The teacher's k most likely next tokens at every position of every
+// episode and their log-probs with a tail bucket (algorithms/distill_divergence.h
+// teacher_topk_buckets), no gradient, the logits a chunk of positions at a
+// time: row t of an episode is the distribution of tokens[t] (rows 0 and
+// those before each micro-batch's first weighted column: ids 0, log-probs 0).
+struct TeacherTopK {
+  std::vector<int32_t> ids;      // [tokens * k]
+  std::vector<float> logprobs;   // [tokens * (k + 1)]
+};
+// Also sets (*token_logprobs)[i] to recompute_logprobs' out[i] (the same forward) when given.
+std::vector<TeacherTopK> teacher_topk(CausalLMImpl& model, const std::vector<const Episode*>& episodes, int64_t k,
+                                      int64_t micro_batch_size, std::vector<std::vector<float>>* token_logprobs = nullptr);
 
 // The critic's values (output `label` of a classifier's score head) before
 // every episode's tokens (no gradient): out[i][t] = V(tokens[< t]), the state

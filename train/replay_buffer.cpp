@@ -127,6 +127,7 @@ ReplayStats ReplayBuffer::step(std::vector<ScoredGroup>& groups, RewardSet& rewa
       t.last_step = step_index;
       Episode kept = e;
       kept.advantage.clear(), kept.ref_logprob.clear(), kept.token_reward.clear(), kept.teacher_logprob.clear();
+      kept.teacher_topk_id.clear(), kept.teacher_topk_logprob.clear();
       kept.reward.reset();
       t.episodes.push_back({std::move(kept), step_index});
       while (static_cast<int64_t>(t.episodes.size()) > options_.capacity_per_task) t.episodes.pop_front();

@@ -196,13 +196,23 @@ const ConfigSchema& train_config_schema() {
          "coef * KL(student || teacher) on the student's tokens"},
         SchemaEntry{"distill.coef", T::Float, r.distill.coef, "", "weight of the distill term"}.in(1e-12, 1e6),
         {"distill.estimator", T::String, std::string(algo::kl_estimator_name(r.distill.estimator)), "",
-         "KL estimator on the student's sampled tokens", {"k1", "k2", "k3"}},
+         "KL estimator on the student's sampled tokens (distill.top_k = 0)", {"k1", "k2", "k3"}},
+        SchemaEntry{"distill.top_k", T::Int, r.distill.top_k, "",
+                    "0 = the sampled-token KL estimate; k >= 1 = distill.divergence on the teacher's k most likely "
+                    "tokens at each position plus a tail bucket for the rest of the mass"}.in(0, 1e9),
+        {"distill.divergence", T::String, std::string(algo::distill_divergence_name(r.distill.divergence)), "",
+         "with distill.top_k >= 1: reverse_kl = KL(student || teacher), forward_kl = KL(teacher || student), "
+         "jsd = the generalised Jensen-Shannon divergence of GKD with distill.beta",
+         {"reverse_kl", "forward_kl", "jsd"}},
+        SchemaEntry{"distill.beta", T::Float, r.distill.beta, "",
+                    "divergence = \"jsd\": the teacher's weight in the mixture, in (0, 1) (TRL's GKD beta)"}.in(0, 1),
         {"distill.teacher", T::String, r.distill.teacher, "",
          "self = the policy with distill.context in front; model = the model at distill.teacher_path", {"self", "model"}},
         {"distill.teacher_path", T::String, r.distill.teacher_path, "",
          "teacher = \"model\": its directory (the policy's tokenizer)"},
         {"distill.context", T::String, r.distill.context, "",
-         "the teacher's prompt; placeholders {prompt} {reference} {explanation} {sibling}"},
+         "the teacher's prompt; placeholders {prompt} {reference} {explanation} {sibling}; \"\" = by teacher: self "
+         "\"The answer is {reference}.\\n{prompt}\", model \"{prompt}\""},
         {"distill.failed_only", T::Bool, r.distill.failed_only, "",
          "distill only on episodes the accuracy reward scored wrong"},
         // [replay]
@@ -286,6 +296,9 @@ const ConfigSchema& train_config_schema() {
         SchemaEntry{"run.samples_per_step", T::Int, d.run.samples_per_step, "samples", "samples written each time"}.in(0, 1e6),
         SchemaEntry{"run.eval_every", T::Int, d.run.eval_every, "steps", "evaluate pass@1 on the eval split (0 = only before and after)"}.in(0, 1e12),
         SchemaEntry{"run.threads", T::Int, d.run.threads, "", "LibTorch CPU threads (0 = all cores)"}.in(0, 1024),
+        {"run.eval_kl_model", T::String, d.run.eval_kl_model, "",
+         "a model directory with the policy's tokenizer (a distillation teacher): the summary's kl_to_model_before/after "
+         "is the held-out per-token KL(policy || it) on the policy's own samples (\"\" = off)"},
         {"run.warm_start_cache", T::String, d.run.warm_start_cache, "",
          "a directory: an SFT warm start with the same [model], [data], [sft] and run.seed is trained once, saved "
          "there and loaded by later runs (\"\" = off; ignored with run.sft_control). rlf compare sets it"},
@@ -511,6 +524,9 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   c.rl.distill.enabled = get("distill", "enabled").get<bool>();
   c.rl.distill.coef = get("distill", "coef").get<double>();
   c.rl.distill.estimator = algo::parse_kl_estimator(get("distill", "estimator").get<std::string>());
+  c.rl.distill.top_k = get("distill", "top_k").get<int64_t>();
+  c.rl.distill.divergence = algo::parse_distill_divergence(get("distill", "divergence").get<std::string>());
+  c.rl.distill.beta = get("distill", "beta").get<double>();
   c.rl.distill.teacher = get("distill", "teacher").get<std::string>();
   c.rl.distill.teacher_path = get("distill", "teacher_path").get<std::string>();
   c.rl.distill.context = get("distill", "context").get<std::string>();
@@ -668,6 +684,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   run.sft_control = get("run", "sft_control").get<bool>();
   run.rollout_token_budget = get("run", "rollout_token_budget").get<int64_t>();
   run.warm_start_cache = get("run", "warm_start_cache").get<std::string>();
+  run.eval_kl_model = get("run", "eval_kl_model").get<std::string>();
   for (const char* key : {"checkpoint_every", "samples_every", "eval_every", "keep_checkpoints", "samples_per_step", "threads"})
     if (get("run", key).get<int64_t>() < 0) fail_at("run.", key, " must be >= 0 (got ", get("run", key).get<int64_t>(), ")");
 

@@ -193,6 +193,8 @@ struct RunOptions {
   int64_t samples_per_step = 4;
   int64_t eval_every = 0;        // 0 = only before and after
   int64_t threads = 0;           // 0 = all cores
+  std::string eval_kl_model;     // a model directory (same tokenizer): held-out KL(policy || it) before and after
+                                 // (train/heldout_kl.h; "" = off)
   bool sft_control = false;      // after RL: the post-SFT policy trained by SFT alone for the same wall time
   std::string warm_start_cache;  // a directory: a warm start with the same [model], [data], [sft] and seed is
                                  // trained once and loaded by later runs ("" = off; not with sft_control)

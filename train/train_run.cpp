@@ -33,6 +33,8 @@
 #include "train/rl_steps.h"
 #include "train/rollout_pipeline.h"
 #include "train/sft_steps.h"
+#include "train/heldout_kl.h"
+#include "train/topk_distill_term.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -80,6 +82,26 @@ struct Run {
     o.add_special_tokens = cfg.rl.add_special_tokens;
     o.max_batch_rows = cfg.rl.max_batch_rows;
     return evaluate(policy, examples, rewards, o, nullptr, EvalEnvironment{env.get(), cfg.rl.env.episode}).pass_at_k.at(1);
+  }
+
+  // run.eval_kl_model: held-out KL(policy || that model) (train/heldout_kl.h); -1 when off or no eval split.
+  double kl_to_model(const std::vector<PromptExample>& examples) {
+    if (cfg.run.eval_kl_model.empty() || examples.empty() || rewards.empty()) return -1;
+    LoadOptions lo;
+    lo.device = policy.model()->device().str();
+    Policy other = with_context("run.eval_kl_model", [&] { return load_policy(cfg.run.eval_kl_model, "", lo); });
+    check(other.loaded.config.vocab_size == policy.loaded.config.vocab_size, "run.eval_kl_model: its vocabulary (",
+          other.loaded.config.vocab_size, " tokens) differs from the policy's (", policy.loaded.config.vocab_size, ")");
+    other.model()->eval();
+    HeldoutKlOptions o;
+    o.max_new_tokens = cfg.rl.sampling.max_new_tokens;
+    o.max_batch_rows = cfg.rl.max_batch_rows;
+    o.micro_batch_size = cfg.trainer.micro_batch_size;
+    o.add_special_tokens = cfg.rl.add_special_tokens;
+    o.accuracy_reward = cfg.rl.accuracy_reward;
+    const double kl = heldout_kl(policy, *other.model(), examples, rewards, o);
+    say("held-out KL(policy || " + cfg.run.eval_kl_model + "): " + std::to_string(kl));
+    return kl;
   }
 };
 
@@ -420,7 +442,10 @@ std::vector<std::unique_ptr<LossTerm>> rl_terms(const TrainConfig& cfg) {
   if (cfg.rl.kl_beta > 0 && !cfg.rl.kl_in_reward)
     terms.push_back(std::make_unique<KlTerm>(cfg.rl.kl_beta, cfg.rl.kl_estimator, cfg.loss.aggregation));
   if (cfg.loss.entropy_coef != 0) terms.push_back(std::make_unique<EntropyTerm>(cfg.loss.entropy_coef, cfg.loss.aggregation));
-  if (cfg.rl.distill.enabled)
+  if (cfg.rl.distill.enabled && cfg.rl.distill.top_k > 0)
+    terms.push_back(std::make_unique<TopKDistillTerm>(cfg.rl.distill.coef, cfg.rl.distill.divergence,
+                                                      cfg.rl.distill.beta, cfg.loss.aggregation));
+  else if (cfg.rl.distill.enabled)
     terms.push_back(std::make_unique<DistillTerm>(cfg.rl.distill.coef, cfg.rl.distill.estimator, cfg.loss.aggregation));
   // PPO with a value head on the policy's trunk: the value term is the policy's own.
   if (cfg.value.enabled && cfg.value.shared)
@@ -583,6 +608,10 @@ Json TrainRunSummary::to_json() const {
   j["pass1_before"] = opt(pass1_before);
   j["pass1_after"] = opt(pass1_after);
   j["pass1_control"] = opt(pass1_control);
+  if (kl_to_model_before >= 0 || kl_to_model_after >= 0) {
+    j["kl_to_model_before"] = opt(kl_to_model_before);
+    j["kl_to_model_after"] = opt(kl_to_model_after);
+  }
   if (pass1_control >= 0) j["control_sft_steps"] = control_sft_steps;
   const std::string held_out = process ? "process" : "preference";
   if (!preference_before.is_null()) j[held_out + "_before"] = preference_before;
@@ -997,6 +1026,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
 
   if (!resume_from && !rm) summary.pass1_before = r.greedy_pass1(r.eval);
   if (summary.pass1_before >= 0) r.say("held-out pass@1 before: " + std::to_string(summary.pass1_before));
+  if (!resume_from && !rm) summary.kl_to_model_before = r.kl_to_model(r.eval);
   // Held-out preference pairs: the implicit-reward accuracy the loss optimises and the policy's own preference.
   // A multi-objective model without a gating layer is read as the mean of its attributes.
   RewardReadout readout;
@@ -1180,6 +1210,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
 
   // 6. Finish.
   if (!rm) summary.pass1_after = r.greedy_pass1(r.eval);
+  if (!rm) summary.kl_to_model_after = r.kl_to_model(r.eval);
   if ((dpo || rm) && held_out) {
     Json ungated;
     if (gating) {

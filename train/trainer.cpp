@@ -50,6 +50,7 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
   const bool want_logp = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_logprobs(); });
   const bool want_scores = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_scores(); });
   const bool want_entropy = want_logp && (entropy_grad || options_.log_entropy);
+  const bool want_topk = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_teacher_topk(); });
 
   // 1-2. Micro-batches and every term's normaliser over all of them (and all ranks).
   std::vector<MicroBatch> mbs;
@@ -104,10 +105,13 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
     const MicroBatch& mb = mbs[m];
     if (std::all_of(local_tokens[m].begin(), local_tokens[m].end(), [](double n) { return n == 0; })) continue;
     auto hidden = model_->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
-    torch::Tensor logp, entropy, scores;
+    torch::Tensor logp, entropy, scores, teacher_buckets;
     // No term reads a column before the first weighted one (the prompts): no logits there.
     const int64_t from = want_logp ? first_weighted_column(mb.weight, weights[m]) : 0;
-    if (want_entropy) std::tie(logp, entropy) = model_->token_logprobs_entropy(hidden, mb.targets, entropy_grad, from);
+    if (want_topk && mb.teacher_topk_ids.defined())
+      logp = model_->token_logprobs_selected(hidden, mb.targets, mb.teacher_topk_ids, &teacher_buckets,
+                                             want_entropy ? &entropy : nullptr, entropy_grad, from);
+    else if (want_entropy) std::tie(logp, entropy) = model_->token_logprobs_entropy(hidden, mb.targets, entropy_grad, from);
     else if (want_logp) logp = model_->token_logprobs(hidden, mb.targets, from);
     if (want_scores) scores = model_->scores(hidden);
     if (logp.defined()) {
@@ -123,7 +127,7 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
       }
       if (entropy.defined()) st.entropy_sum += (entropy.detach() * mb.weight).sum().item<double>();
     }
-    TermInput in{mb, logp, entropy, scores};
+    TermInput in{mb, logp, entropy, scores, teacher_buckets};
     std::vector<torch::Tensor> group_sum(K);  // per lead term: the summed per-token losses of its group
     std::vector<double> parts(K, 0.0);
     for (size_t k = 0; k < K; ++k) {

@@ -406,6 +406,42 @@ TEST(GrpoRun, SelfDistillationRunResumesExactly) {
   }
 }
 
+// On-policy distillation from another model directory with the teacher's
+// top-k + tail: the teacher is a second tiny model (same tokenizer), the
+// term compares distributions (forward KL), tail masses are reported, the
+// held-out KL to it is measured before and after, and the run resumes bit
+// for bit.
+TEST(GrpoRun, TopKDistillationFromAModelRunResumesExactly) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  ModelConfig c = ModelConfig::preset("stories260K");  // make_tiny_model's shape, other weights
+  c.num_hidden_layers = 2;
+  SaveOptions so;
+  so.tokenizer_source = test::shared_path("models/stories260K/tok512.bin");
+  const auto teacher = dir / "teacher";
+  save_model(*make_random_model(c, 2, torch::kFloat32, torch::kCPU), teacher, so);
+  auto config = [&](const std::filesystem::path& out, int64_t steps) {
+    Json j = grpo_run_config(model, out, steps);
+    j["distill"] = {{"enabled", true}, {"teacher", "model"}, {"teacher_path", teacher.string()},
+                    {"top_k", 4}, {"divergence", "forward_kl"}};
+    return train_config_from_json(j, "distill");
+  };
+  auto m = straight_and_resumed(config, dir, 4, 2).first;
+  ASSERT_EQ(m.size(), 4u);
+  for (const Json& r : m) {
+    EXPECT_EQ(r["distill/episodes"].get<double>(), 8.0);
+    EXPECT_GT(r["distill/kl"].get<double>(), 0.0);
+    EXPECT_GT(r["distill/teacher_tail"].get<double>(), 0.0);
+    EXPECT_LT(r["distill/teacher_tail"].get<double>(), 1.0);
+  }
+  Json j = grpo_run_config(model, dir / "kl", 1);
+  j["run"]["eval_kl_model"] = teacher.string();
+  const auto s = run_training(train_config_from_json(j, "kl"), test::quiet_run());
+  EXPECT_GT(s.kl_to_model_before, 0.0);  // two different random models
+  EXPECT_GT(s.kl_to_model_after, 0.0);
+  EXPECT_TRUE(s.to_json().contains("kl_to_model_after"));
+}
+
 // run.rollout_token_budget ends RL once the steps generated that many tokens;
 // the count is checkpointed, so a resume neither forgets nor repeats it.
 TEST(GrpoRun, RolloutTokenBudgetEndsTheRunAndSurvivesResume) {

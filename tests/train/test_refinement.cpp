@@ -244,6 +244,33 @@ TEST(Distillation, TeacherLogprobsAreThePolicysWithTheContextInFront) {
             "distill.teacher = \"model\" needs distill.teacher_path (the teacher's model directory)");
 }
 
+// [distill]'s divergence keys: errors name the key; the context's default follows the teacher.
+TEST(Distillation, DivergenceOptionsAreValidated) {
+  DistillOptions o;
+  EXPECT_EQ(o.teacher_context(), "The answer is {reference}.\n{prompt}");
+  o.teacher = "model";
+  o.teacher_path = "somewhere";
+  EXPECT_EQ(o.teacher_context(), "{prompt}");
+  o.validate();
+  o.divergence = algo::DistillDivergence::ForwardKl;
+  EXPECT_NE(test::error_of([&] { o.validate(); }).find("distill.divergence = \"forward_kl\" needs the teacher's "
+                                                        "distribution: set distill.top_k >= 1"),
+            std::string::npos);
+  o.top_k = 4;
+  o.validate();
+  o.divergence = algo::DistillDivergence::Jsd;
+  for (double beta : {0.0, 1.0, -0.5}) {
+    o.beta = beta;
+    EXPECT_NE(test::error_of([&] { o.validate(); }).find("distill.beta must be in (0, 1)"), std::string::npos);
+  }
+  o.beta = 0.3;
+  o.top_k = -1;
+  EXPECT_NE(test::error_of([&] { o.validate(); }).find("distill.top_k must be >= 0"), std::string::npos);
+  o.top_k = 4;
+  o.context = "no prompt here";
+  EXPECT_NE(test::error_of([&] { o.validate(); }).find("distill.context must contain {prompt}"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rlf
 

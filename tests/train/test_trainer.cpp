@@ -24,6 +24,7 @@
 #include "tests/train/run_fixtures.h"
 #include "train/loss_terms.h"
 #include "train/rl_steps.h"
+#include "train/topk_distill_term.h"
 #include "train/trainer.h"
 #include "train/value_model.h"
 #include "rm/reward_model.h"
@@ -180,6 +181,54 @@ TEST(LossTerms, DistillTermIsTheKlToTheTeacherOnTeacherTokensOnly) {
   EXPECT_EQ(logp.grad().masked_select(w == 0).abs().max().item<float>(), 0.0f);
   EXPECT_GT(logp.grad().abs().sum().item<float>(), 0.0f);
   EXPECT_NEAR(sums.at("distill/kl"), (want * w).sum().item<double>(), 1e-6);
+}
+
+// The distill term with distill.top_k: the divergence on the teacher's top-k
+// tokens plus a tail bucket, the policy's buckets from the same chunks of
+// logits as its token log-probs; the observation between the turns, the
+// prompt and the episode without a teacher get exactly 0 and zero gradient.
+TEST(LossTerms, TopKDistillTermIsTheDivergenceOnTeacherTokensOnly) {
+  auto model = tiny_model(1);
+  auto teacher = tiny_model(2);
+  std::vector<Episode> eps = {two_turn_episode(0, 1), two_turn_episode(0, 2)};
+  const int64_t k = 3;
+  std::vector<std::vector<float>> lps;
+  auto tops = teacher_topk(*teacher, {&eps[0]}, k, 4, &lps);
+  const auto by_recompute = logprobs_of(teacher, eps[0]);  // the same numbers as recompute_logprobs, where weighted
+  for (size_t t = 0; t < by_recompute.size(); ++t)
+    if (eps[0].loss_weight[t] > 0) EXPECT_NEAR(lps[0][t], by_recompute[t], 1e-5) << t;
+  eps[0].teacher_logprob = lps[0];
+  eps[0].teacher_topk_id = tops[0].ids, eps[0].teacher_topk_logprob = tops[0].logprobs;
+  std::vector<const Episode*> view = {&eps[0], &eps[1]};
+  MicroBatch mb = make_micro_batch(view, torch::kCPU);
+  ASSERT_TRUE(mb.teacher_topk_ids.defined());
+  EXPECT_EQ(mb.teacher_topk_logp.size(2), k + 1);
+  for (algo::DistillDivergence d :
+       {algo::DistillDivergence::ReverseKl, algo::DistillDivergence::ForwardKl, algo::DistillDivergence::Jsd}) {
+    SCOPED_TRACE(std::string(algo::distill_divergence_name(d)));
+    TopKDistillTerm term(0.5, d, 0.3, algo::AggregationOptions{});
+    EXPECT_TRUE(term.needs_teacher_topk());
+    auto w = term.weights(mb);
+    EXPECT_EQ(w[1].abs().sum().item<float>(), 0.0f);
+    EXPECT_EQ(w[0].sum().item<float>(), 7.0f);  // the policy's tokens of both turns, not the observation
+    auto hidden = model->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
+    torch::Tensor buckets;
+    auto logp = model->token_logprobs_selected(hidden, mb.targets, mb.teacher_topk_ids, &buckets, nullptr, false);
+    EXPECT_TRUE(torch::allclose(logp, model->token_logprobs(hidden, mb.targets), 1e-5, 1e-6));
+    buckets.retain_grad();
+    TermSums sums;
+    TermInput in{mb, logp, torch::Tensor(), torch::Tensor(), buckets};
+    auto per = term.per_token(in, sums);
+    per.sum().backward();
+    torch::NoGradGuard ng;
+    auto lg = model->logits(hidden).to(torch::kFloat32);
+    auto want = algo::bucket_divergence(algo::bucket_logprobs(lg, mb.teacher_topk_ids), mb.teacher_topk_logp, d, 0.3) * (w != 0);
+    EXPECT_TRUE(torch::allclose(per.detach(), want, 1e-5, 1e-6));
+    EXPECT_EQ(per.detach().masked_select(w == 0).abs().max().item<float>(), 0.0f);
+    EXPECT_EQ(buckets.grad().masked_select((w == 0).unsqueeze(-1).expand_as(buckets)).abs().max().item<float>(), 0.0f);
+    EXPECT_GT(buckets.grad().abs().sum().item<float>(), 0.0f);
+    EXPECT_NEAR(sums.at("distill/kl"), (want * w).sum().item<double>(), 1e-5);
+  }
 }
 
 // Appends " [obs] " after each turn; done after 3 turns.
