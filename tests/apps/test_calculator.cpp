@@ -1,11 +1,17 @@
 // The calculator example as a user runs it: `rlf train
-// examples/calculator/train.toml --json`. The policy must learn to call the
-// calculator tool (a multi-turn environment) to answer multiplications it
-// cannot do in its head: held-out greedy pass@1 must rise by at least 20
-// points and episodes must end up taking the tool's two turns. The control
-// (run.sft_control, measured for the README) is switched off here to keep CI
-// short; tests/apps/test_demo.cpp covers the control. The run is seeded; wall
-// time is reported, never asserted.
+// examples/calculator/train.toml --json`, on a fifth of its RL steps (20 of
+// 100) to keep CI short. The policy must learn to call the calculator tool
+// natively (a <tool_call> JSON in its chat template, the result in a tool
+// turn) to answer multiplications it cannot do in its head: held-out greedy
+// pass@1 must rise by at least 20 points and episodes must end up taking the
+// tool's two turns. Measured at this budget (docs/benchmarks.md, "The
+// calculator tool", 2026-11-27, Intel Xeon Sapphire Rapids): seeds 1 and 2
+// went 0% -> 63% and 0% -> 44.5% (1.82 turns per episode); seed 0's full
+// 100-step run (another learning-rate schedule) was at 85.5% at its step 20.
+// The gate is under half the smallest gain, so a CPU's rounding cannot fail
+// it. The control (run.sft_control) is off here; tests/apps/test_demo.cpp
+// covers a control. The run is seeded; wall time (about 5.5 minutes on 2
+// cores, nearly all of it the 1,000 SFT steps) is reported, never asserted.
 #include <gtest/gtest.h>
 
 #include "tests/apps/example_run.h"
@@ -19,7 +25,7 @@ namespace {
 TEST(CalculatorExample, LearnsToCallTheTool) {
   test::TempDir dir;
   Json s = test::train_example("examples/calculator/train.toml",
-                               " --set run.sft_control=false --set run.out_dir=" + test::shell_quote((dir / "calc").string()),
+                               " --set run.sft_control=false --set run.steps=20 --set run.out_dir=" + test::shell_quote((dir / "calc").string()),
                                "calculator");
   ASSERT_TRUE(s.is_object());
   for (const char* k : {"pass1_before", "pass1_after", "turns_mean", "steps_wall_s"})
