@@ -7,7 +7,7 @@ function(rlf_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# rlf_test(NAME SOURCES ... DEPS ... [LABELS ...] [CPU_HEAVY]): a GoogleTest executable whose
+# rlf_test(NAME SOURCES ... DEPS ... [LABELS ...] [TIMEOUT s] [COST s] [CPU_HEAVY]): a GoogleTest executable whose
 # tests are registered with CTest. Every test is in one of two tiers, both run
 # by scripts/test.sh: "e2e" (LABELS e2e: whole runs, the rlf binary) or the
 # fast tier (everything else: unit and oracle tests, label "fast", or
@@ -18,7 +18,7 @@ endfunction()
 # ctest -j never runs two of them at once: side by side on 2 cores their
 # BLAS/OpenMP threads spin against each other and each takes 2-4x as long.
 function(rlf_test name)
-  cmake_parse_arguments(ARG "CPU_HEAVY" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "CPU_HEAVY" "TIMEOUT;COST" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
@@ -54,6 +54,9 @@ function(rlf_test name)
   set(pairs "TIMEOUT=${ARG_TIMEOUT}|LABELS=${ARG_LABELS}")
   if(ARG_CPU_HEAVY)
     string(APPEND pairs "|RESOURCE_LOCK=cpu_heavy")
+  endif()
+  if(ARG_COST)  # expected seconds: ctest -j starts the costliest tests first
+    string(APPEND pairs "|COST=${ARG_COST}")
   endif()
   set(suites_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_suites.cmake")
   add_custom_command(TARGET ${name} POST_BUILD

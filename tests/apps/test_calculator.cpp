@@ -25,7 +25,7 @@ namespace {
 TEST(CalculatorExample, LearnsToCallTheTool) {
   test::TempDir dir;
   Json s = test::train_example("examples/calculator/train.toml",
-                               " --set run.sft_control=false --set run.steps=20 --set run.out_dir=" + test::shell_quote((dir / "calc").string()),
+                               " --threads 1 --set run.sft_control=false --set run.steps=20 --set run.out_dir=" + test::shell_quote((dir / "calc").string()),
                                "calculator");
   ASSERT_TRUE(s.is_object());
   for (const char* k : {"pass1_before", "pass1_after", "turns_mean", "steps_wall_s"})

@@ -27,7 +27,7 @@ namespace {
 
 TEST(Demo, RlBeatsTheSftOnlyControlByAClearMargin) {
   test::TempDir dir;
-  auto r = test::run_command(test::shell_quote(test::binary_path("apps/cli/rlf").string()) + " demo --json --out " +
+  auto r = test::run_command(test::shell_quote(test::binary_path("apps/cli/rlf").string()) + " demo --json --threads 1 --out " +
                              test::shell_quote((dir / "demo").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto lines = split_lines(r.output);

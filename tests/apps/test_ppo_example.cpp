@@ -21,7 +21,7 @@ namespace {
 TEST(PpoExample, RaisesHeldOutAccuracy) {
   test::TempDir dir;
   Json s = test::train_example("examples/ppo/train.toml",
-                               " --set run.rollout_token_budget=150000 --set run.out_dir=" +
+                               " --threads 1 --set run.rollout_token_budget=150000 --set run.out_dir=" +
                                    test::shell_quote((dir / "ppo").string()),
                                "ppo");
   ASSERT_TRUE(s.is_object());
