@@ -27,7 +27,7 @@ void print_demo_table(const TrainRunSummary& s, bool clean) {
   if (s.pass1_control >= 0) {
     std::printf("  +-----------------------------+--------+\n");
     std::printf("  | control: SFT alone for RL's | %5.1f%% |\n", 100 * s.pass1_control);
-    std::printf("  |   %4.0f s (%5lld SFT steps)   |        |\n", s.steps_wall_s,
+    std::printf("  |   %4.0f s (%5lld SFT steps)  |        |\n", s.steps_wall_s,
                 static_cast<long long>(s.control_sft_steps));
   }
   std::printf("  +-----------------------------+--------+\n");
