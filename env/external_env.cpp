@@ -27,13 +27,13 @@ class ExternalSession final : public EnvironmentSession {
     auto text = [&](const char* key) -> std::string {
       auto it = reply.find(key);
       if (it == reply.end() || it->is_null()) return "";
-      check(it->is_string(), "external environment: '", key, "' must be a string, got ", it->dump());
+      check(it->is_string(), "external environment: '", key, "' must be a string, got ", json_text_for_message(*it));
       return it->get<std::string>();
     };
     auto flag = [&](const char* key) {
       auto it = reply.find(key);
       if (it == reply.end() || it->is_null()) return false;
-      check(it->is_boolean(), "external environment: '", key, "' must be true or false, got ", it->dump());
+      check(it->is_boolean(), "external environment: '", key, "' must be true or false, got ", json_text_for_message(*it));
       return it->get<bool>();
     };
     s.observation = text("observation");
@@ -45,7 +45,7 @@ class ExternalSession final : public EnvironmentSession {
     auto r = reply.find("reward");
     if (r != reply.end() && !r->is_null()) {
       check(r->is_number() && std::isfinite(r->get<double>()), "external environment: 'reward' must be a finite number or null, got ",
-            r->dump());
+            json_text_for_message(*r), " (turn ", turn.turn, ")");
       s.reward = r->get<double>();
     }
     return s;
@@ -87,7 +87,7 @@ Json ExternalEnvironment::request(Json message, int64_t episode_generation) {
   message["protocol"] = kExternalEnvProtocol;
   message["id"] = id;
   const ReplyPredicate is_reply = [id](const std::string& line) {
-    Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const Json j = try_parse_json_allowing_nan(line);  // Python's json.dumps writes NaN / Infinity
     if (!j.is_object()) return false;
     auto it = j.find("id");
     return it != j.end() && it->is_number_integer() && it->get<int64_t>() == id;
@@ -99,10 +99,10 @@ Json ExternalEnvironment::request(Json message, int64_t episode_generation) {
     if (ex.n_stray_lines > 0) why += str("; ", ex.n_stray_lines, " stdout line(s) that are not the reply were skipped");
     fail("external environment: ", why);
   }
-  Json reply = Json::parse(ex.reply);  // accepted by is_reply: an object
+  Json reply = try_parse_json_allowing_nan(ex.reply);  // accepted by is_reply: an object
   auto err = reply.find("error");
   if (err != reply.end() && !err->is_null())
-    fail("external environment: ", err->is_string() ? err->get<std::string>() : err->dump());
+    fail("external environment: ", err->is_string() ? err->get<std::string>() : json_text_for_message(*err));
   return reply;
 }
 
@@ -130,7 +130,7 @@ std::unique_ptr<EnvironmentSession> ExternalEnvironment::reset(const PromptExamp
   if (obs == reply.end() || obs->is_null()) {
     *first_observation = task.prompt;
   } else {
-    check(obs->is_string(), "external environment: 'observation' must be a string, got ", obs->dump());
+    check(obs->is_string(), "external environment: 'observation' must be a string, got ", json_text_for_message(*obs));
     *first_observation = obs->get<std::string>();
   }
   return std::make_unique<ExternalSession>(*this, episode, generation);

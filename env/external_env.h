@@ -15,6 +15,10 @@
 //        skipped as a stray line); the program may free the episode's state
 //   a reset or step -> {"id": N, "error": "why"}: that episode ends with the reason
 //
+// Replies are read as Python's json.dumps writes them by default, NaN,
+// Infinity and -Infinity included, so such a reply is recognised at once and
+// its fault named ("'reward' must be a finite number or null, got NaN (turn 0)").
+//
 // Failures end only the episode concerned, never the run: a reply with
 // "error", a timeout, the program's exit, or a reply that is not the expected
 // JSON ends that episode (end_reason "env_error", the reason logged and

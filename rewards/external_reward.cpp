@@ -79,15 +79,11 @@ std::string external_request(const RewardGroup& group, int64_t id, bool send_rec
 
 std::vector<RewardResult> parse_external_reply(const std::string& line, const RewardGroup& group, int64_t id) {
   const size_t n = group.samples.size();
-  Json reply;
-  try {
-    reply = Json::parse(line);
-  } catch (const std::exception& e) {
-    fail("reply is not JSON (print logs to stderr, not stdout): ", preview(line));
-  }
+  const Json reply = try_parse_json_allowing_nan(line);  // Python's json.dumps writes NaN / Infinity
+  check(!reply.is_discarded(), "reply is not JSON (print logs to stderr, not stdout): ", preview(line));
   check(reply.is_object(), "reply must be a JSON object with 'scores', got ", reply.type_name(), ": ", preview(line));
-  if (reply.contains("id") && !reply["id"].is_null()) {
-    check(reply["id"] == Json(id), "reply id ", json_line(reply["id"]), " does not match request id ", id);
+  if (reply.contains("id") && !reply.at("id").is_null()) {
+    check(reply.at("id") == Json(id), "reply id ", json_text_for_message(reply.at("id")), " does not match request id ", id);
   }
   auto scores = reply.find("scores");
   check(scores != reply.end() && scores->is_array(), "reply has no 'scores' list: ", preview(line));
@@ -111,13 +107,25 @@ std::vector<RewardResult> parse_external_reply(const std::string& line, const Re
       r.missing_reason = str("external scorer: score #", i, " is not a number: ", preview(json_line(s)));
       continue;
     }
+    if (!std::isfinite(s.get<double>())) {
+      r.missing_reason = str("external scorer: score #", i, " is ", json_text_for_message(s),
+                             " (a score must be a finite number, or null with a reason)");
+      continue;
+    }
     if (token_rewards && !(*token_rewards)[i].is_null()) {
       const Json& t = (*token_rewards)[i];
       size_t n_tokens = group.samples[i].completion_ids.size();
       bool ok = t.is_array() && t.size() == n_tokens;
-      for (size_t k = 0; ok && k < t.size(); ++k) ok = t[k].is_number();
+      std::string bad_entry = !t.is_array() ? str(" (got ", t.type_name(), ")")
+                              : !ok         ? str(" (got ", t.size(), ")")
+                                            : "";
+      for (size_t k = 0; ok && k < t.size(); ++k) {
+        ok = t[k].is_number() && std::isfinite(t[k].get<double>());
+        if (!ok) bad_entry = str(" (entry ", k, " is ", preview(json_text_for_message(t[k])), ")");
+      }
       if (!ok) {
-        r.missing_reason = str("external scorer: token_rewards #", i, " must be a list of ", n_tokens, " numbers");
+        r.missing_reason = str("external scorer: token_rewards #", i, " must be a list of ", n_tokens,
+                               " finite numbers", bad_entry);
         continue;
       }
       for (const Json& v : t) r.token_rewards.push_back(v.get<float>());
@@ -142,7 +150,7 @@ ExternalReward::ExternalReward(ExternalRewardOptions options) : options_(std::mo
 ExternalReward::~ExternalReward() = default;
 
 bool is_external_reply(const std::string& line, int64_t id) {
-  Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  const Json j = try_parse_json_allowing_nan(line);
   if (!j.is_object() || !j.contains("scores")) return false;
   auto it = j.find("id");
   return it == j.end() || it->is_null() || (it->is_number_integer() && it->get<int64_t>() == id);

@@ -19,8 +19,11 @@
 // Its stderr is free for logs. The reply is the first stdout line that is a
 // JSON object with "scores" and, when it has an "id", the request's id; any
 // other stdout line (a debug print, a late reply to an earlier request) is
-// skipped, counted and echoed to stderr. A null score (or one that is not a
-// number) makes only that sample missing. A timeout, the scorer's exit
+// skipped, counted and echoed to stderr. Replies are read as Python's
+// json.dumps writes them by default, NaN, Infinity and -Infinity included.
+// A null score, one that is not a number, or NaN / Infinity makes only that
+// sample missing (the reason says which); so do token rewards that are not
+// finite numbers. A timeout, the scorer's exit
 // (noticed at once, even when a process it started keeps its stdout open)
 // or a reply of the wrong shape makes the whole group missing with the
 // reason; the program is then killed (its whole process group) and started

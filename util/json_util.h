@@ -21,8 +21,22 @@ Json parse_json(const std::string& text, const std::string& source);
 Json read_json_file(const std::string& path);
 
 // `j` as one line of JSON; invalid UTF-8 in strings becomes U+FFFD instead of
-// throwing (model output and user text are arbitrary bytes).
+// throwing (model output and user text are arbitrary bytes). Non-finite
+// numbers are written as null (JSON has no NaN).
 std::string json_line(const Json& j);
+
+// Parses JSON as Python's json module writes it by default (json.dumps with
+// allow_nan=True): besides standard JSON, the bare words NaN, Infinity and
+// -Infinity outside strings are read as the doubles they name, so a program
+// that prints float("nan") is understood and can be told what was wrong.
+// Everything else is as strict as parse_json (errors name `source`).
+Json parse_json_allowing_nan(const std::string& text, const std::string& source);
+// The same, without throwing: a discarded value (is_discarded()) on error.
+Json try_parse_json_allowing_nan(const std::string& text);
+
+// `j` for messages: json_line, except that non-finite numbers are written as
+// Python writes them (NaN, Infinity, -Infinity) instead of null.
+std::string json_text_for_message(const Json& j);
 
 namespace detail {
 // An integer field must hold an integer: 5.5 is an error, never truncated to 5.

@@ -1,6 +1,6 @@
 // External environments over JSON lines against a small Python program
 // (/usr/bin/python3): reset and steps, an error reply ending one episode,
-// stray stdout lines, a timeout, and a crash — which ends the episode
+// stray stdout lines, NaN / Infinity in replies, a timeout, and a crash — which ends the episode
 // concerned, makes the episodes the dead process served fail at their next
 // step, and is followed by a fresh process for new episodes. No process is
 // left behind.
@@ -37,6 +37,10 @@ for line in sys.stdin:
         if "STRAY" in text: print("debug: a print on stdout", flush=True)
         if "BADREWARD" in text:
             print(json.dumps({"id": i, "reward": "high"}), flush=True); continue
+        if "NANREWARD" in text:  # json.dumps writes NaN / Infinity by default
+            print(json.dumps({"id": i, "reward": float("nan") if "INF" not in text else -float("inf")}), flush=True); continue
+        if "NANEXTRA" in text:
+            print(json.dumps({"id": i, "observation": " x", "reward": 0.25, "debug": [float("nan")]}), flush=True); continue
         turns[m["episode"]] += 1
         n = turns[m["episode"]]
         print(json.dumps({"id": i, "observation": " ok%d" % n, "reward": 0.5 * n, "done": n >= 2,
@@ -100,6 +104,26 @@ TEST_F(ExternalEnvTest, AnErrorReplyEndsOnlyThatEpisode) {
   EXPECT_EQ(s2->step(turn("fine")).observation, " ok1");
   EXPECT_NE(error_of([&] { s2->step(turn("BADREWARD")); }).find("'reward' must be a finite number or null"),
             std::string::npos);
+  EXPECT_EQ(env.n_starts(), 1);
+}
+
+// A reply with NaN or Infinity (Python's json.dumps default) is read at once,
+// not skipped as a stray line until timeout_s: a NaN reward ends only that
+// episode with a reason naming the value; NaN in a field rlf does not use is
+// harmless; the program is never restarted.
+TEST_F(ExternalEnvTest, NanOrInfinityInARewardIsNamedAtOnceAndEndsOnlyThatEpisode) {
+  ExternalEnvironment env(options(10.0));  // a reply skipped as stray would show as a timeout
+  std::string first;
+  auto s1 = env.reset(task(), 1, &first), s2 = env.reset(task(), 2, &first), s3 = env.reset(task(), 3, &first);
+  EXPECT_EQ(error_of([&] { s1->step(turn("NANREWARD", 3)); }),
+            "external environment: 'reward' must be a finite number or null, got NaN (turn 3)");
+  EXPECT_EQ(error_of([&] { s2->step(turn("NANREWARD INF")); }),
+            "external environment: 'reward' must be a finite number or null, got -Infinity (turn 0)");
+  EnvStep ok = s3->step(turn("NANEXTRA"));
+  EXPECT_EQ(ok.observation, " x");
+  EXPECT_DOUBLE_EQ(*ok.reward, 0.25);
+  EXPECT_EQ(s3->step(turn("one", 1)).observation, " ok1");
+  EXPECT_EQ(env.n_stray_lines(), 0);
   EXPECT_EQ(env.n_starts(), 1);
 }
 

@@ -1,11 +1,13 @@
 // Fuzz test (fixed seed) of the external scorer's reply handling: mutated
 // reply lines (type swaps, odd values, huge numbers, cuts, wrong lengths,
-// nesting) go through is_external_reply and parse_external_reply. Each must
+// nesting, NaN / Infinity written in) go through is_external_reply and parse_external_reply. Each must
 // give one result per completion or throw rlf::Error (the whole group then
 // missing) — never crash or throw anything else. Run under ASan + UBSan by
 // scripts/test.sh (label parser).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <random>
 
 #include "rewards/external_reward.h"
@@ -56,6 +58,13 @@ TEST(ExternalReplyFuzz, MutatedRepliesParseOrFailCleanly) {
       *target = Json::parse(odd, nullptr, false);
     }
     std::string line = j.is_discarded() ? std::string("{") : j.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (pick(rng, 3) == 0) {  // a number (or anything at a random place) becomes NaN / Infinity, as Python writes them
+      static const char* kWords[] = {"NaN", "Infinity", "-Infinity"};
+      const size_t at = pick(rng, line.size() + 1);
+      size_t end = at;
+      while (end < line.size() && (std::isdigit(static_cast<unsigned char>(line[end])) || line[end] == '.')) ++end;
+      line = line.substr(0, at) + kWords[pick(rng, 3)] + line.substr(std::max(end, at));
+    }
     if (pick(rng, 4) == 0) line.resize(pick(rng, line.size() + 1));  // a cut line
     try {
       (void)is_external_reply(line, 4);

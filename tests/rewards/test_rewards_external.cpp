@@ -162,7 +162,7 @@ TEST_F(ExternalRewardTest, NormalRepliesThenEveryFailureRecovers) {
     // A per-sample problem (token rewards of the wrong length) touches only that sample.
     r = reward.score(make_group({"BADTOKENS", "ok"}));
     EXPECT_FALSE(r[0].score);
-    EXPECT_EQ(r[0].missing_reason, "external scorer: token_rewards #0 must be a list of 9 numbers");
+    EXPECT_EQ(r[0].missing_reason, "external scorer: token_rewards #0 must be a list of 9 finite numbers (got 10)");
     EXPECT_EQ(r[1].score, 2.0);
     EXPECT_EQ(reward.n_starts(), 3);
 
@@ -289,6 +289,38 @@ TEST_F(ExternalRewardTest, ShutdownKillsTheWholeProcessGroup) {
   EXPECT_TRUE(children().empty());
 }
 
+// Python's json.dumps writes NaN, Infinity and -Infinity by default: the
+// reply is read at once (not skipped as a stray line until timeout_s), those
+// samples are missing with a reason naming the value, the others are scored,
+// and the scorer keeps running.
+TEST_F(ExternalRewardTest, NanAndInfinityScoresAreMissingWithTheReasonAtOnce) {
+  ExternalRewardOptions o = options_for(R"PY(
+import json, sys
+special = {"NAN": float("nan"), "INF": float("inf"), "-INF": -float("inf")}
+for line in sys.stdin:
+    req = json.loads(line)
+    cs = req["completions"]
+    scores = [special.get(c, float(len(c))) for c in cs]
+    tokens = [[float("nan") if c == "TOKNAN" else 0.25] * n for c, n in zip(cs, req["n_tokens"])]
+    print(json.dumps({"id": req["id"], "scores": scores, "token_rewards": tokens}), flush=True)
+)PY");
+  o.timeout_s = 10;  // far longer than a reply takes: a reply skipped as stray would show as a timeout
+  ExternalReward reward(o);
+  for (int round = 0; round < 2; ++round) {
+    auto r = reward.score(make_group({"ab", "NAN", "INF", "-INF", "TOKNAN"}));
+    ASSERT_EQ(r.size(), 5u);
+    EXPECT_EQ(r[0].score, 2.0) << r[0].missing_reason;
+    EXPECT_EQ(r[0].token_rewards, (std::vector<float>{0.25f, 0.25f}));
+    EXPECT_EQ(r[1].missing_reason, "external scorer: score #1 is NaN (a score must be a finite number, or null with a reason)");
+    EXPECT_EQ(r[2].missing_reason, "external scorer: score #2 is Infinity (a score must be a finite number, or null with a reason)");
+    EXPECT_EQ(r[3].missing_reason, "external scorer: score #3 is -Infinity (a score must be a finite number, or null with a reason)");
+    EXPECT_FALSE(r[1].score || r[2].score || r[3].score);
+    EXPECT_FALSE(r[4].score);
+    EXPECT_EQ(r[4].missing_reason, "external scorer: token_rewards #4 must be a list of 6 finite numbers (entry 0 is NaN)");
+  }
+  EXPECT_EQ(reward.n_starts(), 1);  // never killed for a timeout
+}
+
 TEST_F(ExternalRewardTest, ACommandThatCannotStartIsAClearError) {
   ExternalRewardOptions o;
   o.command = {"/nonexistent/scorer", "--flag"};
@@ -317,6 +349,12 @@ TEST(ExternalProtocol, RequestLineAndReplyParsing) {
   EXPECT_EQ(r[0].score, 0.5);
   EXPECT_EQ(r[0].explanation, "fine");
   EXPECT_EQ(r[1].missing_reason, "external scorer: score #1 is not a number: \"high\"");
+  r = parse_external_reply(R"({"scores": [NaN, -Infinity], "id": 3})", two, 3);  // as Python's json.dumps writes them
+  EXPECT_EQ(r[0].missing_reason, "external scorer: score #0 is NaN (a score must be a finite number, or null with a reason)");
+  EXPECT_FALSE(r[1].score);
+  EXPECT_TRUE(is_external_reply(R"({"scores": [NaN, -Infinity], "id": 3})", 3));
+  EXPECT_EQ(error_of([&] { parse_external_reply(R"({"scores": [1, 2], "id": NaN})", two, 3); }),
+            "reply id NaN does not match request id 3");
   EXPECT_EQ(error_of([&] { parse_external_reply(R"({"scores": [1, 2], "id": 4})", two, 3); }),
             "reply id 4 does not match request id 3");
   EXPECT_EQ(error_of([&] { parse_external_reply(R"([1, 2])", two, 3); }),
