@@ -5,6 +5,8 @@
 #include <fstream>
 
 #include "serve/dashboard_page.h"
+#include "serve/host_check.h"
+#include "serve/http_server.h"
 #include "serve/http_socket.h"
 #include "util/error.h"
 
@@ -14,6 +16,9 @@ void DashboardOptions::validate() const {
   check(!runs.empty(), "rlf dashboard: give at least one run directory (a run's run.out_dir)");
   check(port >= 0 && port <= 65535, "--port must be in [0, 65535] (got ", port, ")");
   check(max_rows >= 1, "max_rows must be >= 1 (got ", max_rows, ")");
+  for (const std::string& h : allowed_hosts)
+    check(h == "*" || !host_header_name(h).empty(), "--allow-host: '", h, "' is not a host name (e.g. myhost.lan, or *)");
+  http.validate("http.");
 }
 
 JsonlPage read_jsonl_page(const std::filesystem::path& file, int64_t offset, int64_t max_rows) {
@@ -58,8 +63,10 @@ Json read_json_or_null(const std::filesystem::path& file) {
 
 struct Dashboard::Impl {
   DashboardOptions options;
-  httplib::Server http;
+  GuardedHttpServer http;
   int port = -1;
+
+  explicit Impl(DashboardOptions o) : options((o.validate(), std::move(o))), http(options.http) {}
 
   void error(httplib::Response& res, int status, const std::string& message) {
     res.status = status;
@@ -105,10 +112,18 @@ struct Dashboard::Impl {
   }
 };
 
-Dashboard::Dashboard(DashboardOptions options) : impl_(std::make_unique<Impl>()) {
-  options.validate();
-  impl_->options = std::move(options);
+Dashboard::Dashboard(DashboardOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   Impl* impl = impl_.get();
+  // Before anything else: a request for another site's name (DNS rebinding) reads nothing.
+  impl->http.set_pre_routing_handler([impl](const httplib::Request& req, httplib::Response& res) {
+    const HostCheck host{impl->options.host, impl->options.allowed_hosts};
+    const std::string why = host_refusal(req.has_header("Host") ? std::optional<std::string>(req.get_header_value("Host"))
+                                                                : std::nullopt,
+                                         host);
+    if (why.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    impl->error(res, req.has_header("Host") ? 403 : 400, why);
+    return httplib::Server::HandlerResponse::Handled;
+  });
   impl->http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(kDashboardPage, "text/html; charset=utf-8"); });
   impl->http.Get("/api/runs", [impl](const httplib::Request&, httplib::Response& res) {
     res.set_content(json_line(impl->runs_json()), "application/json");

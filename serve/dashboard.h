@@ -10,6 +10,12 @@
 // poll), so a run that is writing shows up step by step; a file that shrank
 // (a run restarted in the directory) is read again from the start. The
 // directories are only read. Several runs are overlaid on every chart.
+//
+// Security: binds to 127.0.0.1 unless told otherwise, and answers only
+// requests whose Host is its own (serve/host_check.h: localhost, an IP
+// address, the --host name, allowed_hosts), so a page of another site cannot
+// read run data through DNS rebinding (403 otherwise). Slow clients cost
+// bounded time (serve/http_server.h).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "serve/http_limits.h"
 #include "util/json_util.h"
 
 namespace rlf {
@@ -27,6 +34,9 @@ struct DashboardOptions {
   std::string host = "127.0.0.1";           // interface to bind
   int64_t port = 8080;                      // 0 = any free port
   int64_t max_rows = 5000;                  // lines returned by one /api request at most
+  std::vector<std::string> allowed_hosts;   // Host names answered besides localhost, IP addresses and `host`;
+                                            // "*" = any (serve/host_check.h)
+  HttpLimits http = {.threads = 16};        // connections and timeouts (serve/http_limits.h)
 
   void validate() const;  // throws rlf::Error naming the option
 };

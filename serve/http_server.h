@@ -16,7 +16,12 @@
 //   max_header_bytes: 431 and close. A body must arrive within body_timeout_s
 //   of its headers: else the connection is closed.
 // - At most max_connections_per_client open connections from one client
-//   address, max_connections in all: more get 503 at once and are closed.
+//   address, max_connections in all. A new connection over a limit closes
+//   the crowded client's oldest waiting connection (idle, or its request
+//   incomplete: 503) to make room, so a request that arrives whole is
+//   answered even from the address of a client trickling bytes on hundreds
+//   of connections; when all of that client's connections are being
+//   answered, the new one gets 503 instead.
 // - A response is written with httplib's write timeout per write; a client
 //   that stops reading loses its connection, not the server's time.
 // Requests are parsed, routed and answered by httplib itself (its handlers,
@@ -36,21 +41,9 @@
 #include <memory>
 #include <string>
 
+#include "serve/http_limits.h"
+
 namespace rlf {
-
-struct HttpLimits {
-  int64_t threads = 256;                      // requests handled at once (a streamed response holds one to its end)
-  double header_timeout_s = 10.0;             // request line + headers must arrive within this, seconds
-  double body_timeout_s = 60.0;               // the body must arrive within this of the headers, seconds
-  int64_t max_connections = 1024;             // open connections in all; more get 503
-  int64_t max_connections_per_client = 256;   // open connections from one client address; more get 503
-  int64_t max_header_bytes = 16 << 10;        // request line + headers; longer: 431
-  int64_t max_buffered_body_bytes = 64 << 10; // bodies up to this wait in the waiting room, not in a worker
-  int64_t max_requests_per_connection = 100;  // keep-alive: the connection closes after this many
-
-  // Throws rlf::Error naming `prefix` + key.
-  void validate(const std::string& prefix) const;
-};
 
 class GuardedHttpServer : public httplib::Server {
  public:
@@ -65,10 +58,13 @@ class GuardedHttpServer : public httplib::Server {
   struct Counters {
     int64_t header_timeouts = 0;  // 408: headers not complete in time
     int64_t body_timeouts = 0;    // bodies not complete in time
-    int64_t over_limit = 0;       // 503: too many connections (per client or in all)
+    int64_t over_limit = 0;       // 503: a new connection over the limits with none of its client's waiting
+    int64_t evicted = 0;          // waiting connections closed to make room for a newer one
     int64_t too_large = 0;        // 431: headers too long
   };
   Counters counters() const;
+  // Connections open now (0 when not listening).
+  int64_t open_connections() const;
 
  private:
   class Front;

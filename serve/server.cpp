@@ -14,6 +14,7 @@
 #include "data/prompt_format.h"
 #include "tokenizer/tokenizer.h"
 #include "serve/openai_api.h"
+#include "serve/http_server.h"
 #include "serve/http_socket.h"
 #include "util/error.h"
 
@@ -23,7 +24,7 @@ void ServeOptions::validate(const std::string& prefix) const {
   check(!host.empty(), prefix, "host must not be empty (e.g. 127.0.0.1)");
   check(port >= 0 && port <= 65535, prefix, "port must be in [0, 65535] (got ", port, "; 0 = any free port)");
   check(!model_name.empty(), prefix, "model_name must not be empty");
-  check(http_threads >= 1, prefix, "http_threads must be >= 1 (got ", http_threads, ")");
+  http.validate(prefix + "http.");
   check(max_body_bytes >= 1024, prefix, "max_body_bytes must be >= 1024 (got ", max_body_bytes, ")");
   check(max_pending >= 1, prefix, "max_pending must be >= 1 (got ", max_pending, ")");
   check(max_n >= 1, prefix, "max_n must be >= 1 (got ", max_n, ")");
@@ -250,7 +251,7 @@ struct Server::Impl {
   RolloutEngine engine;
   ApiModel model;
   Scheduler scheduler;
-  httplib::Server http;
+  GuardedHttpServer http;
   int bound_port = -1;
   std::atomic<int64_t> next_call{1};
   std::atomic<int64_t> n_requests{0}, n_4xx{0}, n_5xx{0}, n_cancelled{0};
@@ -258,8 +259,13 @@ struct Server::Impl {
   std::atomic<bool> stopped{false};
 
   Impl(Policy& p, EngineOptions eo, ServeOptions o)
-      : policy(p), options(std::move(o)), engine(p.model(), p.tokenizer, std::move(eo)), scheduler(options.max_pending) {
-    options.validate();
+      : policy(p),
+        options((o.validate(), std::move(o))),
+        engine(p.model(), p.tokenizer, std::move(eo)),
+        scheduler(options.max_pending),
+        http(options.http, [](int status, const std::string& message) {
+          return json_line(api_error_json(message, status >= 500 ? "server_error" : "invalid_request_error"));
+        }) {
     model.name = options.model_name;
     model.tokenizer = policy.tokenizer.get();
     model.context_limit = engine.context_limit();
@@ -283,7 +289,6 @@ struct Server::Impl {
   }
 
   void routes() {
-    http.new_task_queue = [n = options.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
     http.set_payload_max_length(static_cast<size_t>(options.max_body_bytes));
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (options.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;

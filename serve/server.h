@@ -3,8 +3,9 @@
 // Routes: GET /v1/models, POST /v1/completions, POST /v1/chat/completions
 // (serve/openai_api.h has the wire format), GET /health.
 //
-// Threads: HTTP connections are handled by a pool of http_threads threads
-// (cpp-httplib); each request is parsed there and queued. One engine thread
+// Threads: connections wait for their request in one thread (poll), and a
+// whole request is handled by one of http.threads workers (cpp-httplib behind
+// serve/http_server.h); each request is parsed there and queued. One engine thread
 // runs RolloutEngine::serve(): every queued request joins the decoding batch
 // at the next step (continuous batching), so concurrent requests share the
 // model's forward passes. A streamed request gets server-sent events as its
@@ -14,7 +15,10 @@
 // Robustness: a bad request gets an OpenAI error object with a 4xx and
 // touches nothing else; a failure inside the engine fails the requests it
 // was decoding with a 500 and the server keeps serving. More than
-// max_pending requests waiting: 503. Bodies over max_body_bytes: 413.
+// max_pending requests waiting: 503. Bodies over max_body_bytes: 413. Slow
+// or greedy clients cost bounded time and connections (ServeOptions::http:
+// headers within 10 s, 256 connections per client address, 408 / 503
+// beyond), so others, /health included, keep being answered.
 //
 // Security: binds to 127.0.0.1 unless told otherwise; with api_key set every
 // /v1 route needs "Authorization: Bearer <api_key>" (401 otherwise).
@@ -26,6 +30,7 @@
 
 #include "rollout/engine.h"
 #include "rollout/policy.h"
+#include "serve/http_limits.h"
 #include "tokenizer/chat_template.h"
 
 namespace rlf {
@@ -41,7 +46,8 @@ struct ServeOptions {
                                        // a tokenizer_config.json or a model directory
   std::string tool_parser = "auto";    // how the model writes tool calls: "auto" (from the Jinja template's markers),
                                        // "none" (requests with tools refused), hermes, llama3_json, mistral
-  int64_t http_threads = 256;      // connections handled at once (streams hold one each)
+  HttpLimits http;                 // threads (requests handled at once; streams hold one each), header/body
+                                   // timeouts, connections per client and in all (serve/http_limits.h)
   int64_t max_body_bytes = 8 << 20;  // larger request bodies get 413
   int64_t max_pending = 4096;      // requests waiting for the engine beyond this get 503
   int64_t max_n = 128;             // completions one request may ask for (prompts x n)

@@ -17,6 +17,7 @@ int run_dashboard(const Args& args) {
   for (const auto& p : args.positional()) o.runs.emplace_back(p);
   o.host = args.str("host");
   o.port = args.integer("port");
+  for (const std::string& h : args.list("allow-host")) o.allowed_hosts.push_back(h);
   Dashboard dashboard(o);
   const int port = dashboard.bind();
   StopOnSignal on_signal([&] { dashboard.stop(); });
@@ -37,6 +38,8 @@ CommandSpec make_dashboard_command() {
   c.options = {
       {"host", OptKind::String, "127.0.0.1", "interface to listen on (0.0.0.0 = every interface)", "ADDR"},
       {"port", OptKind::Int, "8080", "TCP port; 0 = any free port (printed at start)", "N", 0, 65535},
+      {"allow-host", OptKind::List, "", "answer requests for this Host name too (besides localhost, IP addresses and "
+       "--host; * = any); repeatable", "NAME"},
   };
   c.run = [](const Args& a) {
     check(!a.positional().empty(), "rlf dashboard: give one or more run directories, e.g. rlf dashboard runs/demo runs/agent");

@@ -45,7 +45,9 @@ int run_serve(const Args& args) {
   so.model_name = args.given("served-model-name") ? args.str("served-model-name") : default_model_name(args.str("model"));
   so.chat_template = args.str("chat-template");
   so.tool_parser = args.str("tool-parser");
-  so.http_threads = args.integer("http-threads");
+  so.http.threads = args.integer("http-threads");
+  so.http.header_timeout_s = args.number("header-timeout");
+  so.http.max_connections_per_client = args.integer("max-connections-per-client");
   so.max_pending = args.integer("max-pending");
   if (args.given("api-key-env")) {
     const std::string var = args.str("api-key-env");
@@ -93,7 +95,9 @@ CommandSpec make_serve_command() {
       {"max-batch", OptKind::Int, "64", "sequences decoded together (continuous batching across requests)", "N", 1, 65536},
       {"pack-weights", OptKind::String, "on", "on|off: fp32 CPU decoding multiplies by a packed copy of the weights (off: no copy, less memory)", "ON|OFF"},
       {"max-seq-len", OptKind::Int, "0", "tokens per sequence (prompt + completion); 0 = the model's context", "N", 0, 1e7},
-      {"http-threads", OptKind::Int, "256", "HTTP connections handled at once", "N", 1, 65536},
+      {"http-threads", OptKind::Int, "256", "HTTP requests handled at once (a streamed reply holds one to its end)", "N", 1, 65536},
+      {"header-timeout", OptKind::Float, "10", "seconds a client has to send a request's headers (then 408)", "S", 0.001, 3600},
+      {"max-connections-per-client", OptKind::Int, "256", "open connections from one client address; more get 503", "N", 1, 65536},
       {"max-pending", OptKind::Int, "4096", "requests waiting for the engine beyond this get 503", "N", 1, 1e9},
       {"seed", OptKind::Int, "0", "seeds requests that carry no seed (in arrival order)", "N", 0, 9.2e18},
       {"dtype", OptKind::String, "auto", "compute dtype: auto (bf16 on a GPU, fp32 on a CPU: the fast ones for decoding), fp32 or bf16", "DTYPE"},

@@ -1,5 +1,6 @@
 // rlf dashboard: the JSON API over run directories (whole lines only, byte
-// offsets, a restarted file, bad requests), and the page in a real headless
+// offsets, a restarted file, bad requests), the Host check against DNS
+// rebinding (only its own names answered), and the page in a real headless
 // browser (Debian's chromium through chromium-driver, selenium in the oracle
 // venv): curves drawn, config and samples shown, live updates, no console
 // errors, a screenshot written.
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "serve/dashboard.h"
+#include "serve/host_check.h"
 #include "tests/support/test_env.h"
 #include "util/json_util.h"
 
@@ -52,8 +54,7 @@ struct Serving {
   std::unique_ptr<Dashboard> d;
   std::thread t;
   int port = 0;
-  explicit Serving(std::vector<std::filesystem::path> runs) {
-    DashboardOptions o;
+  explicit Serving(std::vector<std::filesystem::path> runs, DashboardOptions o = {}) {
     o.runs = std::move(runs);
     o.port = 0;
     d = std::make_unique<Dashboard>(o);
@@ -116,6 +117,65 @@ TEST(Dashboard, ApiServesRunsMetricsAndSamples) {
   auto missing = c.Get("/nothing");
   EXPECT_EQ(missing->status, 404);
   EXPECT_TRUE(Json::parse(missing->body).contains("error"));
+}
+
+// DNS rebinding: a page of evil.example whose name resolves to 127.0.0.1
+// sends requests with "Host: evil.example:PORT"; they are refused and read
+// nothing, while the names of the machine itself are answered.
+TEST(Dashboard, OnlyItsOwnHostNamesAreAnswered) {
+  Runs runs;
+  Serving s({runs.finished});
+  httplib::Client c("127.0.0.1", s.port);
+  const std::string port = ":" + std::to_string(s.port);
+  for (const std::string& host : std::vector<std::string>{"evil.example" + port, "evil.example",
+                                                          "127.0.0.1.evil.example" + port, "localhost.evil", "EVIL.example."}) {
+    auto r = c.Get("/api/runs", {{"Host", host}});
+    ASSERT_TRUE(r) << host;
+    EXPECT_EQ(r->status, 403) << host;
+    EXPECT_EQ(r->body.find("grpo-seed0"), std::string::npos) << "run data leaked to Host " << host;
+    EXPECT_NE(r->body.find("is not a name of this server"), std::string::npos) << r->body;
+    EXPECT_EQ(c.Get("/", {{"Host", host}})->status, 403) << host;
+  }
+  for (const std::string& host : std::vector<std::string>{"127.0.0.1" + port, "localhost" + port, "LOCALHOST",
+                                                          "app.localhost" + port, "[::1]" + port, "192.168.7.9" + port,
+                                                          "localhost." + port}) {
+    auto r = c.Get("/api/runs", {{"Host", host}});
+    ASSERT_TRUE(r) << host;
+    EXPECT_EQ(r->status, 200) << host << ": " << r->body;
+  }
+  // A name the user allows (or binds to) is answered too.
+  DashboardOptions o;
+  o.allowed_hosts = {"box.lan"};
+  Serving allowed({runs.finished}, o);
+  httplib::Client a("127.0.0.1", allowed.port);
+  EXPECT_EQ(a.Get("/api/runs", {{"Host", "box.lan:1234"}})->status, 200);
+  EXPECT_EQ(a.Get("/api/runs", {{"Host", "evil.example"}})->status, 403);
+}
+
+TEST(Dashboard, HostNamesAreParsedStrictly) {
+  EXPECT_EQ(host_header_name("LocalHost:8080"), "localhost");
+  EXPECT_EQ(host_header_name("[::1]:8080"), "::1");
+  EXPECT_EQ(host_header_name("[::1]x"), "");
+  EXPECT_EQ(host_header_name("::1"), "");
+  EXPECT_EQ(host_header_name("a b"), "");
+  EXPECT_EQ(host_header_name("box.lan."), "box.lan");
+  const HostCheck bound{"box.lan", {}};
+  EXPECT_EQ(host_refusal(std::string("box.lan:80"), bound), "");
+  EXPECT_NE(host_refusal(std::string("other.lan"), bound), "");
+  EXPECT_EQ(host_refusal(std::nullopt, bound), "the request has no Host header");
+  EXPECT_EQ(host_refusal(std::string("anything"), HostCheck{"0.0.0.0", {"*"}}), "");
+  EXPECT_EQ(host_refusal(std::string("evil.example"), HostCheck{"0.0.0.0", {}}),
+            "Host 'evil.example' is not a name of this server (a page of another site may be reaching it through DNS "
+            "rebinding); open it as localhost or by its IP address, or allow the name (e.g. --allow-host evil.example)");
+  DashboardOptions o;
+  o.runs = {"r"};
+  o.allowed_hosts = {"a b"};
+  try {
+    o.validate();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "--allow-host: 'a b' is not a host name (e.g. myhost.lan, or *)");
+  }
 }
 
 TEST(DashboardOracle, ThePageWorksInAHeadlessBrowser) {

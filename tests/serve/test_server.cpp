@@ -2,7 +2,14 @@
 // requests get OpenAI error objects and 4xx without harming the server, a
 // client that leaves mid-stream is noticed, the API key is enforced, a seeded
 // request gives what rlf's own engine gives, the official `openai` client
-// works (oracle venv), and 64 concurrent requests all succeed.
+// works (oracle venv), 64 concurrent requests all succeed, and 300 slow-loris
+// connections do not stop other clients.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -185,6 +192,64 @@ TEST(Serve, RlfsOwnChatClientTheCriticsAndJudgesUseGetsAnswers) {
   co.api_key = "wrong";
   ChatClient refused(co);
   EXPECT_NE(test::error_of([&] { refused.probe(); }).find("401"), std::string::npos);
+}
+
+// The probe of issue 37: 300 connections each sending a header byte now and
+// then (slow loris) held every HTTP thread, and /health timed out. Now they
+// wait in the front's waiting room, at most 256 from one address (a newer
+// connection closes the oldest waiting one): /health and a completion from
+// the same address are answered while they trickle on, and their headers
+// time out (408) or they make room (503, or closed before their first byte).
+TEST(Serve, SlowLorisConnectionsDoNotStopOtherClients) {
+  ServeOptions so;
+  so.http.header_timeout_s = 3;
+  Running s(so);
+  std::vector<int> slow;
+  for (int i = 0; i < 300; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    to.sin_port = htons(static_cast<uint16_t>(s.port));
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+    slow.push_back(fd);
+  }
+  const std::string header = "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaa";
+  httplib::Client c("127.0.0.1", s.port);
+  c.set_connection_timeout(5, 0);
+  c.set_read_timeout(5, 0);
+  for (size_t k = 0; k < 4; ++k) {  // one byte per connection per round
+    for (int fd : slow) (void)::send(fd, header.data() + k, 1, MSG_NOSIGNAL);
+    auto health = c.Get("/health");
+    ASSERT_TRUE(health) << "round " << k << ": /health not answered";
+    EXPECT_EQ(health->status, 200);
+    post(c, "/v1/completions", R"({"model": "stories260K", "prompt": "Once", "max_tokens": 3})", 200);
+  }
+  // Every slow connection is closed by the server: 408 after header_timeout_s, or earlier to make room.
+  int n_408 = 0, n_closed = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto left_ms = [&] {
+    return static_cast<int>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count()));
+  };
+  for (int fd : slow) {
+    std::string got;
+    char buf[512];
+    pollfd p{fd, POLLIN, 0};
+    bool closed = false;
+    while (!closed && ::poll(&p, 1, left_ms()) > 0) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) closed = true;
+      else got.append(buf, static_cast<size_t>(n));
+    }
+    n_closed += closed;
+    n_408 += got.rfind("HTTP/1.1 408", 0) == 0;
+    EXPECT_TRUE(got.empty() || got.rfind("HTTP/1.1 408", 0) == 0 || got.rfind("HTTP/1.1 503", 0) == 0) << got;
+    ::close(fd);
+  }
+  EXPECT_EQ(n_closed, 300);
+  EXPECT_GE(n_408, 200);  // 256 admitted, less the few that made room for the client's requests
+  EXPECT_LE(n_408, 256);
 }
 
 TEST(Serve, AnApiKeyIsRequiredWhenSet) {
