@@ -129,7 +129,7 @@ Json parse_json_allowing_nan(const std::string& text, const std::string& source)
     size_t at = e.byte;
     for (auto r = replacements.rbegin(); r != replacements.rend(); ++r)
       if (r->at < e.byte) at -= std::min(at, r->growth);
-    const size_t from = at > 20 ? at - 20 : 0;
+    const size_t from = std::min(at > 20 ? at - 20 : 0, text.size());
     fail(source, ": malformed JSON at byte ", at, " near '", text.substr(from, std::min<size_t>(40, text.size() - from)),
          "' (NaN, Infinity and -Infinity are read as numbers)");
   } catch (const Json::exception& e) {
