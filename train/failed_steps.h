@@ -8,14 +8,18 @@
 // episodes and every one ended with an environment error (env/errors ==
 // episode/count, both summed over the ranks, so every rank decides alike).
 // After `max_failed_steps` failing steps in a row it says the run must stop,
-// with the steps, the count and the first error noted. A step with one working
+// with the steps, the count and the stretch's errors (the three most
+// frequent, with their counts). A step with one working
 // episode resets the count.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "env/episode.h"
 #include "util/json_util.h"
 
 namespace rlf {
@@ -25,16 +29,17 @@ class FailedStepWatch {
   // `max_failed_steps` (run.max_failed_steps): failing steps in a row that stop the run; 0 = never stop.
   explicit FailedStepWatch(int64_t max_failed_steps);
 
-  // A step's metrics (env/errors, episode/count, notes); `step` is 1-based.
-  // On the max_failed_steps-th failing step in a row: the error to stop the run with.
-  std::optional<std::string> add(int64_t step, const Json& metrics);
+  // A step's metrics (env/errors, episode/count) and this process's episodes
+  // of it (for their env_error); `step` is 1-based. On the max_failed_steps-th
+  // failing step in a row: the error to stop the run with.
+  std::optional<std::string> add(int64_t step, const Json& metrics, const std::vector<Episode>& episodes);
 
   int64_t n_failing_in_a_row() const { return in_a_row_; }
 
  private:
   int64_t max_;
   int64_t in_a_row_ = 0;
-  std::string first_error_;  // the first environment error noted in the current failing stretch
+  std::map<std::string, int64_t> errors_;  // this process's environment errors in the failing stretch, counted
 };
 
 }  // namespace rlf

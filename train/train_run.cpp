@@ -1170,7 +1170,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
         m["diag/overoptimization_warning"] = 1.0;
       }
     }
-    const std::optional<std::string> every_episode_failed = failed_steps.add(step + 1, m);
+    const std::optional<std::string> every_episode_failed = failed_steps.add(step + 1, m, episodes);
     if (m.contains("notes")) {
       for (const auto& n : m["notes"])
         if (notes_shown++ < 20) r.say("step " + std::to_string(step + 1) + ": " + n.get<std::string>());

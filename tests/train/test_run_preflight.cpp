@@ -122,23 +122,24 @@ TEST(RunPreflight, ASimpleGtCriticNeedsReferenceAnswers) {
 }
 
 TEST(FailedSteps, StopsAfterTheGivenNumberOfFailingStepsInARow) {
-  const Json failing = {{"episode/count", 8.0}, {"env/errors", 8.0},
-                        {"notes", {"observation cut", "environment error (reset): exited with status 3"}}};
+  const Json failing = {{"episode/count", 8.0}, {"env/errors", 8.0}};
   const Json one_works = {{"episode/count", 8.0}, {"env/errors", 7.0}};
+  std::vector<Episode> episodes(2);
+  episodes[1].env_error = "exited with status 3";
   FailedStepWatch w(3);
-  EXPECT_FALSE(w.add(1, failing));
-  EXPECT_FALSE(w.add(2, failing));
-  EXPECT_FALSE(w.add(3, one_works));  // one working episode resets the count
-  EXPECT_FALSE(w.add(4, failing));
-  EXPECT_FALSE(w.add(5, failing));
-  const auto stop = w.add(6, failing);
+  EXPECT_FALSE(w.add(1, failing, {}));
+  EXPECT_FALSE(w.add(2, failing, {}));
+  EXPECT_FALSE(w.add(3, one_works, {}));  // one working episode resets the count
+  EXPECT_FALSE(w.add(4, failing, episodes));
+  EXPECT_FALSE(w.add(5, failing, {}));
+  const auto stop = w.add(6, failing, {});
   ASSERT_TRUE(stop.has_value());
-  EXPECT_EQ(*stop, "every episode failed in 3 steps in a row (steps 4 to 6, 8 episodes in the last): environment error "
-                   "(reset): exited with status 3. Fix the environment ([env]); run.max_failed_steps = 3 stops such a "
-                   "run (0 = never)");
+  EXPECT_EQ(*stop, "every episode failed in 3 steps in a row (steps 4 to 6, 8 episodes in the last) with an environment "
+                   "error: 'exited with status 3' (1 episode). Fix the environment ([env]); run.max_failed_steps = 3 "
+                   "stops such a run (0 = never)");
   FailedStepWatch never(0);
-  for (int s = 1; s <= 10; ++s) EXPECT_FALSE(never.add(s, failing));
-  EXPECT_FALSE(FailedStepWatch(1).add(1, Json{{"episode/count", 0.0}, {"env/errors", 0.0}}));  // no episodes: no verdict
+  for (int s = 1; s <= 10; ++s) EXPECT_FALSE(never.add(s, failing, episodes));
+  EXPECT_FALSE(FailedStepWatch(1).add(1, Json{{"episode/count", 0.0}, {"env/errors", 0.0}}, {}));  // no episodes: no verdict
 }
 
 // The probe's case: an environment whose program exits at once fails every
@@ -153,8 +154,8 @@ TEST(FailedSteps, ARunWhoseEveryEpisodeFailsStopsWithTheError) {
   j["run"]["max_failed_steps"] = 2;
   j["run"]["checkpoint_every"] = 0;
   const std::string e = run_error(j);
-  EXPECT_EQ(e.rfind("run.toml: every episode failed in 2 steps in a row (steps 1 to 2, 8 episodes in the last): "
-                    "environment error",
+  EXPECT_EQ(e.rfind("run.toml: every episode failed in 2 steps in a row (steps 1 to 2, 8 episodes in the last) with an "
+                    "environment error: '",
                     0),
             0u)
       << e;
