@@ -26,8 +26,10 @@
 
 namespace rlf {
 
-// The checks above: they need no model, so they run first.
-void check_run_paths(const TrainConfig& cfg);
+// The checks above: they need no model, so they run first. `writes`: this
+// process writes the run's files (one process, or rank 0 of several); the
+// others skip the checks of the directories they do not write.
+void check_run_paths(const TrainConfig& cfg, bool writes = true);
 
 // The checks that need the loaded policy and training prompts, made before
 // the first write: lora.adapter fits `policy` (unless trainer.kind = "rm",

@@ -644,7 +644,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   const bool rm = cfg.kind == TrainerKind::Rm;
 
   // 1. Load everything and check every record before any step; the paths first, before anything is written.
-  check_run_paths(cfg);
+  check_run_paths(cfg, !opts.reducer || opts.reducer->writes());
   if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
     write_demo_policy(cfg.model_path(), cfg.rl.seed);
   LoadOptions lo;
