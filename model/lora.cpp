@@ -340,7 +340,7 @@ void read_adapter(CausalLMImpl& model, const fs::path& dir, bool apply) {
 }  // namespace
 
 void check_lora_adapter_files(const fs::path& dir) {
-  check(fs::exists(dir), "'", dir.string(), "': no such directory");
+  check(fs::exists(dir), "'", dir.string(), "' is not a LoRA adapter directory: no such directory");
   check(fs::is_regular_file(dir / kAdapterConfig), "'", dir.string(), "' is not a LoRA adapter directory: it has no ",
         kAdapterConfig);
   check(fs::is_regular_file(dir / kAdapterWeights), "'", dir.string(), "': ", kAdapterWeights,

@@ -29,7 +29,7 @@ TEST(RunPreflight, MissingCompanionsFailBeforeAnythingIsWritten) {
   const std::vector<Case> cases = {
       {"lora.adapter",
        [&](Json& j) { j["lora"] = {{"enabled", true}, {"adapter", (dir / "no-adapter").string()}}; },
-       "run.toml: lora.adapter: '" + (dir / "no-adapter").string() + "': no such directory"},
+       "run.toml: lora.adapter: '" + (dir / "no-adapter").string() + "' is not a LoRA adapter directory: no such directory"},
       {"lora.adapter (not an adapter)",
        [&](Json& j) { j["lora"] = {{"enabled", true}, {"adapter", model.string()}}; },
        "run.toml: lora.adapter: '" + model.string() + "' is not a LoRA adapter directory: it has no adapter_config.json"},
