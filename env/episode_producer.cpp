@@ -234,6 +234,7 @@ EpisodeStats& EpisodeStats::operator+=(const EpisodeStats& o) {
 Json EpisodeStats::to_metrics() const {
   const double n = std::max<int64_t>(1, n_episodes);
   Json m;
+  m["episode/count"] = n_episodes;
   m["episode/turns_mean"] = n_episodes ? n_turns / n : 0.0;
   m["episode/ended_by_env"] = n_ended_by_env;
   m["episode/ended_by_length"] = n_ended_by_length;

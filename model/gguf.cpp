@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 
+#include "model/finite_weights.h"
 #include "tokenizer/llama2c_tokenizer.h"
 #include "util/error.h"
+#include "util/fs.h"
+#include "util/write_target.h"
 
 namespace rlf {
 
@@ -82,6 +84,8 @@ std::string encode_tensor(const Tensor& t) {
     out.assign(reinterpret_cast<const char*>(v.data_ptr<float>()), static_cast<size_t>(v.numel()) * 4);
   } else if (t.type == kGgmlF16) {
     const torch::Tensor h = v.to(torch::kHalf).contiguous();
+    check(h.isfinite().all().item<bool>(), "tensor '", t.name, "' has values beyond float16's range (|x| > 65504): ",
+          "export it as f32 (--type f32)");
     out.assign(reinterpret_cast<const char*>(h.data_ptr<at::Half>()), static_cast<size_t>(h.numel()) * 2);
   } else {
     const float* x = v.data_ptr<float>();
@@ -128,6 +132,8 @@ void export_gguf(CausalLMImpl& model, const Tokenizer& tokenizer, const fs::path
           "' is not a SentencePiece (llama2.c tok*.bin) vocabulary; GGUF export of other tokenizers is not supported yet");
     check(tokenizer.vocab_size() == c.vocab_size, "the tokenizer has ", tokenizer.vocab_size(),
           " tokens but the model's vocabulary is ", c.vocab_size);
+    check_finite_weights(model, "a GGUF file of this model");
+    check_file_target(out);  // before the work: a device, a directory or a missing directory is refused
 
     // Tensors, in llama.cpp's names and layouts.
     torch::NoGradGuard ng;
@@ -225,15 +231,7 @@ void export_gguf(CausalLMImpl& model, const Tokenizer& tokenizer, const fs::path
       file.data() += blob;
       file.data().resize((file.data().size() + kAlign - 1) / kAlign * kAlign, '\0');
     }
-    if (out.has_parent_path()) fs::create_directories(out.parent_path());
-    const fs::path tmp = out.string() + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      check(f.good(), "cannot create '", tmp.string(), "'");
-      f.write(file.data().data(), static_cast<std::streamsize>(file.data().size()));
-      check(f.good(), "writing '", tmp.string(), "' failed");
-    }
-    fs::rename(tmp, out);
+    write_file_atomic(out, file.data());
   });
 }
 

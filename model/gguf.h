@@ -35,7 +35,10 @@ namespace rlf {
 enum class GgufType { F32, F16, Q8_0 };
 GgufType parse_gguf_type(const std::string& name);  // "f32" | "f16" | "q8_0"
 
-// Writes `out` (atomically: a temporary file, then rename).
+// Writes `out` atomically (util/fs.h: a regular file or a new name in an
+// existing directory; a failed write names the reason and leaves nothing).
+// A model holding NaN or infinite weights is refused, naming the tensor
+// (model/finite_weights.h), as is an f16 matrix whose values overflow float16.
 void export_gguf(CausalLMImpl& model, const Tokenizer& tokenizer, const std::filesystem::path& out, GgufType type,
                  const std::string& name = "rlf");
 

@@ -4,6 +4,7 @@
 #include "model/safetensors.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/write_target.h"
 
 namespace rlf {
 
@@ -91,9 +92,7 @@ void HfModelDir::check_tensors() const {
 
 void write_hf_dir_files(const std::filesystem::path& dir, const ModelConfig& config, const HfDirWriteOptions& options) {
   config.validate("model config for '" + dir.string() + "'");
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  check(!ec && std::filesystem::is_directory(dir), "cannot create model directory '", dir.string(), "': ", ec.message());
+  ensure_directory(dir);
   write_file_atomic(dir / "config.json", config.to_hf_json().dump(2) + "\n");
   if (options.generation) write_file_atomic(dir / "generation_config.json", options.generation->to_json().dump(2) + "\n");
   if (!options.tokenizer_source.empty()) {

@@ -6,6 +6,7 @@
 #include "model/safetensors.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/write_target.h"
 #include "util/json_util.h"
 
 #include <cstdio>
@@ -132,6 +133,17 @@ LoadedModel load_model(const std::filesystem::path& path, const LoadOptions& opt
   });
 }
 
+ModelConfig check_model_files(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  return with_context("loading model '" + path.string() + "'", [&] {
+    check(fs::exists(path), "no such file or directory");
+    if (!fs::is_directory(path)) return Llama2cCheckpoint(path).config();
+    HfModelDir dir(path);
+    dir.check_tensors();
+    return dir.config();
+  });
+}
+
 void write_tensor_file(const std::filesystem::path& path,
                        const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
@@ -219,7 +231,7 @@ void save_model(CausalLMImpl& model, const std::filesystem::path& dir, const Sav
       files.tokenizer_source =
           fs::is_directory(options.tokenizer_source) ? options.tokenizer_source : options.tokenizer_source.parent_path();
     }
-    fs::create_directories(dir);
+    ensure_directory(dir);
     // The base weights in the file dtype; LoRA adapters go to their own directory (model/lora.h).
     std::vector<std::pair<std::string, torch::Tensor>> tensors;
     for (auto& p : model.named_parameters())

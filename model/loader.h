@@ -45,6 +45,11 @@ struct LoadedModel {
 // Loads `path` (HF directory or llama2.c .bin). Errors name the file and field.
 LoadedModel load_model(const std::filesystem::path& path, const LoadOptions& options = {});
 
+// What load_model checks before it reads any weight — `path` exists, its
+// config parses, every tensor is present with its shape — without loading
+// (a memory map and the headers). Returns the config; errors as load_model's.
+ModelConfig check_model_files(const std::filesystem::path& path);
+
 // Builds a model of `config` with random weights (normal(0, 0.02)), for benchmarks and tests.
 CausalLM make_random_model(const ModelConfig& config, uint64_t seed, torch::ScalarType dtype, torch::Device device);
 

@@ -11,6 +11,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json_util.h"
+#include "util/write_target.h"
 
 namespace rlf {
 
@@ -193,7 +194,7 @@ void save_lora_adapter(CausalLMImpl& model, const fs::path& dir, const std::stri
     for (auto& p : model.named_parameters())
       if (is_lora_parameter(p.key()) || (classifier && p.key() == kScoreHead))
         tensors.emplace_back(kPeftPrefix + p.key(), p.value());
-    fs::create_directories(dir);
+    ensure_directory(dir);
     write_tensor_file(dir / kAdapterWeights, tensors, {{"format", "pt"}});
     // PEFT's LoraConfig fields (0.13), with the values rlf implements.
     Json c = {{"peft_type", "LORA"},
@@ -225,10 +226,7 @@ namespace {
 void read_adapter(CausalLMImpl& model, const fs::path& dir, bool apply) {
   const fs::path cfg_path = dir / kAdapterConfig, w_path = dir / kAdapterWeights;
   const std::string src = cfg_path.string();
-  check(fs::is_regular_file(cfg_path), "'", dir.string(), "' is not a LoRA adapter directory: it has no ",
-        kAdapterConfig);
-  check(fs::is_regular_file(w_path), "'", dir.string(), "': ", kAdapterWeights,
-        " is missing (rlf reads adapters saved as safetensors)");
+  check_lora_adapter_files(dir);
   const Json c = read_json_file(cfg_path.string());
   check(c.is_object(), src, ": not a JSON object");
   check(c.value("peft_type", std::string()) == "LORA", src, ": peft_type is '", c.value("peft_type", std::string()),
@@ -340,6 +338,14 @@ void read_adapter(CausalLMImpl& model, const fs::path& dir, bool apply) {
 }
 
 }  // namespace
+
+void check_lora_adapter_files(const fs::path& dir) {
+  check(fs::exists(dir), "'", dir.string(), "' is not a LoRA adapter directory: no such directory");
+  check(fs::is_regular_file(dir / kAdapterConfig), "'", dir.string(), "' is not a LoRA adapter directory: it has no ",
+        kAdapterConfig);
+  check(fs::is_regular_file(dir / kAdapterWeights), "'", dir.string(), "': ", kAdapterWeights,
+        " is missing (rlf reads adapters saved as safetensors)");
+}
 
 void check_lora_adapter(CausalLMImpl& model, const fs::path& dir) { read_adapter(model, dir, false); }
 

@@ -113,6 +113,9 @@ void save_lora_adapter(CausalLMImpl& model, const std::filesystem::path& dir, co
 void load_lora_adapter(CausalLMImpl& model, const std::filesystem::path& dir);
 // The same checks, changing nothing.
 void check_lora_adapter(CausalLMImpl& model, const std::filesystem::path& dir);
+// The checks that need no model: DIR exists and holds adapter_config.json and
+// adapter_model.safetensors (a run checks lora.adapter so before it writes anything).
+void check_lora_adapter_files(const std::filesystem::path& dir);
 
 // What `rlf generate/eval/export` do with `--adapter DIR` (`what` names the
 // option in errors): load DIR onto `model` (loaded from `model_path`) and

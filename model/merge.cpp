@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "model/finite_weights.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -31,10 +32,16 @@ CausalLM merge_models(const MergeOptions& o, LoadedModel* first_out) {
   for (double x : w) check(std::isfinite(x), "merge: weights must be finite");
   LoadOptions lo;
   lo.dtype = "fp32";
-  LoadedModel first = load_model(o.models[0], lo);
+  // Every input finite, and the merge too: a NaN would spread into the file without a word.
+  auto load = [&](const std::filesystem::path& path) {
+    LoadedModel m = load_model(path, lo);
+    with_context("merge: model '" + path.string() + "'", [&] { check_finite_weights(*m.model, "a merge of it"); });
+    return m;
+  };
+  LoadedModel first = load(o.models[0]);
   std::optional<LoadedModel> base;
   if (o.base) {
-    base = load_model(*o.base, lo);
+    base = load(*o.base);
     check_same_config(first.config, base->config, o.base->string());
   }
   // Accumulators in fp64: the base (or zero) plus each weighted term.
@@ -47,7 +54,7 @@ CausalLM merge_models(const MergeOptions& o, LoadedModel* first_out) {
   for (size_t i = 0; i < o.models.size(); ++i) {
     std::optional<LoadedModel> other;
     if (i > 0) {
-      other = load_model(o.models[i], lo);
+      other = load(o.models[i]);
       check_same_config(first.config, other->config, o.models[i].string());
     }
     auto params = (i == 0 ? first : *other).model->named_parameters();
@@ -59,6 +66,7 @@ CausalLM merge_models(const MergeOptions& o, LoadedModel* first_out) {
   }
   CausalLM out = make_random_model(first.config, 0, torch::kFloat32, torch::kCPU);
   for (auto& p : out->named_parameters()) p.value().copy_(acc.at(p.key()).to(torch::kFloat32));
+  with_context("merge", [&] { check_finite_weights(*out, "the merged model (beyond fp32's range?)"); });
   if (first_out) *first_out = std::move(first);
   return out;
 }

@@ -10,7 +10,8 @@
 // computed parameter by parameter in fp64 (the result is fp32; `rlf merge`
 // writes the first model's dtype). Every model must have the same config (architecture, shapes,
 // classifier head) as the first; a mismatch is an error naming the model
-// and what differs.
+// and what differs. A model holding NaN or infinite weights, or a merge whose
+// result does, is an error naming the tensor (model/finite_weights.h).
 #pragma once
 
 #include <filesystem>

@@ -1,16 +1,11 @@
 #include "model/safetensors.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <optional>
-#include <random>
 #include <set>
 
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/json_util.h"
 #include "util/mapped_file.h"
 
@@ -304,57 +299,6 @@ WritePlan plan_write(const std::vector<SafetensorsWriteEntry>& entries,
   return plan;
 }
 
-// Streams bytes into a temporary file next to `path`; commit() fsyncs and
-// renames it over `path`. Destroyed without commit(), it removes the temporary.
-class AtomicWriter {
- public:
-  explicit AtomicWriter(const std::filesystem::path& path) : path_(path) {
-    dir_ = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
-    std::random_device rd;
-    tmp_ = dir_ / (".tmp-" + path.filename().string() + "-" + std::to_string(rd()));
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    check(fd_ >= 0, "cannot create '", tmp_.string(), "': ", std::strerror(errno));
-  }
-  ~AtomicWriter() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_.c_str());
-  }
-  AtomicWriter(const AtomicWriter&) = delete;
-  AtomicWriter& operator=(const AtomicWriter&) = delete;
-
-  void write(const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      check(w > 0, "cannot write '", tmp_.string(), "': ", std::strerror(errno));
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
-
-  void commit() {
-    check(::fsync(fd_) == 0, "cannot flush '", tmp_.string(), "': ", std::strerror(errno));
-    int rc = ::close(fd_);
-    fd_ = -1;
-    check(rc == 0, "cannot close '", tmp_.string(), "': ", std::strerror(errno));
-    std::error_code ec;
-    std::filesystem::rename(tmp_, path_, ec);
-    check(!ec, "cannot rename '", tmp_.string(), "' to '", path_.string(), "': ", ec.message());
-    committed_ = true;
-    int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
-  }
-
- private:
-  std::filesystem::path path_, dir_, tmp_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
-
 }  // namespace
 
 std::string serialize_safetensors(const std::vector<SafetensorsWriteEntry>& entries,
@@ -369,7 +313,7 @@ std::string serialize_safetensors(const std::vector<SafetensorsWriteEntry>& entr
 void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsWriteEntry>& entries,
                        const std::map<std::string, std::string>& metadata) {
   WritePlan plan = plan_write(entries, metadata);
-  AtomicWriter out(path);
+  AtomicFileWriter out(path);
   out.write(plan.prefix.data(), plan.prefix.size());
   for (const auto* e : plan.ordered) out.write(e->data, e->nbytes);
   out.commit();

@@ -98,8 +98,9 @@ std::string serialize_safetensors(const std::vector<SafetensorsWriteEntry>& entr
                                   const std::map<std::string, std::string>& metadata = {});
 
 // Writes the same bytes as serialize_safetensors to `path` atomically
-// (temporary file in the same directory, fsync, rename), streaming tensor data
-// straight from the entries without building a second copy in memory.
+// (util/fs.h AtomicFileWriter: the target checked, a temporary file in the same
+// directory, fsync, rename; on failure the reason and no temporary left),
+// streaming tensor data straight from the entries without a second copy in memory.
 void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsWriteEntry>& entries,
                        const std::map<std::string, std::string>& metadata = {});
 

@@ -18,6 +18,7 @@
 #include "model/safetensors.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/write_target.h"
 
 namespace rlf {
 
@@ -170,10 +171,19 @@ fs::path save_checkpoint(const fs::path& dir, const TrainerState& state, const C
       if (options.on_stage) options.on_stage(s);
     };
     torch::NoGradGuard no_grad;
-    fs::create_directories(dir);
+    ensure_directory(dir);
     remove_stale_tmp(dir);  // leftovers of an interrupted save
     const fs::path tmp = dir / (".tmp-" + step_dir_name(state.step));
-    fs::create_directories(tmp);
+    ensure_directory(tmp);
+    // A save that fails before the publish (a full disk, a bad target) leaves no temporary behind.
+    struct RemoveUnlessPublished {
+      fs::path path;
+      bool published = false;
+      ~RemoveUnlessPublished() {
+        std::error_code ignored;
+        if (!published) fs::remove_all(path, ignored);
+      }
+    } unpublished{tmp};
     stage("tmp_dir");
 
     SaveOptions model_options;
@@ -245,6 +255,7 @@ fs::path save_checkpoint(const fs::path& dir, const TrainerState& state, const C
     // exchanged atomically (or, where the file system cannot, the old one is
     // moved aside first and recover_checkpoints puts it back after a crash).
     const fs::path replaced = dir / (kReplacedPrefix + step_dir_name(state.step));
+    unpublished.published = true;
     if (fs::exists(final_dir)) {
       if (exchange_paths(tmp, final_dir)) {
         fs::rename(tmp, replaced);  // the old copy, now at tmp: a complete step-N is in place

@@ -12,8 +12,17 @@ namespace rlf {
 
 namespace {
 
-// The value as written in TOML (JSON's spelling of scalars and flat arrays is valid TOML).
-std::string toml_text(const Json& v) { return json_line(v); }
+// The value as written in TOML (JSON's spelling of scalars and flat arrays is
+// valid TOML; JSON has no NaN or infinity, which it would print as null).
+bool non_finite(const Json& x) { return x.is_number_float() && !std::isfinite(x.get<double>()); }
+
+std::string toml_text(const Json& v) {
+  if (non_finite(v)) return std::isnan(v.get<double>()) ? "nan" : v.get<double>() > 0 ? "inf" : "-inf";
+  if (!v.is_array() || std::none_of(v.begin(), v.end(), non_finite)) return json_line(v);
+  std::string out;
+  for (const Json& x : v) out += (out.empty() ? "[" : ",") + toml_text(x);
+  return out.empty() ? "[]" : out + "]";
+}
 
 std::string describe(const Json& v) {
   const char* t = v.is_number_integer() ? "integer" : v.is_number_float() ? "float" : v.type_name();
@@ -114,6 +123,11 @@ void check_value(const Json& v, const SchemaEntry& e, const std::string& source)
       std::find(e.choices.begin(), e.choices.end(), v.get<std::string>()) == e.choices.end()) {
     fail(source, ": key '", e.key, "' must be one of ", join(e.choices, ", "), ", got ", toml_text(v));
   }
+  auto is_nan = [](const Json& x) { return x.is_number_float() && std::isnan(x.get<double>()); };
+  const bool has_nan = is_nan(v) || (v.is_array() && std::any_of(v.begin(), v.end(), is_nan));
+  if (has_nan && (e.type == OptionType::Float || e.type == OptionType::FloatList))
+    fail(source, ": key '", e.key, "' must be a number, got ", toml_text(v), " (e.g. ", e.key, " = ",
+         toml_text(example_value(e)), ")");
   if (e.range && (e.type == OptionType::Int || e.type == OptionType::Float)) {
     const double x = v.get<double>();
     if (!(x >= e.range->first && x <= e.range->second))

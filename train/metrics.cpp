@@ -11,6 +11,7 @@
 
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/write_target.h"
 
 namespace rlf {
 
@@ -47,7 +48,8 @@ void truncate_after_step(const std::filesystem::path& path, int64_t resume_step)
 
 JsonlWriter::JsonlWriter(const std::filesystem::path& path, const JsonlWriterOptions& options) : path_(path) {
   with_context("opening log '" + path.string() + "'", [&] {
-    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+    if (path.has_parent_path()) ensure_directory(path.parent_path());
+    check_file_target(path);  // a regular file or a new name (appending to a FIFO would block the run)
     if (options.resume_step >= 0) truncate_after_step(path, options.resume_step);
     file_ = std::fopen(path.c_str(), "ab");
     check(file_ != nullptr, "cannot open for appending: ", std::strerror(errno));

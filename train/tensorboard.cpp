@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "util/error.h"
+#include "util/write_target.h"
 
 namespace rlf {
 
@@ -65,7 +66,7 @@ uint32_t crc32c(const void* data, size_t n) {
 }
 
 TensorBoardWriter::TensorBoardWriter(const fs::path& dir) {
-  fs::create_directories(dir);
+  ensure_directory(dir);
   const auto now = std::chrono::system_clock::now();
   const double t = std::chrono::duration<double>(now.time_since_epoch()).count();
   // A unique name: seconds, then a counter if a file of this second exists (a resume within the second).
@@ -74,6 +75,7 @@ TensorBoardWriter::TensorBoardWriter(const fs::path& dir) {
                    (k == 0 ? std::string() : "." + std::to_string(k)));
     if (!fs::exists(path_)) break;
   }
+  check_file_target(path_);
   file_ = std::fopen(path_.c_str(), "wb");
   check(file_ != nullptr, "cannot create '", path_.string(), "': ", std::strerror(errno));
   std::string e = event_header(t, 0);

@@ -305,6 +305,9 @@ const ConfigSchema& train_config_schema() {
         SchemaEntry{"run.rollout_token_budget", T::Int, d.run.rollout_token_budget, "tokens",
          "RL: end the run once its steps generated this many tokens (rollouts, refinements, critiques by the "
          "policy; checked after each step); 0 = run.steps decides. rlf compare gives every method the same budget"}.in(0, 1e15),
+        SchemaEntry{"run.max_failed_steps", T::Int, d.run.max_failed_steps, "steps",
+         "RL: stop the run with an error after this many steps in a row in which every episode ended with an "
+         "environment error (env/errors = episode/count); 0 = never stop"}.in(0, 1e12),
         {"run.sft_control", T::Bool, d.run.sft_control, "",
          "after RL (or DPO), train the post-SFT policy with SFT alone for the steps' wall time and report its "
          "pass@1 (pass1_control; needs [sft])"},
@@ -685,6 +688,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   run.rollout_token_budget = get("run", "rollout_token_budget").get<int64_t>();
   run.warm_start_cache = get("run", "warm_start_cache").get<std::string>();
   run.eval_kl_model = get("run", "eval_kl_model").get<std::string>();
+  run.max_failed_steps = get("run", "max_failed_steps").get<int64_t>();
   for (const char* key : {"checkpoint_every", "samples_every", "eval_every", "keep_checkpoints", "samples_per_step", "threads"})
     if (get("run", key).get<int64_t>() < 0) fail_at("run.", key, " must be >= 0 (got ", get("run", key).get<int64_t>(), ")");
 
@@ -883,6 +887,12 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
       if (why) fail("rollout.max_staleness = ", c.rl.max_staleness, " (asynchronous rollouts) is not supported here: ", why,
                     "; set rollout.max_staleness = 0");
     }
+    // Critiques need a critic: the [critic] section, given (its type defaults to simple_gt once given).
+    const bool critiques = c.kind == TrainerKind::Grpo && (c.rl.refine.enabled || c.rl.lessons.enabled);
+    if (critiques && !config.contains("critic"))
+      fail(c.rl.refine.enabled ? "refine.enabled" : "lessons.enabled", " = true needs a [critic] section: who writes "
+           "the critiques (type = \"simple_gt\", \"simple\", \"text\", \"template\", \"self\", \"model\" or "
+           "\"endpoint\"; docs/feedback.md)");
     if (c.lora.enabled) {
       const char* why = c.kind == TrainerKind::Rm && !c.reward_model.train_backbone
                             ? "reward_model.train_backbone = false trains the score head alone (a linear probe); "

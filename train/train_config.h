@@ -200,6 +200,8 @@ struct RunOptions {
                                  // trained once and loaded by later runs ("" = off; not with sft_control)
   int64_t rollout_token_budget = 0;  // RL: end the run once the steps generated this many tokens (rollouts,
                                      // refinements, critiques by the policy); 0 = run.steps decides
+  int64_t max_failed_steps = 3;  // RL: stop with an error after this many steps in a row in which every
+                                 // episode ended with an environment error (train/failed_steps.h); 0 = never
 };
 
 struct ModelOptions {

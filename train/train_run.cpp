@@ -25,11 +25,13 @@
 #include "train/checkpoint.h"
 #include "train/demo.h"
 #include "train/diagnostics.h"
+#include "train/failed_steps.h"
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/preference_steps.h"
 #include "train/process_steps.h"
 #include "train/progress.h"
+#include "train/run_preflight.h"
 #include "train/rl_steps.h"
 #include "train/rollout_pipeline.h"
 #include "train/sft_steps.h"
@@ -39,6 +41,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/hash.h"
+#include "util/write_target.h"
 
 namespace rlf {
 
@@ -109,7 +112,7 @@ struct Run {
 void write_decontamination_report(const Run& r, const DecontaminationResult& dc, const std::string& name) {
   const fs::path path = r.cfg.run.out_dir / "curation" / name;
   if (r.reducer.writes()) {
-    fs::create_directories(path.parent_path());
+    ensure_directory(path.parent_path());
     write_file_atomic(path, dc.report.dump(2));
   }
   r.say(dc.summary() + "; report: " + path.string());
@@ -588,10 +591,16 @@ void save_cached_warm_start(Run& r, int64_t sft_steps) {
   const fs::path dir = warm_start_dir(r.cfg);
   const fs::path tmp = dir.string() + ".tmp-" + std::to_string(::getpid());
   fs::remove_all(tmp);
-  SaveOptions so;
-  so.tokenizer_source = r.policy.tokenizer_path;
-  save_model(*r.policy.model(), tmp / "model", so);
-  write_file_atomic(tmp / "meta.json", Json{{"key", warm_start_key(r.cfg)}, {"sft_steps", sft_steps}}.dump(2));
+  try {
+    SaveOptions so;
+    so.tokenizer_source = r.policy.tokenizer_path;
+    save_model(*r.policy.model(), tmp / "model", so);
+    write_file_atomic(tmp / "meta.json", Json{{"key", warm_start_key(r.cfg)}, {"sft_steps", sft_steps}}.dump(2));
+  } catch (const std::exception& e) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);  // no half-written cache entry left behind
+    fail("run.warm_start_cache: saving the warm start to '", dir.string(), "': ", e.what());
+  }
   std::error_code ec;
   fs::rename(tmp, dir, ec);  // another run may have saved the same warm start first: keep that one
   if (ec) fs::remove_all(tmp);
@@ -634,7 +643,8 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   const bool dpo = cfg.kind == TrainerKind::Dpo;
   const bool rm = cfg.kind == TrainerKind::Rm;
 
-  // 1. Load everything and check every record before any step.
+  // 1. Load everything and check every record before any step; the paths first, before anything is written.
+  check_run_paths(cfg, !opts.reducer || opts.reducer->writes());
   if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
     write_demo_policy(cfg.model_path(), cfg.rl.seed);
   LoadOptions lo;
@@ -771,8 +781,9 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   const bool writer = r.reducer.writes();
   const fs::path ckpt_dir = cfg.run.out_dir / "checkpoints";
   const fs::path ref_dir = cfg.run.out_dir / "reference";
+  check_run_companions(cfg, *r.policy.model(), r.train);
   if (writer) {
-    fs::create_directories(cfg.run.out_dir);
+    with_context(cfg.source + ": run.out_dir", [&] { ensure_directory(cfg.run.out_dir); });
     write_file_atomic(cfg.run.out_dir / "config.json", cfg.raw.dump(2));
   }
   const std::optional<fs::path> resume_from = opts.resume ? find_latest_checkpoint(ckpt_dir) : std::nullopt;
@@ -885,7 +896,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     if (r.reducer.writes()) {
       Json saved = Json::object();
       for (const StepExample& e : r.step_train) saved[e.id] = e.labels;
-      fs::create_directories(cfg.run.out_dir);
+      ensure_directory(cfg.run.out_dir);
       write_file_atomic(mc_path, saved.dump());
     }
   }
@@ -1081,7 +1092,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     if (writer) summary.final_model = save_checkpoint(ckpt_dir, st, targets, co) / "model";
     if (writer)
       for (const auto& [name, report] : source->reports(step)) {
-        fs::create_directories(cfg.run.out_dir / "curation");
+        ensure_directory(cfg.run.out_dir / "curation");
         write_file_atomic(cfg.run.out_dir / "curation" / name, report.dump(2));
       }
     last_saved = step;
@@ -1103,6 +1114,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
         });
   }
   int64_t notes_shown = 0;
+  FailedStepWatch failed_steps(rl ? cfg.run.max_failed_steps : 0);
   const int64_t budget = cfg.run.rollout_token_budget;
   int64_t end = std::max(start, cfg.run.steps);
   for (int64_t step = start; step < cfg.run.steps; ++step) {
@@ -1158,6 +1170,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
         m["diag/overoptimization_warning"] = 1.0;
       }
     }
+    const std::optional<std::string> every_episode_failed = failed_steps.add(step + 1, m, episodes);
     if (m.contains("notes")) {
       for (const auto& n : m["notes"])
         if (notes_shown++ < 20) r.say("step " + std::to_string(step + 1) + ": " + n.get<std::string>());
@@ -1171,6 +1184,10 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
     if (cfg.decontamination.enabled()) m["data/decontaminated_prompts"] = static_cast<double>(n_decontaminated);
     if (metrics) metrics->write_step(step + 1, numeric(m));
     if (samples && samples->due(step + 1)) samples->write(step + 1, pipeline ? batch_samples : source->samples());
+    if (every_episode_failed) {
+      if (bar) bar->finish();
+      fail(cfg.source, ": ", *every_episode_failed);
+    }
     if (bar)
       bar->update(step + 1, rl    ? std::vector<std::pair<std::string, double>>{{"reward", m.value("reward/mean", 0.0)},
                                                                              {"acc", m.value("accuracy", 0.0)}}

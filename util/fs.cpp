@@ -10,6 +10,7 @@
 #include <random>
 
 #include "util/error.h"
+#include "util/write_target.h"
 
 namespace rlf {
 
@@ -37,40 +38,59 @@ std::string read_file_maybe_gz(const fs::path& path) {
   return out;
 }
 
-void write_file_atomic(const fs::path& path, std::string_view data) {
-  fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+AtomicFileWriter::AtomicFileWriter(const fs::path& path) : path_(path) {
+  check_file_target(path);
+  dir_ = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   std::random_device rd;
-  fs::path tmp = dir / (".tmp-" + path.filename().string() + "-" + std::to_string(rd()));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  check(fd >= 0, "cannot create '", tmp.string(), "': ", std::strerror(errno));
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      fail("cannot write '", tmp.string(), "': ", std::strerror(e));
-    }
-    done += static_cast<size_t>(n);
+  tmp_ = dir_ / (".tmp-" + path.filename().string() + "-" + std::to_string(rd()));
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("cannot write '", path_.string(), "': creating '", tmp_.string(), "' failed: ", std::strerror(errno));
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(tmp_.c_str());
+}
+
+void AtomicFileWriter::fail_with(const char* doing, int err) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+  fail("cannot write '", path_.string(), "' (", doing, "): ", std::strerror(err));
+}
+
+void AtomicFileWriter::write(const void* data, size_t n) {
+  check(fd_ >= 0 && !committed_, "cannot write '", path_.string(), "': the file is closed");
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd_, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) fail_with("writing", w < 0 ? errno : EIO);
+    p += w;
+    n -= static_cast<size_t>(w);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    fail("cannot flush '", tmp.string(), "': ", std::strerror(e));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    ::unlink(tmp.c_str());
-    fail("cannot rename '", tmp.string(), "' to '", path.string(), "': ", ec.message());
-  }
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+void AtomicFileWriter::commit() {
+  check(fd_ >= 0 && !committed_, "cannot write '", path_.string(), "': the file is closed");
+  if (::fsync(fd_) != 0) fail_with("flushing to disk", errno);
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) fail_with("closing", errno);
+  check_file_target(path_);  // still a regular file or a new name (not replaced by a device meanwhile)
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail_with("renaming the temporary file over it", errno);
+  committed_ = true;
+  const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }
+}
+
+void write_file_atomic(const fs::path& path, std::string_view data) {
+  AtomicFileWriter out(path);
+  out.write(data);
+  out.commit();
 }
 
 std::vector<std::string> split_lines(std::string_view text) {

@@ -7,6 +7,7 @@
 #include "model/loader.h"
 #include "model/lora.h"
 #include "util/error.h"
+#include "util/write_target.h"
 
 namespace rlf::cli {
 
@@ -36,7 +37,16 @@ int64_t parse_shard_size(const std::string& text) {
 int run_convert(const Args& args) {
   configure_threads(args);
   const std::string in = args.positional().at(0), out = args.positional().at(1);
+  // OUTPUT_DIR, before any work: a directory or a new path, holding none of the inputs.
+  auto check_out = [&](const std::vector<std::filesystem::path>& inputs) {
+    with_context("OUTPUT_DIR", [&] {
+      check_dir_target(out);
+      check_not_an_input_dir(out, inputs);
+    });
+  };
+  check_out({in, args.str("merge-lora"), args.str("tokenizer")});
   LoadedModel m = load_model(in);
+  check_out({m.tokenizer});  // the tokenizer found beside INPUT
   if (args.given("merge-lora")) {
     with_context("--merge-lora", [&] { load_lora_adapter(*m.model, args.str("merge-lora")); });
     merge_lora(*m.model);

@@ -7,6 +7,7 @@
 #include "model/lora.h"
 #include "rollout/policy.h"
 #include "util/error.h"
+#include "util/write_target.h"
 
 namespace rlf::cli {
 
@@ -16,11 +17,20 @@ int run_export(const Args& args) {
   configure_threads(args);
   check(args.given("gguf"), "rlf export: give --gguf OUT.gguf (the only format so far)");
   const GgufType type = parse_gguf_type(args.str("type"));
-  Policy policy = load_policy(args.positional().at(0), args.str("tokenizer"), LoadOptions{});
-  apply_lora_adapter(*policy.model(), args.positional().at(0), args.str("adapter"), "--adapter");
-  const std::string out = args.str("gguf");
+  const std::string model = args.positional().at(0), out = args.str("gguf");
+  // The target, before any work: a regular file or a new name, never one of the inputs.
+  auto check_out = [&](const std::vector<std::filesystem::path>& inputs) {
+    with_context("--gguf", [&] {
+      check_file_target(out);
+      check_not_an_input_file(out, inputs);
+    });
+  };
+  check_out({model, args.str("tokenizer"), args.str("adapter")});
+  Policy policy = load_policy(model, args.str("tokenizer"), LoadOptions{});
+  check_out({policy.tokenizer_path});  // the tokenizer found beside the model
+  apply_lora_adapter(*policy.model(), model, args.str("adapter"), "--adapter");
   export_gguf(*policy.model(), *policy.tokenizer, out, type, args.str("name"));
-  std::cout << "exported " << args.positional().at(0) << " -> " << out << " (GGUF v3, " << args.str("type") << ", "
+  std::cout << "exported " << model << " -> " << out << " (GGUF v3, " << args.str("type") << ", "
             << policy.tokenizer->vocab_size() << " tokens)\n";
   return 0;
 }

@@ -7,6 +7,7 @@
 #include "apps/cli/runtime.h"
 #include "model/merge.h"
 #include "util/error.h"
+#include "util/write_target.h"
 
 namespace rlf::cli {
 
@@ -30,6 +31,13 @@ int run_merge(const Args& a) {
     o.weights.push_back(v);
   }
   if (a.given("base")) o.base = a.str("base");
+  // --out, before any work: a directory or a new path, holding none of the inputs.
+  std::vector<std::filesystem::path> inputs = o.models;
+  if (o.base) inputs.push_back(*o.base);
+  with_context("--out", [&] {
+    check_dir_target(a.str("out"));
+    check_not_an_input_dir(a.str("out"), inputs);
+  });
   LoadedModel first;
   CausalLM merged = merge_models(o, &first);
   SaveOptions so;

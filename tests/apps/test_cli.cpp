@@ -2,6 +2,8 @@
 // outside acceptance checks call keep working, and bad input fails with one
 // clear line and a non-zero exit.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <sstream>
 
@@ -529,6 +531,63 @@ TEST(Cli, BadModelsAreOneClearLine) {
     EXPECT_NE(i.output.find("config.json"), std::string::npos) << i.output;
     EXPECT_EQ(split_lines(i.output).size(), 1u) << i.output;
   }
+}
+
+// Issue 37's probe, rebuilt: commands that write refuse targets that are not
+// regular files (a FIFO here; a device node too where mknod is allowed),
+// missing directories and their own inputs — before any work, naming the
+// option — and a write cut short (RLIMIT_FSIZE, as a full disk) names the
+// reason and leaves no temporary.
+TEST(Cli, WritersRefuseSpecialTargetsTheirInputsAndNameFailedWrites) {
+  test::TempDir dir;
+  auto q = [&](const std::string& rel) { return test::shell_quote((dir / rel).string()); };
+  ASSERT_EQ(rlf("convert " + test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string()) + " " +
+                q("hf")).exit_code, 0);
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0644), 0);
+  const bool device = ::mknod((dir / "full").c_str(), S_IFCHR | 0644, makedev(1, 7)) == 0;  // /dev/full's twin
+  const std::string model_bytes = read_file(dir / "hf/model.safetensors");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"export " + q("hf") + " --gguf " + q("fifo"),
+       "rlf: error: --gguf: '" + (dir / "fifo").string() + "' is a named pipe (FIFO): rlf writes regular files only"},
+      {"export " + q("hf") + " --gguf " + q("new/x.gguf"),
+       "rlf: error: --gguf: cannot write '" + (dir / "new/x.gguf").string() + "': directory '" + (dir / "new").string() +
+           "' does not exist"},
+      {"export " + q("hf") + " --gguf " + q("hf/model.safetensors"),
+       "rlf: error: --gguf: '" + (dir / "hf/model.safetensors").string() + "' is in the input directory '" +
+           (dir / "hf").string() + "': rlf does not overwrite its own inputs"},
+      {"convert " + q("hf") + " " + q("hf"), "rlf: error: OUTPUT_DIR: '" + (dir / "hf").string() + "' is an input"},
+      {"merge --model " + q("hf") + " --model " + q("hf") + " --out " + q("hf"),
+       "rlf: error: --out: '" + (dir / "hf").string() + "' is an input"},
+      {"merge --model " + q("hf") + " --model " + q("hf") + " --out " + q("fifo"),
+       "rlf: error: --out: '" + (dir / "fifo").string() + "' is a named pipe (FIFO), not a directory"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto r = rlf(args);
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind(message, 0), 0u) << args << "\n" << r.output;
+    EXPECT_EQ(split_lines(r.output).size(), 1u) << r.output;
+  }
+  if (device) {
+    auto r = rlf("export " + q("hf") + " --gguf " + q("full"));
+    EXPECT_NE(r.output.find("is a character device: rlf writes regular files only"), std::string::npos) << r.output;
+    struct stat st {};
+    ASSERT_EQ(::lstat((dir / "full").c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device node was replaced";
+  }
+  struct stat st {};
+  ASSERT_EQ(::lstat((dir / "fifo").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+  EXPECT_FALSE(std::filesystem::exists(dir / "new"));
+  EXPECT_EQ(read_file(dir / "hf/model.safetensors"), model_bytes);
+  // A write cut short: the reason, and nothing left behind.
+  std::filesystem::create_directory(dir / "out");
+  auto cut = test::run_command("ulimit -f 64; trap '' XFSZ; " + test::shell_quote(rlf_binary()) + " export " + q("hf") +
+                          " --gguf " + q("out/m.gguf") + " 2>&1");
+  EXPECT_EQ(cut.exit_code, 1) << cut.output;
+  EXPECT_NE(cut.output.find("cannot write '" + (dir / "out/m.gguf").string() + "' (writing): File too large"),
+            std::string::npos)
+      << cut.output;
+  EXPECT_TRUE(std::filesystem::is_empty(dir / "out"));
 }
 
 TEST(CommandTable, EveryNumericOptionRejectsOutOfRangeValuesWithOneLine) {

@@ -122,6 +122,38 @@ TEST(Gguf, WhatItCannotExportIsNamed) {
   EXPECT_FALSE(std::filesystem::exists(dir / "x.gguf"));
 }
 
+// Weights that would make a GGUF file of garbage are refused, naming the
+// tensor: a NaN (in every type; in q8_0 it would become a NaN block scale), a
+// value beyond float16's range in f16. Bad targets are refused before any work.
+TEST(Gguf, NonFiniteWeightsAndBadTargetsAreRefused) {
+  test::TempDir dir;
+  ModelConfig c = ModelConfig::preset("stories260K");
+  c.num_hidden_layers = 1;
+  CausalLM m = make_random_model(c, 1, torch::kFloat32, torch::kCPU);
+  Llama2cTokenizer tok(test::shared_path("models/stories260K/tok512.bin"));
+  torch::NoGradGuard ng;
+  auto params = m->named_parameters();
+  params["model.layers.0.self_attn.q_proj.weight"][3][5] = std::numeric_limits<float>::quiet_NaN();
+  for (GgufType type : {GgufType::F32, GgufType::F16, GgufType::Q8_0}) {
+    const std::string e = test::error_of([&] { export_gguf(*m, tok, dir / "x.gguf", type); });
+    EXPECT_NE(e.find("tensor 'model.layers.0.self_attn.q_proj.weight' holds 1 NaN value (of 4096)"), std::string::npos)
+        << e;
+  }
+  params["model.layers.0.self_attn.q_proj.weight"][3][5] = 0.0f;
+  params["model.layers.0.mlp.up_proj.weight"][0][0] = 1e6f;
+  const std::string big = test::error_of([&] { export_gguf(*m, tok, dir / "x.gguf", GgufType::F16); });
+  EXPECT_NE(big.find("tensor 'blk.0.ffn_up.weight' has values beyond float16's range"), std::string::npos) << big;
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.gguf"));
+  export_gguf(*m, tok, dir / "x.gguf", GgufType::F32);  // f32 holds it
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir / "x.gguf"));
+  // A directory as the target, or a missing directory: refused, nothing made.
+  const std::string d = test::error_of([&] { export_gguf(*m, tok, dir.path(), GgufType::F32); });
+  EXPECT_NE(d.find("is a directory: rlf writes regular files only"), std::string::npos) << d;
+  const std::string missing = test::error_of([&] { export_gguf(*m, tok, dir / "new/x.gguf", GgufType::F32); });
+  EXPECT_NE(missing.find("directory '" + (dir / "new").string() + "' does not exist"), std::string::npos) << missing;
+  EXPECT_FALSE(std::filesystem::exists(dir / "new"));
+}
+
 // llama.cpp itself (llama-cpp-python, built from source: not part of the test
 // environment, whose set-up would compile llama.cpp on every clean CI run).
 TEST(GgufLlamaCpp, LlamaCppContinuesAPromptGreedilyAsRlfDoes) {

@@ -197,17 +197,19 @@ TEST(Checkpoint, InterruptedSavesNeverAffectLoadLatest) {
   const auto at_1 = run.snapshot();
   run.train_step();
 
-  // A crash after each stage of saving step 2, before the rename.
-  for (const char* crash_at : {"tmp_dir", "model", "optimizer", "rng", "manifest", "trainer_json"}) {
+  // A failure after each stage of saving step 2, before the rename (a full
+  // disk, say): nothing changes and no temporary is left behind.
+  for (const char* fail_at : {"tmp_dir", "model", "optimizer", "rng", "manifest", "trainer_json"}) {
     CheckpointOptions o;
     o.on_stage = [&](const std::string& stage) {
-      if (stage == crash_at) throw std::runtime_error("simulated crash");
+      if (stage == fail_at) throw std::runtime_error("simulated failure");
     };
-    EXPECT_THROW(save_checkpoint(dir, state_at(2), run.targets(), o), Error) << crash_at;
-    EXPECT_TRUE(fs::exists(dir / ".tmp-step-2")) << crash_at;
-    EXPECT_EQ(find_latest_checkpoint(dir), dir / "step-1") << crash_at;
+    EXPECT_THROW(save_checkpoint(dir, state_at(2), run.targets(), o), Error) << fail_at;
+    EXPECT_FALSE(fs::exists(dir / ".tmp-step-2")) << fail_at;
+    EXPECT_EQ(find_latest_checkpoint(dir), dir / "step-1") << fail_at;
   }
-  // A leftover temporary directory with a truncated file changes nothing.
+  // A crash (no unwinding) leaves the temporary directory: one with a truncated file changes nothing.
+  fs::copy(dir / "step-1", dir / ".tmp-step-2", fs::copy_options::recursive);
   fs::resize_file(dir / ".tmp-step-2" / "model" / "model.safetensors", 100);
   const auto before_load = run.snapshot();
   ASSERT_EQ(load_latest(dir, run.targets())->step, 1);

@@ -64,6 +64,25 @@ TEST(ConfigSchema, ErrorsNameTheKeyAndTheFix) {
   EXPECT_EQ(err("[optimizer]\nlr = 0.1\n"), "run.toml: missing required key 'model.path' (HF directory or llama2.c .bin)");
 }
 
+// NaN is never a setting; non-finite values are spelled as TOML spells them, never JSON's null.
+TEST(ConfigSchema, NanIsRefusedAndNonFiniteValuesAreNamedAsWritten) {
+  auto err = [](const std::string& toml) {
+    return error_of([&] { validate_config(parse_toml(toml, "run.toml"), schema(), "run.toml"); });
+  };
+  const std::string base = "[model]\npath = \"/m\"\n";
+  EXPECT_EQ(err(base + "[optimizer]\nlr = nan\n"),
+            "run.toml: key 'optimizer.lr' must be a number, got nan (e.g. optimizer.lr = 1e-06)");
+  EXPECT_EQ(err(base + "[optimizer]\nbetas = [0.9, nan]\n"),
+            "run.toml: key 'optimizer.betas' must be a number, got [0.9,nan] (e.g. optimizer.betas = [0.9,0.999])");
+  EXPECT_EQ(err(base + "[train]\nsteps = -inf\n"),
+            "run.toml: key 'train.steps' must be an int, got float -inf (e.g. train.steps = 100)");
+  const ConfigSchema ranged = {SchemaEntry{"alpha", OptionType::Float, 16.0, "", "scale"}.in(1e-9, 1e9)};
+  EXPECT_EQ(error_of([&] { validate_config(parse_toml("alpha = inf\n", "run.toml"), ranged, "run.toml"); }),
+            "run.toml: key 'alpha' must be in [1e-09, 1000000000], got inf");
+  EXPECT_EQ(error_of([&] { validate_config(parse_toml("alpha = nan\n", "run.toml"), ranged, "run.toml"); }),
+            "run.toml: key 'alpha' must be a number, got nan (e.g. alpha = 16.0)");
+}
+
 TEST(ConfigSchema, TheSchemaIsCheckedToo) {
   EXPECT_EQ(error_of([] { check_schema({{"a", OptionType::Int, 1, "", ""}, {"a", OptionType::Int, 2, "", ""}}); }),
             "config schema: key 'a' is declared twice");

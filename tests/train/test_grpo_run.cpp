@@ -377,6 +377,7 @@ TEST(GrpoRun, LessonRunShowsLessonsAndResumesExactlyWithItsPool) {
   run_training(train_config_from_json(j, "plain"), quiet);
   j["run"]["steps"] = 4;
   j["lessons"] = {{"enabled", true}};
+  j["critic"] = {{"type", "simple_gt"}};
   EXPECT_NE(test::error_of([&] { run_training(train_config_from_json(j, "plain"), resume); })
                 .find("a run without lessons cannot be resumed with them"),
             std::string::npos);
