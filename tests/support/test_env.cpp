@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -83,6 +85,38 @@ CommandResult run_oracle_python(const std::string& python_source, const std::str
   CommandResult r = run_command(shell_quote(oracle_python()) + " " + shell_quote(script.string()) + " " + args);
   if (r.exit_code != 0) ADD_FAILURE() << "oracle script failed (exit " << r.exit_code << "):\n" << r.output;
   return r;
+}
+
+std::vector<int> processes_with(const std::string& token) {
+  std::vector<int> out;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmd(entry.path() / "cmdline");
+    std::string text((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (text.find(token) == std::string::npos) continue;
+    std::ifstream st(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(st)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] == 'Z') continue;
+    out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+std::vector<int> wait_until_gone(const std::string& token, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::vector<int> left = processes_with(token);
+  while (!left.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    left = processes_with(token);
+  }
+  return left;
+}
+
+std::string unique_token(const std::string& prefix) {
+  std::random_device rd;
+  return prefix + "-" + std::to_string(getpid()) + "-" + std::to_string(rd()) + std::to_string(rd());
 }
 
 }  // namespace rlf::test
