@@ -25,9 +25,9 @@ namespace {
 
 // The task's prompt says how the agent behaves: "normal", "crash", "hang",
 // "rewrite" (changes its first message on the second call), "silent" (exits
-// without a result line), "barrier N DIR" (waits until N agents have started,
-// then looks for other agents' API keys in /proc), "spawn TOKEN" (leaves a
-// setsid'd process carrying TOKEN behind).
+// without a result line), "barrier N DIR" (waits until N agents have
+// started), "peek" (looks for other agents' API keys in /proc), "spawn TOKEN"
+// (leaves a setsid'd process carrying TOKEN behind).
 const char* kAgent = R"PY(
 import glob, json, os, sys, time, urllib.request
 def chat(messages):
@@ -48,7 +48,7 @@ if mode.startswith("spawn"):  # "spawn TOKEN": leave a setsid'd process behind
     import subprocess
     subprocess.Popen(["setsid", "sh", "-c", "sleep 1000; true", mode.split(" ")[1]])
 found = []
-if mode.startswith("barrier"):  # look for the other agents' keys where they used to be readable
+if mode == "peek":  # look for the other agents' keys where they used to be readable
     for path in glob.glob("/proc/[0-9]*/environ"):
         try:
             for kv in open(path, "rb").read().split(b"\0"):
@@ -214,13 +214,12 @@ TEST(AgentEnv, KeysAreRandomUnreadableBySiblingsAndOnlyTheirEpisodes) {
   for (int run = 0; run < 2; ++run) {  // the same tasks and seeds twice
     AgentEnvironment env(f.options(/*timeout_s=*/30));
     base_url = env.base_url();
-    const std::string dir = (f.dir / ("peek" + std::to_string(run))).string();
-    std::filesystem::create_directories(dir);
-    auto groups = f.produce(env, {Fixture::task("barrier 4 " + dir)}, 4);
+    // Every agent looks before its first call, when the agents started before it are running (the policy
+    // answers none until all have called).
+    auto groups = f.produce(env, {Fixture::task("peek")}, 4);
     for (const Episode& e : groups.at(0).episodes) {
       ASSERT_EQ(e.env_error, "") << e.env_error;
       const Json got = Json::parse(e.turn_feedback.at(1));
-      // All four agents were running; none could read another's key.
       EXPECT_EQ(got.at("others"), Json::array()) << "an agent read its siblings' keys";
       keys.push_back(got.at("key").get<std::string>());
     }
