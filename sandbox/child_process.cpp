@@ -162,6 +162,8 @@ int init_main(void* arg) {
   reset_signals();
   prctl(PR_SET_NAME, "rlf-init", 0, 0, 0);
   die_with_parent(p);
+  // A process group of its own (the program's too): a Ctrl-C at rlf's terminal is rlf's to handle.
+  if (setpgid(0, 0) != 0) child_fail(p, "setpgid");
   if (p.user_ns) {
     if (!write_file("/proc/self/setgroups", "deny", 4)) child_fail(p, "write /proc/self/setgroups");
     if (!write_file("/proc/self/uid_map", p.uid_map.data(), p.uid_map.size())) child_fail(p, "write /proc/self/uid_map");

@@ -131,6 +131,16 @@ TEST(ChildProcess, KillEndsEverythingTheProgramStarted) {
   EXPECT_EQ(test::wait_until_gone(token, 3), std::vector<int>{});
 }
 
+TEST(ChildProcess, ItLeadsAProcessGroupOfItsOwn) {
+  // So a Ctrl-C at rlf's terminal (SIGINT to rlf's foreground group) is rlf's to handle, not the program's.
+  const std::string token = test::unique_token("rlf-group");
+  Running r({"sh", "-c", "read x; true", token});
+  ASSERT_TRUE(wait_for(token, 1));
+  for (int pid : test::processes_with(token)) EXPECT_NE(getpgid(pid), getpgrp()) << "pid " << pid;
+  EXPECT_NE(getpgid(r.child->pid()), getpgrp());
+  r.close_stdin();
+}
+
 TEST(ChildProcess, ExitStatusAndSignalAreThePrograms) {
   Running three({"sh", "-c", "exit 3"});
   siginfo_t info;
