@@ -1,6 +1,7 @@
 #include "tests/support/test_env.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,16 +88,28 @@ CommandResult run_oracle_python(const std::string& python_source, const std::str
   return r;
 }
 
+namespace {
+// A /proc file's text ("" when the process is gone: its files then fail to read).
+std::string read_proc_file(const fs::path& path) {
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return n < 0 ? std::string() : text;
+}
+}  // namespace
+
 std::vector<int> processes_with(const std::string& token) {
   std::vector<int> out;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream cmd(entry.path() / "cmdline");
-    std::string text((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-    if (text.find(token) == std::string::npos) continue;
-    std::ifstream st(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(st)), std::istreambuf_iterator<char>());
+    if (read_proc_file(entry.path() / "cmdline").find(token) == std::string::npos) continue;
+    const std::string stat = read_proc_file(entry.path() / "stat");
     const size_t close = stat.rfind(')');
     if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] == 'Z') continue;
     out.push_back(std::stoi(name));
