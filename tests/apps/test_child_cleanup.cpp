@@ -92,11 +92,6 @@ std::string log_of(const fs::path& log) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// Kills (SIGKILL) what a failed test left, so one failure does not leak processes.
-void reap_leftovers(const std::vector<int>& pids) {
-  for (int p : pids) ::kill(p, SIGKILL);
-}
-
 TEST(ChildCleanup, KillMinus9OfRlfTrainLeavesNothing) {
   test::TempDir dir;
   const std::string token = test::unique_token("rlf-e2e-orphan");
@@ -118,8 +113,8 @@ TEST(ChildCleanup, KillMinus9OfRlfTrainLeavesNothing) {
   const std::vector<int> programs = test::wait_until_gone(dir.path().string(), 5);
   EXPECT_EQ(descendants, std::vector<int>{}) << "descendants outlived rlf";
   EXPECT_EQ(programs, std::vector<int>{}) << "agents or the scorer outlived rlf";
-  reap_leftovers(descendants);
-  reap_leftovers(programs);
+  test::kill_leftovers(descendants);
+  test::kill_leftovers(programs);
 }
 
 TEST(ChildCleanup, ACleanExitLeavesNothing) {
@@ -132,7 +127,7 @@ TEST(ChildCleanup, ACleanExitLeavesNothing) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log_of(log);
   const std::vector<int> left = test::wait_until_gone(token, 5);
   EXPECT_EQ(left, std::vector<int>{}) << "descendants of the agents or the scorer outlived the run";
-  reap_leftovers(left);
+  test::kill_leftovers(left);
 }
 
 }  // namespace

@@ -247,7 +247,7 @@ TEST(AgentEnv, WhatAnAgentStartsEndsWithIt) {
   }
   const std::vector<int> left = test::wait_until_gone(token, 3);
   EXPECT_EQ(left, std::vector<int>{}) << "an agent's descendants outlived it";
-  for (int p : left) ::kill(p, SIGKILL);
+  test::kill_leftovers(left);
 }
 
 TEST(AgentEnv, ConfigErrorsNameTheOption) {

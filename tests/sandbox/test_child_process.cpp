@@ -227,7 +227,7 @@ TEST(ChildProcess, EverythingDiesWithRlfUnderSigkill) {
                false, &said);
   EXPECT_EQ(said.substr(0, said.find('\n')), "pid_namespace") << said;
   EXPECT_EQ(left, std::vector<int>{}) << "processes outlived their rlf";
-  for (int p : left) ::kill(p, SIGKILL);
+  test::kill_leftovers(left);
 }
 
 TEST(ChildProcess, WithoutNamespacesTheProgramStillDiesWithRlf) {
@@ -241,7 +241,7 @@ TEST(ChildProcess, WithoutNamespacesTheProgramStillDiesWithRlf) {
   EXPECT_EQ(said.substr(0, said.find('\n')), "process_group") << said;
   EXPECT_NE(said.find(" PID namespace with a private /proc): Operation not permitted"), std::string::npos) << said;
   EXPECT_EQ(left, std::vector<int>{}) << "the program outlived its rlf";
-  for (int p : left) ::kill(p, SIGKILL);
+  test::kill_leftovers(left);
 }
 
 TEST(ChildProcess, ACommandThatCannotStartIsAClearError) {

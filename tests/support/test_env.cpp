@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,6 +126,13 @@ std::vector<int> wait_until_gone(const std::string& token, double timeout_s) {
     left = processes_with(token);
   }
   return left;
+}
+
+void kill_leftovers(const std::vector<int>& pids) {
+  for (int pid : pids) {
+    if (::getpgid(pid) == pid) ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+  }
 }
 
 std::string unique_token(const std::string& prefix) {
