@@ -2,9 +2,16 @@
 
 #include <httplib.h>
 
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -26,6 +33,16 @@ void AgentEnvOptions::validate() const {
   check(std::isfinite(timeout_s) && timeout_s > 0, "option 'timeout_s' must be > 0 (got ", timeout_s, ")");
   check(!host.empty(), "option 'host' must not be empty");
   check(max_agents >= 1 && max_agents <= 65536, "option 'max_agents' must be in [1, 65536] (got ", max_agents, ")");
+  // Paths are checked now, not when every episode fails.
+  std::error_code ec;
+  check(working_dir.empty() || std::filesystem::is_directory(working_dir, ec), "option 'working_dir' must be an existing "
+        "directory (got '", working_dir, "'; \"\" = rlf's working directory)");
+  if (command[0].find('/') != std::string::npos) {
+    const std::filesystem::path program = working_dir.empty() ? std::filesystem::path(command[0])
+                                                              : std::filesystem::path(working_dir) / command[0];
+    check(::access(program.c_str(), X_OK) == 0, "option 'command': '", command[0], "' is not an executable file (",
+          std::strerror(errno), working_dir.empty() ? "" : str("; relative to working_dir '", working_dir, "'"), ")");
+  }
 }
 
 namespace {
@@ -69,6 +86,7 @@ struct AgentEnvironment::Impl {
   std::unordered_map<std::string, std::shared_ptr<AgentState>> sessions;  // by API key
   std::vector<std::pair<std::shared_ptr<AgentState>, std::thread>> runners;
   int64_t next_episode = 1;
+  std::atomic<bool> containment_noted{false};  // the warning about a weaker containment was written
 
   ~Impl() {
     http.stop();
@@ -283,9 +301,30 @@ void AgentEnvironment::use_tokenizer(std::shared_ptr<const Tokenizer> tokenizer)
   impl_->end_marker = r.substr(r.rfind(mark) + mark.size());
 }
 
-std::unique_ptr<EnvironmentSession> AgentEnvironment::reset(const PromptExample& task, uint64_t seed,
-                                                             std::string* first_observation) {
-  Impl& impl = *impl_;
+namespace {
+
+// A fresh API key: 128 bits from the kernel's random source, never derived
+// from the seed (a sibling that knows the seeds must not know the key).
+std::string random_key() {
+  unsigned char bytes[16];
+  size_t got = 0;
+  while (got < sizeof(bytes)) {
+    const ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    check(n > 0, "cannot draw an API key: getrandom: ", std::strerror(errno));
+    got += static_cast<size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string key = "rlf-";
+  for (unsigned char b : bytes) key += {kHex[b >> 4], kHex[b & 15]};
+  return key;
+}
+
+// Starts the agent program of one episode (it runs on its own thread) and
+// returns its session, not yet waiting for the agent's first call.
+std::unique_ptr<AgentSession> launch(const std::shared_ptr<AgentEnvironment::Impl>& env, const PromptExample& task,
+                                     uint64_t seed) {
+  AgentEnvironment::Impl& impl = *env;
   check(impl.tokenizer != nullptr, "environment type 'agent': no tokenizer (use_tokenizer was not called)");
   auto st = std::make_shared<AgentState>();
   {
@@ -294,7 +333,7 @@ std::unique_ptr<EnvironmentSession> AgentEnvironment::reset(const PromptExample&
           impl.options.max_agents, " agents at once: raise [env] max_agents or lower prompts_per_step x group_size");
     const int64_t n = impl.next_episode++;
     st->episode = "a" + std::to_string(n);
-    st->key = "rlf-agent-" + std::to_string(mix_seed(seed ^ mix_seed(static_cast<uint64_t>(n)))) + "-" + std::to_string(n);
+    st->key = random_key();
     impl.sessions[st->key] = st;
     // Runners whose agents finished are joined here, so they never pile up.
     for (auto it = impl.runners.begin(); it != impl.runners.end();) {
@@ -311,6 +350,7 @@ std::unique_ptr<EnvironmentSession> AgentEnvironment::reset(const PromptExample&
       }
     }
   }
+  const std::string base_url = "http://" + impl.options.host + ":" + std::to_string(impl.port) + "/v1";
   Json line{{"protocol", kAgentProtocol},
             {"episode", st->episode},
             {"task", {{"id", task.id},
@@ -318,7 +358,7 @@ std::unique_ptr<EnvironmentSession> AgentEnvironment::reset(const PromptExample&
                       {"reference", task.reference},
                       {"record", task.record}}},
             {"seed", seed},
-            {"base_url", base_url()},
+            {"base_url", base_url},
             {"api_key", st->key}};
   ScorerProcessOptions po;
   po.command = impl.options.command;
@@ -326,13 +366,24 @@ std::unique_ptr<EnvironmentSession> AgentEnvironment::reset(const PromptExample&
   po.echo_stderr = impl.options.echo_stderr;
   po.label = "agent";
   po.shutdown_grace_s = 1.0;
-  po.env = {{"OPENAI_BASE_URL", base_url()}, {"OPENAI_API_KEY", st->key}, {"RLF_EPISODE", st->episode}};
+  po.note_containment = false;  // said once per environment, below
+  po.env = {{"OPENAI_BASE_URL", base_url}, {"OPENAI_API_KEY", st->key}, {"RLF_EPISODE", st->episode}};
   const double timeout = impl.options.timeout_s;
-  std::thread runner([st, po, timeout, text = json_line(line)] {
+  AgentEnvironment::Impl* shared = &impl;  // outlives the runner (its destructor joins them)
+  std::thread runner([st, po, timeout, shared, text = json_line(line)] {
     ScorerExchange ex;
     try {
       ScorerProcess proc(po);
       proc.start();
+      if (proc.containment() != Containment::pid_namespace && !shared->containment_noted.exchange(true)) {
+        const std::string msg = str("[env] agents run contained as ", containment_name(proc.containment()),
+                                    ", not in PID namespaces of their own (docs/footprint.md): an agent can read the "
+                                    "environment, API key included, of the others",
+                                    proc.containment() == Containment::process_group
+                                        ? ", and what an agent starts outside its process group can outlive the run\n"
+                                        : "\n");
+        (void)!::write(STDERR_FILENO, msg.data(), msg.size());
+      }
       ex = proc.exchange(text, timeout, [](const std::string& l) {
         Json j = Json::parse(l, nullptr, false);
         return j.is_object() && j.contains("reward");
@@ -350,9 +401,41 @@ std::unique_ptr<EnvironmentSession> AgentEnvironment::reset(const PromptExample&
     std::lock_guard<std::mutex> lk(impl.m);
     impl.runners.emplace_back(st, std::move(runner));
   }
-  auto session = std::make_unique<AgentSession>(impl_, st);
+  return std::make_unique<AgentSession>(env, st);
+}
+
+}  // namespace
+
+std::unique_ptr<EnvironmentSession> AgentEnvironment::reset(const PromptExample& task, uint64_t seed,
+                                                             std::string* first_observation) {
+  auto session = launch(impl_, task, seed);
   *first_observation = session->start();
   return session;
+}
+
+std::vector<ResetResult> AgentEnvironment::reset_all(const std::vector<ResetRequest>& requests) {
+  // Every agent starts now; each one's timeout_s runs from its own start, so
+  // a hanging agent costs its episode, not the others' time.
+  std::vector<ResetResult> out(requests.size());
+  std::vector<std::unique_ptr<AgentSession>> sessions(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    try {
+      sessions[i] = launch(impl_, *requests[i].task, requests[i].seed);
+    } catch (const std::exception& e) {
+      out[i].error = e.what();
+    }
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!sessions[i]) continue;
+    try {
+      out[i].first_observation = sessions[i]->start();
+      out[i].session = std::move(sessions[i]);
+    } catch (const std::exception& e) {
+      out[i].error = e.what();
+      sessions[i].reset();  // ends the episode: its agent's calls get a 400, its program is stopped
+    }
+  }
+  return out;
 }
 
 }  // namespace rlf

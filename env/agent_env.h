@@ -10,14 +10,20 @@
 //   command = ["python3", "examples/agent/agent.py"]   # run once per episode
 //   timeout_s = 60          # the agent's whole run (start to result line), seconds
 //   chat_template = "auto"  # how conversations are rendered (data/prompt_format.h conversation_format)
-//   working_dir = ""        # "" = rlf's
+//   working_dir = ""        # "" = rlf's; else an existing directory (checked at load)
 //   echo_stderr = true      # copy the agent's stderr to rlf's, prefixed "[agent <pid>] "
-//   max_agents = 1024       # agents at once (prompts_per_step x group_size of a step must fit)
+//   max_agents = 1024       # agents at once (prompts_per_step x group_size of a step must fit);
+//                           # a step's agents all start at once, each timed from its own start
 //   max_turns = 4           # the generic [env] keys apply: calls per episode at most
 //
 // The agent program's side (docs/environments.md, "Black-box agents"):
 //   - its environment has OPENAI_BASE_URL (http://127.0.0.1:PORT/v1) and
-//     OPENAI_API_KEY (a key of its own episode), which OpenAI clients read;
+//     OPENAI_API_KEY, which OpenAI clients read: a random key (128 bits, not
+//     derived from the seed) that only its own episode accepts (any other
+//     key, or its own after the episode ended, gets a 401);
+//   - it runs in a PID namespace of its own with a private /proc (see
+//     sandbox/child_process.h), so no other agent can read its environment,
+//     and everything it starts ends when it ends or when rlf dies;
 //   - its stdin has one JSON line: {"protocol": 1, "episode": "a7", "task":
 //     {"id", "prompt", "reference", "record"}, "seed": N, "base_url", "api_key"};
 //   - it calls POST {base_url}/chat/completions with the whole conversation
@@ -76,6 +82,9 @@ class AgentEnvironment final : public Environment {
   std::string name() const override { return "agent"; }
   std::unique_ptr<EnvironmentSession> reset(const PromptExample& task, uint64_t seed,
                                             std::string* first_observation) override;
+  // Starts every agent at once (up to max_agents; the ones beyond fail), then
+  // waits for each one's first call: the start-ups' waits overlap.
+  std::vector<ResetResult> reset_all(const std::vector<ResetRequest>& requests) override;
   bool gives_rewards() const override { return true; }
   void use_tokenizer(std::shared_ptr<const Tokenizer> tokenizer) override;
 

@@ -64,6 +64,19 @@ class EnvironmentSession {
   virtual EnvStep step(const PolicyTurn& turn) = 0;
 };
 
+// One episode to start (Environment::reset_all).
+struct ResetRequest {
+  const PromptExample* task = nullptr;
+  uint64_t seed = 0;  // the episode's own
+};
+
+// A started episode: its session and first observation, or why it could not start.
+struct ResetResult {
+  std::unique_ptr<EnvironmentSession> session;  // null when it failed
+  std::string first_observation;
+  std::string error;  // "" = started
+};
+
 class Environment {
  public:
   virtual ~Environment() = default;
@@ -74,6 +87,21 @@ class Environment {
   // `seed` is the episode's own (for environments that draw at random).
   virtual std::unique_ptr<EnvironmentSession> reset(const PromptExample& task, uint64_t seed,
                                                     std::string* first_observation) = 0;
+  // Starts several episodes (the producer's whole batch); results[i] is
+  // requests[i]'s. An error ends only its own episode. Default: reset() for
+  // each in turn. Environments whose start-up waits on outside programs
+  // (agents) start them all at once, so their waits overlap.
+  virtual std::vector<ResetResult> reset_all(const std::vector<ResetRequest>& requests) {
+    std::vector<ResetResult> out(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      try {
+        out[i].session = reset(*requests[i].task, requests[i].seed, &out[i].first_observation);
+      } catch (const std::exception& e) {
+        out[i].error = e.what();
+      }
+    }
+    return out;
+  }
   // True when sessions return step rewards (then the reward set gets the "env" component).
   virtual bool gives_rewards() const { return false; }
   // Checks at start-up that a dataset record has what the environment needs;

@@ -287,21 +287,30 @@ std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const Promp
   handler.slots = &slots;
   std::vector<GenerationRequest> requests;
   auto t_start = Clock::now();
+  // Every episode's session, started together (an environment may overlap their start-ups).
+  std::vector<ResetRequest> resets;
+  for (size_t g = 0; g < tasks.size(); ++g)
+    for (int64_t j = 0; j < n; ++j)
+      resets.push_back({tasks[g], mix_seed(seeds[g] ^ mix_seed(static_cast<uint64_t>(j) + 0x5EED))});
+  std::vector<ResetResult> started = env_.reset_all(resets);
+  check(started.size() == resets.size(), "environment '", env_.name(), "': reset_all returned ", started.size(),
+        " sessions for ", resets.size(), " episodes");
+  stats.env_s += since(t_start);
   for (size_t g = 0; g < tasks.size(); ++g) {
     groups[g].task = tasks[g];
     slots[g].resize(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j) {
       Slot& s = slots[g][static_cast<size_t>(j)];
-      auto t0 = Clock::now();
-      try {
-        s.session = env_.reset(*tasks[g], mix_seed(seeds[g] ^ mix_seed(static_cast<uint64_t>(j) + 0x5EED)), &s.prompt);
-      } catch (const std::exception& e) {
-        s.error = e.what();
-        s.end_reason = "env_error";
-        s.prompt = tasks[g]->prompt;
-        handler.note(str(tasks[g]->where, ": environment reset failed: ", s.error));
+      ResetResult& r = started[g * static_cast<size_t>(n) + static_cast<size_t>(j)];
+      if (r.session && r.error.empty()) {
+        s.session = std::move(r.session);
+        s.prompt = std::move(r.first_observation);
+        continue;
       }
-      stats.env_s += since(t0);
+      s.error = r.error.empty() ? "the environment started no session" : r.error;
+      s.end_reason = "env_error";
+      s.prompt = tasks[g]->prompt;
+      handler.note(str(tasks[g]->where, ": environment reset failed: ", s.error));
     }
     groups[g].prompt = slots[g][0].prompt;
     auto encode = [&](const std::string& text) {

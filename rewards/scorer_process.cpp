@@ -1,12 +1,11 @@
-// posix_spawn + three non-blocking pipes + poll against one deadline per exchange;
-// every failure path ends in kill_now() (SIGKILL to the group, then waitpid).
+// sandbox/child_process.h + three non-blocking pipes + poll against one deadline per exchange;
+// every failure path ends in kill_now() (SIGKILL to the program and all it started, then waitpid).
 #include "rewards/scorer_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,24 +57,11 @@ ssize_t write_no_sigpipe(int fd, const char* data, size_t n) {
   return written;
 }
 
-std::string command_text(const std::vector<std::string>& command) {
-  std::string out;
-  for (const std::string& a : command) out += (out.empty() ? "" : " ") + a;
-  return out;
-}
-
-// True once the child has ended (it stays unreaped, so its pid and process
-// group id cannot be reused before kill_now() signals the group).
-bool has_exited(pid_t pid, siginfo_t* info) {
-  std::memset(info, 0, sizeof(*info));
-  return ::waitid(P_PID, id_t(pid), info, WEXITED | WNOHANG | WNOWAIT) == 0 && info->si_pid == pid;
-}
-
 }  // namespace
 
 bool ScorerProcess::exited() const {
   siginfo_t info;
-  return pid_ > 0 && has_exited(pid_, &info);
+  return pid_ > 0 && child_->ended(&info);
 }
 
 ScorerProcess::ScorerProcess(ScorerProcessOptions options) : options_(std::move(options)) {}
@@ -102,55 +88,31 @@ void ScorerProcess::start() {
     close_all();
     fail("cannot create pipes: ", std::strerror(e));
   }
-
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  if (!options_.working_dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, options_.working_dir.c_str());
-  sigset_t empty, defaults;
-  sigemptyset(&empty);
-  sigemptyset(&defaults);
-  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2}) sigaddset(&defaults, sig);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);  // a group of its own: killed as one
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-
-  std::vector<char*> argv;
-  for (const std::string& a : options_.command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  ChildSpec spec;
+  spec.argv = options_.command;
+  spec.working_dir = options_.working_dir;
+  spec.stdin_fd = in[0];
+  spec.stdout_fd = out[1];
+  spec.stderr_fd = err[1];
   // The environment: ours, with options_.env added (replacing same-named variables).
-  std::vector<std::string> extra;
-  for (const auto& [name, value] : options_.env) extra.push_back(name + "=" + value);
-  std::vector<char*> envp;
   for (char** e = environ; e && *e; ++e) {
     const std::string_view entry(*e);
     const bool replaced = std::any_of(options_.env.begin(), options_.env.end(), [&](const auto& kv) {
       return entry.size() > kv.first.size() && entry.compare(0, kv.first.size(), kv.first) == 0 && entry[kv.first.size()] == '=';
     });
-    if (!replaced) envp.push_back(*e);
+    if (!replaced) spec.env.emplace_back(entry);
   }
-  for (std::string& e : extra) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  for (const auto& [name, value] : options_.env) spec.env.push_back(name + "=" + value);
+  try {
+    child_ = std::make_unique<ChildProcess>(spec);
+  } catch (...) {
+    close_all();
+    throw;
+  }
   close_fd(in[0]);
   close_fd(out[1]);
   close_fd(err[1]);
-  if (rc != 0) {
-    close_all();
-    fail("cannot start '", command_text(options_.command), "': ", std::strerror(rc),
-         options_.working_dir.empty() ? "" : str(" (working_dir '", options_.working_dir, "')"),
-         "; check the command (argv[0] is looked up in PATH)");
-  }
-  pid_ = pid;
+  pid_ = child_->pid();
   stdin_fd_ = in[1];
   stdout_fd_ = out[0];
   stderr_fd_ = err[0];
@@ -159,6 +121,15 @@ void ScorerProcess::start() {
   stderr_tail_.clear();
   stderr_line_.clear();
   ++n_starts_;
+  if (options_.note_containment && child_->containment() != Containment::pid_namespace && n_starts_ == 1) {
+    std::string msg = str("[", options_.label, " ", pid_, "] runs contained as ", containment_name(child_->containment()),
+                          ", not in a PID namespace with a private /proc (", child_->containment_note(), ")",
+                          child_->containment() == Containment::process_group
+                              ? ": processes it starts that leave its process group may outlive the run"
+                              : ": it can see other processes in /proc",
+                          "\n");
+    (void)!::write(STDERR_FILENO, msg.data(), msg.size());
+  }
 }
 
 void ScorerProcess::close_fds() {
@@ -169,10 +140,8 @@ void ScorerProcess::close_fds() {
 
 void ScorerProcess::kill_now() {
   if (pid_ <= 0) return;
-  ::kill(-pid_, SIGKILL);  // the whole group: the scorer and anything it started
-  int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  child_->kill();  // the scorer and everything it started
+  child_.reset();
   close_fds();
   pid_ = -1;
   stdout_buffer_.clear();
@@ -184,7 +153,7 @@ void ScorerProcess::shutdown() {
   close_fd(stdin_fd_);  // EOF on the scorer's stdin: a well-behaved scorer exits
   auto deadline = Clock::now() + std::chrono::duration<double>(options_.shutdown_grace_s);
   siginfo_t info;
-  while (!has_exited(pid_, &info) && Clock::now() < deadline) {
+  while (!child_->ended(&info) && Clock::now() < deadline) {
     read_stderr();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -226,7 +195,7 @@ std::string ScorerProcess::exit_description(bool* clean) {
   auto deadline = Clock::now() + std::chrono::duration<double>(kExitWaitS);
   siginfo_t info;
   bool exited = false;
-  while (!(exited = has_exited(pid_, &info)) && Clock::now() < deadline) {
+  while (!(exited = child_->ended(&info)) && Clock::now() < deadline) {
     read_stderr();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
@@ -287,7 +256,7 @@ ScorerExchange ScorerProcess::exchange(const std::string& line, double timeout_s
   // A helper that ended is replaced before the request is sent. Lines left
   // from earlier requests are stray: they stay buffered and are skipped below.
   siginfo_t info;
-  if (running() && has_exited(pid_, &info)) kill_now();
+  if (running() && child_->ended(&info)) kill_now();
   if (!running()) {
     try {
       start();
@@ -348,7 +317,7 @@ ScorerExchange ScorerProcess::exchange(const std::string& line, double timeout_s
     // a reply written just before it exited is still read.
     std::string read_error = drain_stdout(&exited);
     if (!read_error.empty()) return give_up(read_error);
-    if (!exited && has_exited(pid_, &info)) {
+    if (!exited && child_->ended(&info)) {
       exited = true;
       read_error = drain_stdout(&exited);
       if (!read_error.empty()) return give_up(read_error);

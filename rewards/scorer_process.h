@@ -9,29 +9,36 @@
 // line: skipped, counted and echoed to stderr, never taken as the reply and
 // never a reason to restart the helper.
 //
-// The child is started with posix_spawn (vfork semantics: no copy of a large
-// trainer's page tables) in a process group of its own, with stdin, stdout
-// and stderr on pipes, every other descriptor closed, default signal
-// dispositions and an empty signal mask. Its stderr is drained while waiting
-// and its tail kept for error messages (and optionally echoed to ours).
+// The child is started by sandbox/child_process.h (vfork semantics: no copy
+// of a large trainer's page tables): as PID 1 of a PID namespace of its own
+// with a private /proc where the system allows it, else in a process group
+// of its own, with SIGKILL as its parent-death signal — so it and everything
+// it starts die with rlf, even when rlf is killed with SIGKILL. stdin,
+// stdout and stderr are pipes, every other descriptor is closed, signal
+// dispositions are the defaults and the signal mask is empty. Its stderr is
+// drained while waiting and its tail kept for error messages (and optionally
+// echoed to ours).
 //
 // The helper's own exit is noticed at once (it is polled while waiting), even
 // when a process it started keeps its stdout open, and reported with its
 // status. Any failure of an exchange (timeout, crash, closed pipe, over-long
-// line) kills the whole process group with SIGKILL and reaps the child, so the
-// next exchange starts a fresh one: no zombies, no stray processes, and a
-// broken scorer never blocks the caller past the deadline. The destructor
-// closes stdin, gives the child shutdown_grace_s to exit, then kills the
-// group and reaps. Not thread-safe: one caller at a time.
+// line) kills the child and everything it started with SIGKILL and reaps the
+// child, so the next exchange starts a fresh one: no zombies, no stray
+// processes, and a broken scorer never blocks the caller past the deadline.
+// The destructor closes stdin, gives the child shutdown_grace_s to exit, then
+// kills what is left and reaps. Not thread-safe: one caller at a time.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "sandbox/child_process.h"
 
 namespace rlf {
 
@@ -44,6 +51,8 @@ struct ScorerProcessOptions {
   std::string label = "scorer";      // prefix of echoed stderr lines and notes: "[<label> <pid>] "
   std::vector<std::pair<std::string, std::string>> env;  // extra environment variables (NAME, value), replacing
                                                          // inherited ones of the same name
+  bool note_containment = true;      // at the first start, say on stderr when the child could not get a PID
+                                     // namespace with a private /proc (sandbox/child_process.h)
 };
 
 struct ScorerExchange {
@@ -72,6 +81,8 @@ class ScorerProcess {
   pid_t pid() const { return pid_; }
   // How many times the child was started (1 after the first start).
   int64_t n_starts() const { return n_starts_; }
+  // How the running child is contained (sandbox/child_process.h); process_group when not running.
+  Containment containment() const { return child_ ? child_->containment() : Containment::process_group; }
 
   // Sends `line` + '\n' and waits for the reply, for at most timeout_s in
   // all: the first stdout line `is_reply` accepts (every line when it is
@@ -106,6 +117,7 @@ class ScorerProcess {
   void close_fds();
 
   ScorerProcessOptions options_;
+  std::unique_ptr<ChildProcess> child_;
   pid_t pid_ = -1;
   int stdin_fd_ = -1;
   int stdout_fd_ = -1;

@@ -6,7 +6,11 @@
 // hang, rewrite the history or never report end only their own episode.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 
 #include "data/prompt_format.h"
@@ -21,9 +25,11 @@ namespace {
 
 // The task's prompt says how the agent behaves: "normal", "crash", "hang",
 // "rewrite" (changes its first message on the second call), "silent" (exits
-// without a result line).
+// without a result line), "barrier N DIR" (waits until N agents have
+// started), "peek" (looks for other agents' API keys in /proc), "spawn TOKEN"
+// (leaves a setsid'd process carrying TOKEN behind).
 const char* kAgent = R"PY(
-import json, os, sys, time, urllib.request
+import glob, json, os, sys, time, urllib.request
 def chat(messages):
     req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
         data=json.dumps({"model": "x", "messages": messages, "temperature": 0.3}).encode(),
@@ -34,6 +40,22 @@ def chat(messages):
 start = json.loads(sys.stdin.readline())
 mode = start["task"]["prompt"]
 assert start["api_key"] == os.environ["OPENAI_API_KEY"] and start["base_url"] == os.environ["OPENAI_BASE_URL"]
+if mode.startswith("barrier"):  # "barrier N DIR": wait until N agents have started (at once), then go on
+    _, n, d = mode.split(" ", 2)
+    open(os.path.join(d, start["episode"]), "w").close()
+    while len(os.listdir(d)) < int(n): time.sleep(0.02)
+if mode.startswith("spawn"):  # "spawn TOKEN": leave a setsid'd process behind
+    import subprocess
+    subprocess.Popen(["setsid", "sh", "-c", "sleep 1000; true", mode.split(" ")[1]])
+found = []
+if mode == "peek":  # look for the other agents' keys where they used to be readable
+    for path in glob.glob("/proc/[0-9]*/environ"):
+        try:
+            for kv in open(path, "rb").read().split(b"\0"):
+                if kv.startswith(b"OPENAI_API_KEY=") and kv[15:].decode() != os.environ["OPENAI_API_KEY"]:
+                    found.append(kv[15:].decode())
+        except OSError:
+            pass
 messages = [{"role": "system", "content": "Stories only."}, {"role": "user", "content": "Tell me about " + mode + "."}]
 a, ids_a = chat(messages)
 if mode == "crash": os._exit(3)
@@ -43,7 +65,8 @@ if mode == "rewrite": messages[1]["content"] = "something else"
 b, ids_b = chat(messages)
 if mode == "silent": sys.exit(0)
 print("a debug line on stdout", flush=True)
-print(json.dumps({"reward": len(a + b) / 100.0, "feedback": json.dumps({"texts": [a, b], "ids": [ids_a, ids_b]})}), flush=True)
+print(json.dumps({"reward": len(a + b) / 100.0, "feedback": json.dumps({"texts": [a, b], "ids": [ids_a, ids_b],
+      "key": os.environ["OPENAI_API_KEY"], "others": sorted(set(found))})}), flush=True)
 )PY";
 
 struct Fixture {
@@ -157,12 +180,93 @@ TEST(AgentEnv, BrokenAgentsEndOnlyTheirOwnEpisodes) {
   EXPECT_LT(waited, 20.0);
 }
 
+
+// An HTTP status for a chat call with `key` to `base_url` (python's urllib: an outside client).
+int status_for_key(const std::string& base_url, const std::string& key) {
+  const std::string code =
+      "import json, sys, urllib.request, urllib.error\n"
+      "req = urllib.request.Request(sys.argv[1] + '/chat/completions', data=json.dumps({'messages': [{'role': "
+      "'user', 'content': 'hi'}]}).encode(), headers={'Authorization': 'Bearer ' + sys.argv[2]})\n"
+      "try:\n  urllib.request.urlopen(req, timeout=10); print(200)\n"
+      "except urllib.error.HTTPError as e: print(e.code)\n";
+  auto r = test::run_command("python3 -c " + test::shell_quote(code) + " " + test::shell_quote(base_url) + " " +
+                             test::shell_quote(key));
+  return r.exit_code == 0 ? std::stoi(r.output) : -1;
+}
+
+TEST(AgentEnv, AStepsAgentsStartTogether) {
+  // Each agent waits until all six have started before it calls the policy:
+  // started one after another (each waiting for the previous one's first
+  // call), the first would wait for the others until timeout_s.
+  Fixture f;
+  AgentEnvironment env(f.options(/*timeout_s=*/30));
+  const std::string dir = (f.dir / "started").string();
+  std::filesystem::create_directories(dir);
+  auto groups = f.produce(env, {Fixture::task("barrier 6 " + dir), Fixture::task("barrier 6 " + dir)}, 3);
+  for (const EpisodeGroup& g : groups)
+    for (const Episode& e : g.episodes) EXPECT_EQ(e.env_error, "") << e.env_error;
+}
+
+TEST(AgentEnv, KeysAreRandomUnreadableBySiblingsAndOnlyTheirEpisodes) {
+  Fixture f;
+  std::vector<std::string> keys;
+  std::string base_url;
+  for (int run = 0; run < 2; ++run) {  // the same tasks and seeds twice
+    AgentEnvironment env(f.options(/*timeout_s=*/30));
+    base_url = env.base_url();
+    // Every agent looks before its first call, when the agents started before it are running (the policy
+    // answers none until all have called).
+    auto groups = f.produce(env, {Fixture::task("peek")}, 4);
+    for (const Episode& e : groups.at(0).episodes) {
+      ASSERT_EQ(e.env_error, "") << e.env_error;
+      const Json got = Json::parse(e.turn_feedback.at(1));
+      EXPECT_EQ(got.at("others"), Json::array()) << "an agent read its siblings' keys";
+      keys.push_back(got.at("key").get<std::string>());
+    }
+    // An ended episode's key is refused (its endpoint still serves).
+    EXPECT_EQ(status_for_key(base_url, keys.back()), 401);
+    EXPECT_EQ(status_for_key(base_url, "rlf-guess"), 401);
+  }
+  ASSERT_EQ(keys.size(), 8u);
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(std::unique(keys.begin(), keys.end()), keys.end()) << "a key repeats across runs with the same seeds";
+  for (const std::string& k : keys) {
+    EXPECT_EQ(k.size(), 36u) << k;  // "rlf-" + 128 random bits in hex
+    EXPECT_EQ(k.find_first_not_of("0123456789abcdef", 4), std::string::npos) << k;
+  }
+}
+
+TEST(AgentEnv, WhatAnAgentStartsEndsWithIt) {
+  // The agent leaves a setsid'd process behind and exits normally.
+  Fixture f;
+  const std::string token = test::unique_token("rlf-agent-orphan");
+  {
+    AgentEnvironment env(f.options());
+    auto groups = f.produce(env, {Fixture::task("spawn " + token)}, 2);
+    for (const Episode& e : groups.at(0).episodes) EXPECT_EQ(e.env_error, "") << e.env_error;
+  }
+  const std::vector<int> left = test::wait_until_gone(token, 3);
+  EXPECT_EQ(left, std::vector<int>{}) << "an agent's descendants outlived it";
+  test::kill_leftovers(left);
+}
+
 TEST(AgentEnv, ConfigErrorsNameTheOption) {
   AgentEnvOptions o;
   EXPECT_NE(test::error_of([&] { o.validate(); }).find("option 'command' is required"), std::string::npos);
   o.command = {"python3"};
   o.timeout_s = 0;
   EXPECT_NE(test::error_of([&] { o.validate(); }).find("option 'timeout_s' must be > 0"), std::string::npos);
+  // Paths are checked at load, not found wrong by every episode.
+  o.timeout_s = 5;
+  o.working_dir = "/nonexistent/dir";
+  EXPECT_EQ(test::error_of([&] { o.validate(); }),
+            "option 'working_dir' must be an existing directory (got '/nonexistent/dir'; \"\" = rlf's working directory)");
+  o.working_dir = "";
+  o.command = {"/nonexistent/agent.sh"};
+  EXPECT_EQ(test::error_of([&] { o.validate(); }),
+            "option 'command': '/nonexistent/agent.sh' is not an executable file (No such file or directory)");
+  o.command = {"python3", "agent.py"};  // looked up in PATH when it starts
+  o.validate();
 }
 
 }  // namespace

@@ -266,26 +266,25 @@ TEST_F(ExternalRewardTest, TimeoutHoldsWhenTheScorerDoesNotReadItsInput) {
 }
 
 TEST_F(ExternalRewardTest, ShutdownKillsTheWholeProcessGroup) {
-  // The scorer starts a grandchild, ignores stdin EOF and SIGTERM: only SIGKILL to the group ends them.
-  std::string pid_file = (dir_ / "grandchild.pid").string();
+  // The scorer starts a grandchild, ignores stdin EOF and SIGTERM: only SIGKILL ends them. The grandchild
+  // is found by a token on its command line (in the scorer's own PID namespace its pid is another).
+  const std::string token = test::unique_token("rlf-grandchild");
   ExternalRewardOptions o = options_for(
       "import json, signal, subprocess, sys, time\n"
       "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-      "p = subprocess.Popen(['sleep', '1000'])\n"
-      "open('" + pid_file + "', 'w').write(str(p.pid))\n"
+      "p = subprocess.Popen(['sh', '-c', 'sleep 1000; true', '" + token + "'])\n"
       "line = sys.stdin.readline()\n"
       "print(json.dumps({'scores': [1]}), flush=True)\n"
       "while True: time.sleep(1)\n");
   auto reward = std::make_unique<ExternalReward>(o);
   EXPECT_EQ(reward->score(make_group({"a"}))[0].score, 1.0);
   pid_t scorer = reward->scorer_pid();
+  EXPECT_FALSE(test::processes_with(token).empty());
   auto t0 = std::chrono::steady_clock::now();
-  reward.reset();  // closes stdin, waits shutdown_grace_s = 0.5 s, then SIGKILLs the group
+  reward.reset();  // closes stdin, waits shutdown_grace_s = 0.5 s, then SIGKILLs the scorer and all it started
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.0);
-  pid_t grandchild = pid_t(std::stoi(read_file(pid_file)));
   EXPECT_FALSE(alive(scorer));
-  for (int i = 0; i < 100 && alive(grandchild); ++i) usleep(10000);
-  EXPECT_FALSE(alive(grandchild)) << "the scorer's child survived";
+  EXPECT_TRUE(test::wait_until_gone(token, 1.0).empty()) << "the scorer's child survived";
   EXPECT_TRUE(children().empty());
 }
 

@@ -1,10 +1,14 @@
 #include "tests/support/test_env.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -83,6 +87,57 @@ CommandResult run_oracle_python(const std::string& python_source, const std::str
   CommandResult r = run_command(shell_quote(oracle_python()) + " " + shell_quote(script.string()) + " " + args);
   if (r.exit_code != 0) ADD_FAILURE() << "oracle script failed (exit " << r.exit_code << "):\n" << r.output;
   return r;
+}
+
+namespace {
+// A /proc file's text ("" when the process is gone: its files then fail to read).
+std::string read_proc_file(const fs::path& path) {
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return n < 0 ? std::string() : text;
+}
+}  // namespace
+
+std::vector<int> processes_with(const std::string& token) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (read_proc_file(entry.path() / "cmdline").find(token) == std::string::npos) continue;
+    const std::string stat = read_proc_file(entry.path() / "stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] == 'Z') continue;
+    out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+std::vector<int> wait_until_gone(const std::string& token, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::vector<int> left = processes_with(token);
+  while (!left.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    left = processes_with(token);
+  }
+  return left;
+}
+
+void kill_leftovers(const std::vector<int>& pids) {
+  for (int pid : pids) {
+    if (::getpgid(pid) == pid) ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+  }
+}
+
+std::string unique_token(const std::string& prefix) {
+  std::random_device rd;
+  return prefix + "-" + std::to_string(getpid()) + "-" + std::to_string(rd()) + std::to_string(rd());
 }
 
 }  // namespace rlf::test

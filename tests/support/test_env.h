@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "util/error.h"
 
@@ -79,6 +80,18 @@ inline std::string error_of(const std::function<void()>& fn) {
   ADD_FAILURE() << "did not throw";
   return "";
 }
+
+// Live (not zombie) processes whose command line contains `token`, by their
+// pid in our PID namespace: finds a program's descendants wherever they run
+// (a program in a PID namespace of its own knows them by other pids).
+std::vector<int> processes_with(const std::string& token);
+// Waits up to timeout_s for every process carrying `token` to end; returns the ones still alive.
+std::vector<int> wait_until_gone(const std::string& token, double timeout_s);
+// SIGKILL to each of `pids` and to the process group each one leads (what a
+// failed test left behind, so one failure does not leak processes).
+void kill_leftovers(const std::vector<int>& pids);
+// A token no other process carries (for processes_with).
+std::string unique_token(const std::string& prefix);
 
 }  // namespace rlf::test
 
