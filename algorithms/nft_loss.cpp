@@ -10,7 +10,7 @@ namespace rlf::algo {
 
 namespace {
 constexpr double kRateMin = 0.02, kRateMax = 0.98;  // the reference's clamp of r_q
-constexpr double kMaxLogRatio = 10.0;               // the reference clamps log r_t at 10
+constexpr double kNftMaxLogRatio = 10.0;               // the reference clamps log r_t at 10
 }  // namespace
 
 void NftOptions::validate() const {
@@ -43,7 +43,7 @@ NftResult nft_loss(const torch::Tensor& logp, const torch::Tensor& old_logp, con
   const auto rq = torch::nan_to_num(rate.detach().to(logp.device(), dt), 0.5).clamp(kRateMin, kRateMax).unsqueeze(1);
   const auto pos = (correct.detach().to(logp.device()) > 0.5).unsqueeze(1);  // [B, 1]
   const auto old = old_logp.detach().to(dt);
-  const auto log_r = torch::where(on, logp - old, zero).clamp_max(kMaxLogRatio);  // [B, T]
+  const auto log_r = torch::where(on, logp - old, zero).clamp_max(kNftMaxLogRatio);  // [B, T]
   const auto r = log_r.exp();
   const auto positive = -log_r;
   const auto proxy = (1 - rq * r) / (1 - rq);

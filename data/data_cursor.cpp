@@ -8,8 +8,8 @@
 namespace rlf {
 
 namespace {
-constexpr const char* kFormat = "rlf.data_cursor";
-constexpr int kVersion = 1;
+constexpr const char* kCursorFormat = "rlf.data_cursor";
+constexpr int kCursorVersion = 1;
 }  // namespace
 
 DataCursor::DataCursor(size_t n_items, const DataCursorOptions& o)
@@ -45,15 +45,15 @@ std::vector<size_t> DataCursor::next_batch() {
 }
 
 Json DataCursor::state() const {
-  return {{"format", kFormat}, {"version", kVersion}, {"epoch", epoch_},     {"position", position_},
+  return {{"format", kCursorFormat}, {"version", kCursorVersion}, {"epoch", epoch_},     {"position", position_},
           {"seed", seed_},     {"n_items", n_items_}, {"shuffle", shuffle_}};
 }
 
 void DataCursor::restore(const Json& s) {
   const std::string src = "data cursor state";
-  check(json_require<std::string>(s, "format", src) == kFormat, src, ": field 'format' is not \"", kFormat, "\"");
+  check(json_require<std::string>(s, "format", src) == kCursorFormat, src, ": field 'format' is not \"", kCursorFormat, "\"");
   int version = json_require<int>(s, "version", src);
-  check(version == kVersion, src, ": version ", version, " is not supported (expected ", kVersion, ")");
+  check(version == kCursorVersion, src, ": version ", version, " is not supported (expected ", kCursorVersion, ")");
   auto n_items = json_require<uint64_t>(s, "n_items", src);
   check(n_items == n_items_, src, ": saved for a dataset of ", n_items, " records, this one has ", n_items_,
         "; resume with the same dataset and options");

@@ -9,8 +9,8 @@
 namespace rlf {
 
 namespace {
-constexpr const char* kFormat = "rlf.prompt_pool";
-constexpr int kVersion = 1;
+constexpr const char* kPoolFormat = "rlf.prompt_pool";
+constexpr int kPoolVersion = 1;
 }  // namespace
 
 void PromptPoolOptions::validate() const {
@@ -97,15 +97,15 @@ Json PromptPool::state() const {
     prompts.push_back(Json::array({i, e.visits, e.n_correct, e.n_judged, e.parked_until, e.n_checked, e.n_disagree,
                                    e.dropped, e.last_gap}));
   }
-  return {{"format", kFormat}, {"version", kVersion}, {"n_items", entries_.size()}, {"fingerprint", fingerprint_},
+  return {{"format", kPoolFormat}, {"version", kPoolVersion}, {"n_items", entries_.size()}, {"fingerprint", fingerprint_},
           {"prompts", prompts}};
 }
 
 void PromptPool::restore(const Json& s, const std::string& src) {
   check(s.is_object(), src, ": not an object");
-  check(json_require<std::string>(s, "format", src) == kFormat, src, ": field 'format' is not \"", kFormat, "\"");
+  check(json_require<std::string>(s, "format", src) == kPoolFormat, src, ": field 'format' is not \"", kPoolFormat, "\"");
   const int version = json_require<int>(s, "version", src);
-  check(version == kVersion, src, ": version ", version, " is not supported (expected ", kVersion, ")");
+  check(version == kPoolVersion, src, ": version ", version, " is not supported (expected ", kPoolVersion, ")");
   const auto n_items = json_require<uint64_t>(s, "n_items", src);
   check(n_items == entries_.size(), src, ": saved for ", n_items, " training prompts, this run has ", entries_.size(),
         "; resume with the same dataset and [curation] options");

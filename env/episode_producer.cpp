@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -12,7 +13,6 @@ namespace rlf {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 constexpr size_t kMaxNotes = 8;
 
@@ -60,13 +60,13 @@ class Conversations final : public TurnHandler {
       check(std::isfinite(step.turn_weight) && step.turn_weight >= 0, "turn_weight must be finite and >= 0 (got ",
             step.turn_weight, ")");
     } catch (const std::exception& e) {
-      stats_.env_s += since(t0);
+      stats_.env_s += seconds_since(t0);
       s.error = e.what();
       s.end_reason = "env_error";
       note(str("environment error (turn ", te.turn, "): ", s.error));
       return done;
     }
-    stats_.env_s += since(t0);
+    stats_.env_s += seconds_since(t0);
     s.turn_rewards.push_back(step.reward);
     s.turn_feedback.push_back(step.feedback);
     s.turn_weights.push_back(step.turn_weight);
@@ -295,7 +295,7 @@ std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const Promp
   std::vector<ResetResult> started = env_.reset_all(resets);
   check(started.size() == resets.size(), "environment '", env_.name(), "': reset_all returned ", started.size(),
         " sessions for ", resets.size(), " episodes");
-  stats.env_s += since(t_start);
+  stats.env_s += seconds_since(t_start);
   for (size_t g = 0; g < tasks.size(); ++g) {
     groups[g].task = tasks[g];
     slots[g].resize(static_cast<size_t>(n));
@@ -405,7 +405,7 @@ std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const Promp
     }
     slots[g].clear();  // sessions end here (external environments are told to close)
   }
-  stats.rollout_s = since(t_start);
+  stats.rollout_s = seconds_since(t_start);
   if (out_stats) *out_stats += stats;
   return groups;
 }

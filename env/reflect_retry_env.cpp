@@ -10,9 +10,9 @@ namespace rlf {
 
 namespace {
 
-class Session final : public EnvironmentSession {
+class ReflectRetrySession final : public EnvironmentSession {
  public:
-  Session(const ReflectRetryOptions& o, const TurnVerifier& v, const PromptExample& task)
+  ReflectRetrySession(const ReflectRetryOptions& o, const TurnVerifier& v, const PromptExample& task)
       : o_(o), v_(v), task_(task) {}
   EnvStep step(const PolicyTurn& turn) override {
     EnvStep s;
@@ -75,7 +75,7 @@ ReflectRetryEnvironment::ReflectRetryEnvironment(ReflectRetryOptions options, co
 std::unique_ptr<EnvironmentSession> ReflectRetryEnvironment::reset(const PromptExample& task, uint64_t,
                                                                    std::string* first_observation) {
   *first_observation = task.prompt;
-  return std::make_unique<Session>(options_, verifier_, task);
+  return std::make_unique<ReflectRetrySession>(options_, verifier_, task);
 }
 
 }  // namespace rlf

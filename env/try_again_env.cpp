@@ -4,9 +4,9 @@ namespace rlf {
 
 namespace {
 
-class Session final : public EnvironmentSession {
+class TryAgainSession final : public EnvironmentSession {
  public:
-  Session(const TryAgainOptions& o, const TurnVerifier& v, const PromptExample& task) : o_(o), v_(v), task_(task) {}
+  TryAgainSession(const TryAgainOptions& o, const TurnVerifier& v, const PromptExample& task) : o_(o), v_(v), task_(task) {}
   EnvStep step(const PolicyTurn& turn) override {
     const TurnVerdict verdict = v_.judge(task_, turn.text);
     EnvStep s;
@@ -36,7 +36,7 @@ TryAgainEnvironment::TryAgainEnvironment(TryAgainOptions options, const std::str
 std::unique_ptr<EnvironmentSession> TryAgainEnvironment::reset(const PromptExample& task, uint64_t,
                                                                std::string* first_observation) {
   *first_observation = task.prompt;
-  return std::make_unique<Session>(options_, verifier_, task);
+  return std::make_unique<TryAgainSession>(options_, verifier_, task);
 }
 
 }  // namespace rlf

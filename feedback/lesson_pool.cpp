@@ -9,8 +9,8 @@
 namespace rlf {
 
 namespace {
-constexpr const char* kFormat = "rlf-lesson-pool";
-constexpr int64_t kVersion = 1;
+constexpr const char* kLessonPoolFormat = "rlf-lesson-pool";
+constexpr int64_t kLessonPoolVersion = 1;
 }  // namespace
 
 void LessonPoolOptions::validate() const {
@@ -56,13 +56,13 @@ std::vector<std::string> LessonPool::recall(const std::string&, const std::strin
 Json LessonPool::to_json() const {
   Json lessons = Json::array();
   for (const Lesson& l : lessons_) lessons.push_back({{"task", l.task}, {"prompt", l.prompt}, {"lesson", l.text}});
-  return {{"format", kFormat}, {"version", kVersion}, {"source", source_}, {"lessons", lessons}};
+  return {{"format", kLessonPoolFormat}, {"version", kLessonPoolVersion}, {"source", source_}, {"lessons", lessons}};
 }
 
 void LessonPool::restore(const Json& saved, const std::map<std::string, std::string>&, const std::string& where) {
-  check(saved.is_object() && saved.value("format", "") == kFormat, where, ": not an rlf lesson pool");
+  check(saved.is_object() && saved.value("format", "") == kLessonPoolFormat, where, ": not an rlf lesson pool");
   const int64_t version = json_require<int64_t>(saved, "version", where);
-  check(version == kVersion, where, ": lesson pool format version ", version, " (this rlf reads version ", kVersion,
+  check(version == kLessonPoolVersion, where, ": lesson pool format version ", version, " (this rlf reads version ", kLessonPoolVersion,
         ")");
   const std::string source = json_require<std::string>(saved, "source", where);
   check(source == source_, where, ": the lessons are about \"", source, "\", this run's tasks are \"", source_,

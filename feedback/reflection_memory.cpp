@@ -9,8 +9,8 @@
 namespace rlf {
 
 namespace {
-constexpr const char* kFormat = "rlf-reflection-memory";
-constexpr int64_t kVersion = 1;
+constexpr const char* kMemoryFormat = "rlf-reflection-memory";
+constexpr int64_t kMemoryVersion = 1;
 }  // namespace
 
 
@@ -42,15 +42,15 @@ Json ReflectionMemory::to_json() const {
   for (const auto& [id, t] : tasks_)
     tasks.push_back({{"id", id}, {"prompt_hash", t.prompt_hash},
                      {"reflections", std::vector<std::string>(t.reflections.begin(), t.reflections.end())}});
-  return {{"format", kFormat}, {"version", kVersion}, {"tasks", tasks}};
+  return {{"format", kMemoryFormat}, {"version", kMemoryVersion}, {"tasks", tasks}};
 }
 
 void ReflectionMemory::restore(const Json& saved, const std::map<std::string, std::string>& prompts,
                                const std::string& where) {
-  check(saved.is_object() && saved.value("format", "") == kFormat, where, ": not an rlf reflection memory");
+  check(saved.is_object() && saved.value("format", "") == kMemoryFormat, where, ": not an rlf reflection memory");
   const int64_t version = json_require<int64_t>(saved, "version", where);
-  check(version == kVersion, where, ": reflection memory format version ", version, " (this rlf reads version ",
-        kVersion, ")");
+  check(version == kMemoryVersion, where, ": reflection memory format version ", version, " (this rlf reads version ",
+        kMemoryVersion, ")");
   std::map<std::string, Task> tasks;
   for (const Json& t : json_require<Json>(saved, "tasks", where)) {
     const std::string id = json_require<std::string>(t, "id", where);

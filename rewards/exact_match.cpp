@@ -21,7 +21,7 @@ std::string reference_answer_text(const std::string& reference) {
 }
 
 // Keeps explanations one short line.
-std::string shorten(std::string s, size_t max_len = 80) {
+std::string one_line(std::string s, size_t max_len = 80) {
   std::replace(s.begin(), s.end(), '\n', ' ');
   if (s.size() > max_len) s = s.substr(0, max_len) + "...";
   return s;
@@ -81,7 +81,7 @@ void ExactMatchReward::check_record(const Json& record, const std::string& refer
 
 std::vector<RewardResult> ExactMatchReward::score(const RewardGroup& group) {
   const std::string reference = reference_of(group.record, group.reference, "math reward");
-  const std::string expected = shorten(reference_answer_text(reference));
+  const std::string expected = one_line(reference_answer_text(reference));
   math::VerifyOptions verify;
   verify.format = format_;
   std::vector<RewardResult> results(group.samples.size());
@@ -92,7 +92,7 @@ std::vector<RewardResult> ExactMatchReward::score(const RewardGroup& group) {
     if (v.extracted.empty() && !v.correct) {
       r.explanation = str("no answer found (format ", options_.answer_format, ")");
     } else {
-      r.explanation = str(v.correct ? "correct: " : "", "expected ", expected, ", got ", shorten(v.extracted));
+      r.explanation = str(v.correct ? "correct: " : "", "expected ", expected, ", got ", one_line(v.extracted));
     }
   }
   return results;

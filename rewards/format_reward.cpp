@@ -39,7 +39,7 @@ TextPattern compile(const FormatRewardOptions& o) {
   });
 }
 
-std::string shorten(const std::string& s, size_t max_len = 60) {
+std::string shorten_pattern(const std::string& s, size_t max_len = 60) {
   return s.size() > max_len ? s.substr(0, max_len) + "..." : s;
 }
 
@@ -104,7 +104,7 @@ std::string FormatReward::mismatch_reason(const std::string& text) const {
     if (!tags_.empty()) return str("format mismatch (", label_, "): text outside the tags");
     return str("format mismatch (", label_, "): not found");
   }
-  return str("format mismatch: pattern /", shorten(options_.pattern), "/ ",
+  return str("format mismatch: pattern /", shorten_pattern(options_.pattern), "/ ",
              full_ ? "does not match the whole completion" : "not found");
 }
 

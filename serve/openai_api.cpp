@@ -21,11 +21,11 @@ Json api_error_json(const std::string& message, const std::string& type, const s
   return Json{{"error", e}};
 }
 
-namespace {
-
-[[noreturn]] void bad(const std::string& param, const std::string& message, const std::string& code = "") {
+void reject_request(const std::string& param, const std::string& message, const std::string& code) {
   throw ApiError(400, message, param, code);
 }
+
+namespace {
 
 const char* type_name(const Json& v) {
   if (v.is_null()) return "null";
@@ -40,9 +40,9 @@ const char* type_name(const Json& v) {
 double number_in(const Json& body, const std::string& key, double fallback, double lo, double hi) {
   if (!body.contains(key) || body.at(key).is_null()) return fallback;
   const Json& v = body.at(key);
-  if (!v.is_number()) bad(key, "'" + key + "' must be a number (got " + type_name(v) + ")");
+  if (!v.is_number()) reject_request(key, "'" + key + "' must be a number (got " + type_name(v) + ")");
   const double x = v.get<double>();
-  if (!(x >= lo && x <= hi)) bad(key, str("'", key, "' must be in [", lo, ", ", hi, "] (got ", x, ")"));
+  if (!(x >= lo && x <= hi)) reject_request(key, str("'", key, "' must be in [", lo, ", ", hi, "] (got ", x, ")"));
   return x;
 }
 
@@ -50,18 +50,18 @@ int64_t integer_in(const Json& body, const std::string& key, int64_t fallback, i
   if (!body.contains(key) || body.at(key).is_null()) return fallback;
   const Json& v = body.at(key);
   if (!(v.is_number_integer() || v.is_number_unsigned()))
-    bad(key, "'" + key + "' must be an integer (got " + type_name(v) + ")");
+    reject_request(key, "'" + key + "' must be an integer (got " + type_name(v) + ")");
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))
-    bad(key, str("'", key, "' must be in [", lo, ", ", hi, "]"));
+    reject_request(key, str("'", key, "' must be in [", lo, ", ", hi, "]"));
   const int64_t x = v.get<int64_t>();
-  if (x < lo || x > hi) bad(key, str("'", key, "' must be in [", lo, ", ", hi, "] (got ", x, ")"));
+  if (x < lo || x > hi) reject_request(key, str("'", key, "' must be in [", lo, ", ", hi, "] (got ", x, ")"));
   return x;
 }
 
 bool boolean(const Json& body, const std::string& key, bool fallback) {
   if (!body.contains(key) || body.at(key).is_null()) return fallback;
   const Json& v = body.at(key);
-  if (!v.is_boolean()) bad(key, "'" + key + "' must be true or false (got " + type_name(v) + ")");
+  if (!v.is_boolean()) reject_request(key, "'" + key + "' must be true or false (got " + type_name(v) + ")");
   return v.get<bool>();
 }
 
@@ -77,9 +77,9 @@ void refuse_unless_default(const Json& body, const std::string& key) {
 std::vector<int32_t> token_array(const Json& v, const std::string& key, int64_t vocab) {
   std::vector<int32_t> ids;
   for (const Json& t : v) {
-    if (!(t.is_number_integer() || t.is_number_unsigned())) bad(key, "'" + key + "' token arrays must hold integers");
+    if (!(t.is_number_integer() || t.is_number_unsigned())) reject_request(key, "'" + key + "' token arrays must hold integers");
     const int64_t id = t.get<int64_t>();
-    if (id < 0 || id >= vocab) bad(key, str("'", key, "': token id ", id, " is outside the vocabulary [0, ", vocab, ")"));
+    if (id < 0 || id >= vocab) reject_request(key, str("'", key, "': token id ", id, " is outside the vocabulary [0, ", vocab, ")"));
     ids.push_back(static_cast<int32_t>(id));
   }
   return ids;
@@ -96,11 +96,11 @@ std::string message_content(const Json& m, size_t i) {
   if (!m.contains("content") || m.at("content").is_null()) return {};
   const Json& c = m.at("content");
   if (c.is_string()) return c.get<std::string>();
-  if (!c.is_array()) bad(key, "'" + key + "' must be a string or an array of text parts");
+  if (!c.is_array()) reject_request(key, "'" + key + "' must be a string or an array of text parts");
   std::string text;
   for (const Json& part : c) {
     if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part.at("text").is_string())
-      bad(key, "'" + key + "' parts must be {\"type\": \"text\", \"text\": ...} (rlf serve takes text only)");
+      reject_request(key, "'" + key + "' parts must be {\"type\": \"text\", \"text\": ...} (rlf serve takes text only)");
     text += part.at("text").get<std::string>();
   }
   return text;
@@ -109,16 +109,16 @@ std::string message_content(const Json& m, size_t i) {
 }  // namespace
 
 std::vector<ChatMessage> parse_chat_messages(const Json& ms) {
-  if (!ms.is_array() || ms.empty()) bad("messages", "'messages' is required: a non-empty array of {\"role\", \"content\"}");
+  if (!ms.is_array() || ms.empty()) reject_request("messages", "'messages' is required: a non-empty array of {\"role\", \"content\"}");
   std::vector<ChatMessage> messages;
   for (size_t i = 0; i < ms.size(); ++i) {
     const Json& m = ms[i];
     if (!m.is_object() || !m.contains("role") || !m.at("role").is_string())
-      bad(str("messages[", i, "]"), str("'messages[", i, "]' must be an object with a string \"role\""));
+      reject_request(str("messages[", i, "]"), str("'messages[", i, "]' must be an object with a string \"role\""));
     std::string role = m.at("role").get<std::string>();
     if (role == "developer") role = "system";
     if (role != "system" && role != "user" && role != "assistant")
-      bad(str("messages[", i, "].role"), "role '" + role + "' is not supported (system, developer, user, assistant)");
+      reject_request(str("messages[", i, "].role"), "role '" + role + "' is not supported (system, developer, user, assistant)");
     messages.push_back({role, message_content(m, i)});
   }
   return messages;
@@ -131,9 +131,9 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text, co
   try {
     body = Json::parse(body_text);
   } catch (const std::exception& e) {
-    bad("", std::string("the request body is not valid JSON: ") + e.what());
+    reject_request("", std::string("the request body is not valid JSON: ") + e.what());
   }
-  if (!body.is_object()) bad("", "the request body must be a JSON object");
+  if (!body.is_object()) reject_request("", "the request body must be a JSON object");
   const bool chat = endpoint == Endpoint::Chat;
 
   const bool jinja_chat = chat && model.chat_template != nullptr;
@@ -161,13 +161,13 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text, co
                        key, "unsupported_parameter");
   if (body.contains("parallel_tool_calls") && !body.at("parallel_tool_calls").is_null() &&
       !body.at("parallel_tool_calls").is_boolean())
-    bad("parallel_tool_calls", "'parallel_tool_calls' must be true or false");
+    reject_request("parallel_tool_calls", "'parallel_tool_calls' must be true or false");
   if (body.contains("response_format") && !body.at("response_format").is_null() &&
       !(body.at("response_format").is_object() && body.at("response_format").value("type", "") == "text"))
     throw ApiError(400, "'response_format' other than {\"type\": \"text\"} is not supported by rlf serve",
                    "response_format", "unsupported_parameter");
 
-  if (!body.contains("model") || !body.at("model").is_string()) bad("model", "'model' is required (a string: \"" + model.name + "\")");
+  if (!body.contains("model") || !body.at("model").is_string()) reject_request("model", "'model' is required (a string: \"" + model.name + "\")");
   if (body.at("model").get<std::string>() != model.name)
     throw ApiError(404, "the model '" + body.at("model").get<std::string>() + "' does not exist; this server serves '" +
                    model.name + "'", "model", "model_not_found");
@@ -177,7 +177,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text, co
   const int64_t vocab = tok.vocab_size();
   if (chat) {
     if (!body.contains("messages") || !body.at("messages").is_array() || body.at("messages").empty())
-      bad("messages", "'messages' is required: a non-empty array of {\"role\", \"content\"}");
+      reject_request("messages", "'messages' is required: a non-empty array of {\"role\", \"content\"}");
     if (jinja_chat) {
       ChatPrompt prompt = render_chat_request(OrderedJson::parse(body_text), *model.chat_template,
                                               model.template_settings, model.tool_format);
@@ -185,13 +185,13 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text, co
       r.prompts.push_back(tok.encode(prompt.text, /*add_special=*/false));
     } else {
       if (!model.chat_format)
-        bad("messages", "this model has no chat template: start rlf serve with --chat-template FORMAT, or use /v1/completions");
+        reject_request("messages", "this model has no chat template: start rlf serve with --chat-template FORMAT, or use /v1/completions");
       std::vector<ChatMessage> messages = parse_chat_messages(body.at("messages"));
       std::string text;
       try {
         text = render_chat(*model.chat_format, messages, model.chat_options);
       } catch (const Error& e) {
-        bad("messages", e.what());
+        reject_request("messages", e.what());
       }
       auto ids = tok.encode(text, /*add_special=*/false);
       // Plain text formats write no BOS string: add the tokenizer's BOS as `rlf generate` does.
@@ -200,7 +200,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text, co
       r.prompts.push_back(std::move(ids));
     }
   } else {
-    if (!body.contains("prompt")) bad("prompt", "'prompt' is required (a string, an array of strings, or token ids)");
+    if (!body.contains("prompt")) reject_request("prompt", "'prompt' is required (a string, an array of strings, or token ids)");
     const Json& p = body.at("prompt");
     auto is_int = [](const Json& v) { return v.is_number_integer() || v.is_number_unsigned(); };
     if (p.is_string()) {
@@ -211,7 +211,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text, co
       r.prompt_texts.push_back(tok.decode(r.prompts.back()));
     } else if (p.is_array() && !p.empty()) {
       if (static_cast<int64_t>(p.size()) > model.max_prompts)
-        bad("prompt", str("'prompt' holds ", p.size(), " prompts; at most ", model.max_prompts, " per request"));
+        reject_request("prompt", str("'prompt' holds ", p.size(), " prompts; at most ", model.max_prompts, " per request"));
       for (const Json& e : p) {
         if (e.is_string()) {
           r.prompt_texts.push_back(e.get<std::string>());
@@ -220,11 +220,11 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text, co
           r.prompts.push_back(token_array(e, "prompt", vocab));
           r.prompt_texts.push_back(tok.decode(r.prompts.back()));
         } else {
-          bad("prompt", "'prompt' arrays must hold strings or non-empty arrays of token ids");
+          reject_request("prompt", "'prompt' arrays must hold strings or non-empty arrays of token ids");
         }
       }
     } else {
-      bad("prompt", str("'prompt' must be a string, an array of strings, or token ids (got ", type_name(p), ")"));
+      reject_request("prompt", str("'prompt' must be a string, an array of strings, or token ids (got ", type_name(p), ")"));
     }
     r.echo = boolean(body, "echo", false);
     if (body.contains("best_of") && !body.at("best_of").is_null() &&
@@ -232,15 +232,15 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text, co
       throw ApiError(400, "'best_of' other than n is not supported by rlf serve", "best_of", "unsupported_parameter");
   }
   for (const auto& ids : r.prompts)
-    if (ids.empty()) bad(chat ? "messages" : "prompt", "the prompt encodes to no tokens and the tokenizer has no BOS token");
+    if (ids.empty()) reject_request(chat ? "messages" : "prompt", "the prompt encodes to no tokens and the tokenizer has no BOS token");
 
   r.n = integer_in(body, "n", 1, 1, model.max_n);
   if (static_cast<int64_t>(r.prompts.size()) * r.n > model.max_n)
-    bad("n", str("prompts x n = ", r.prompts.size() * r.n, " completions; at most ", model.max_n, " per request"));
+    reject_request("n", str("prompts x n = ", r.prompts.size() * r.n, " completions; at most ", model.max_n, " per request"));
   SamplingParams& sp = r.params;
   sp.temperature = number_in(body, "temperature", 1.0, 0, 2);
   sp.top_p = number_in(body, "top_p", 1.0, 0, 1);
-  if (sp.top_p <= 0) bad("top_p", "'top_p' must be > 0");
+  if (sp.top_p <= 0) reject_request("top_p", "'top_p' must be > 0");
   sp.top_k = integer_in(body, "top_k", 0, -1, vocab);
   if (sp.top_k < 0) sp.top_k = 0;  // vLLM's -1 = off
   sp.min_p = number_in(body, "min_p", 0.0, 0, 0.999999);
@@ -253,33 +253,33 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text, co
     if (s.is_string()) stops.push_back(s.get<std::string>());
     else if (s.is_array()) {
       for (const Json& e : s) {
-        if (!e.is_string()) bad("stop", "'stop' must be a string or an array of strings");
+        if (!e.is_string()) reject_request("stop", "'stop' must be a string or an array of strings");
         stops.push_back(e.get<std::string>());
       }
     } else {
-      bad("stop", "'stop' must be a string or an array of strings");
+      reject_request("stop", "'stop' must be a string or an array of strings");
     }
-    if (stops.size() > 16) bad("stop", str("'stop' holds ", stops.size(), " strings; at most 16"));
+    if (stops.size() > 16) reject_request("stop", str("'stop' holds ", stops.size(), " strings; at most 16"));
     for (const auto& x : stops)
-      if (x.empty()) bad("stop", "'stop' strings must be non-empty");
+      if (x.empty()) reject_request("stop", "'stop' strings must be non-empty");
     sp.stop_strings = std::move(stops);
   }
   r.stream = boolean(body, "stream", false);
   if (body.contains("stream_options") && !body.at("stream_options").is_null()) {
     const Json& so = body.at("stream_options");
-    if (!so.is_object()) bad("stream_options", "'stream_options' must be an object");
+    if (!so.is_object()) reject_request("stream_options", "'stream_options' must be an object");
     for (const auto& [k, v] : so.items()) {
       (void)v;
       if (k != "include_usage" && k != "continuous_usage_stats")
         throw ApiError(400, "unknown field 'stream_options." + k + "'", "stream_options." + k, "unknown_parameter");
     }
-    if (!r.stream) bad("stream_options", "'stream_options' is only allowed with \"stream\": true");
+    if (!r.stream) reject_request("stream_options", "'stream_options' is only allowed with \"stream\": true");
     r.include_usage = boolean(so, "include_usage", false);
   }
   if (chat) {
     r.logprobs = boolean(body, "logprobs", false);
     r.top_logprobs = integer_in(body, "top_logprobs", 0, 0, 20);
-    if (r.top_logprobs > 0 && !r.logprobs) bad("top_logprobs", "'top_logprobs' needs \"logprobs\": true");
+    if (r.top_logprobs > 0 && !r.logprobs) reject_request("top_logprobs", "'top_logprobs' needs \"logprobs\": true");
   } else if (body.contains("logprobs") && !body.at("logprobs").is_null()) {
     r.logprobs = true;
     r.top_logprobs = integer_in(body, "logprobs", 0, 0, 20);

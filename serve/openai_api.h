@@ -46,6 +46,9 @@ class ApiError : public Error {
   std::string type;   // "invalid_request_error", "authentication_error", "server_error", ...
 };
 
+// Throws ApiError(400, message, param, code): the request field `param` is at fault.
+[[noreturn]] void reject_request(const std::string& param, const std::string& message, const std::string& code = "");
+
 // {"error": {"message", "type", "param", "code"}} (null for empty param/code).
 Json api_error_json(const std::string& message, const std::string& type, const std::string& param = "",
                     const std::string& code = "");

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/write_target.h"
@@ -17,10 +18,6 @@ namespace rlf {
 
 namespace {
 
-double now_seconds() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 // Keeps the lines of an existing log whose "step" is <= resume_step
 // (dropping torn/unparsable ones); rewrites the file atomically if anything changed.

@@ -6,16 +6,13 @@
 #include <cmath>
 #include <sstream>
 
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace rlf {
 
 namespace {
 
-double now_seconds() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 

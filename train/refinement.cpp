@@ -5,6 +5,7 @@
 
 #include "env/episode_rewards.h"
 #include "feedback/feedback_prompt.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -12,7 +13,6 @@ namespace rlf {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 constexpr size_t kMaxNotes = 5;
 constexpr uint64_t kRefineSalt = 0x5EF1E5EF1E5ULL;
@@ -106,7 +106,7 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
   std::vector<Critique> critiques = critic_.critique(requests);
   check(critiques.size() == requests.size(), "critic '", critic_.name(), "' returned ", critiques.size(),
         " critiques for ", requests.size(), " requests");
-  st.critic_s = since(t0);
+  st.critic_s = seconds_since(t0);
   st.n_critiques = static_cast<int64_t>(requests.size());
 
   // 2. Refinement prompts, fitted to the context.
@@ -150,7 +150,7 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
     seqs = engine_.generate(gen);
     engine_.release_cache();
   }
-  st.refine_s = since(t0);
+  st.refine_s = seconds_since(t0);
   st.n_refinements = static_cast<int64_t>(seqs.size());
   for (const GeneratedSequence& seq : seqs) st.n_generated_tokens += static_cast<int64_t>(seq.completion_ids.size());
   std::vector<std::vector<size_t>> by_group(groups.size());  // indices into seqs

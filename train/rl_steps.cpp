@@ -11,6 +11,7 @@
 #include "env/episode_rewards.h"
 #include "train/diagnostics.h"
 #include "train/micro_batch.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/hash.h"
 
@@ -19,7 +20,6 @@ namespace rlf {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Sums a step's episode statistics over the ranks (wall times: the slowest rank's).
 void reduce_episode_stats(EpisodeStats& s, Reducer& reducer) {
@@ -203,7 +203,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
         group_ids.push_back(static_cast<int64_t>(g));
       }
     }
-    reward_s += since(t0);
+    reward_s += seconds_since(t0);
     if (pool_) n_disagreements += record_in_pool(idx, positions, groups, step);
 
     // 2a. lessons from the groups with no correct episode

@@ -38,6 +38,7 @@
 #include "train/heldout_kl.h"
 #include "train/topk_distill_term.h"
 #include "train/trainer.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -49,7 +50,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Everything the phases of a run share.
 struct Run {
@@ -384,7 +384,7 @@ RewardGating fit_reward_gating(Run& r, const GatingOptions& options, Json* repor
   const GatingFit fit = g.fit(context.index_select(0, idx), c, rej);
   *report = {{"pairs", fit.pairs},           {"loss_before", fit.loss_before},
              {"loss_after", fit.loss_after}, {"accuracy_before", fit.accuracy_before},
-             {"accuracy_after", fit.accuracy_after}, {"seconds", since(t0)}};
+             {"accuracy_after", fit.accuracy_after}, {"seconds", seconds_since(t0)}};
   r.say("gating: fitted on " + std::to_string(fit.pairs) + " training pairs: " + report->dump());
   return g;
 }
@@ -535,7 +535,7 @@ double sft_control(Run& r, WarmStart& w, double seconds, int64_t* steps) {
   }
   auto t0 = Clock::now();
   int64_t s = w.steps;
-  while (since(t0) < seconds) {
+  while (seconds_since(t0) < seconds) {
     Json m;
     w.trainer->update(w.source->next(s, 0, m), s);
     ++s;
@@ -1135,7 +1135,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
       batch_samples = std::move(b.samples);
       m.update(b.metrics);
       m["rollout/staleness"] = step - b.sampled_at;  // trainer steps between the sampling weights and these
-      m["time/rollout_wait_s"] = since(t0);          // what the rollouts still cost the step after overlapping
+      m["time/rollout_wait_s"] = seconds_since(t0);          // what the rollouts still cost the step after overlapping
     } else {
       episodes = source->next(step, version, m);
     }
@@ -1146,8 +1146,8 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
                                                            static_cast<uint64_t>(step));
     m.update(trainer->update(episodes, step));
     if (value) m.update(value->update(episodes, step));
-    m["time/update_s"] = since(t_update);
-    m["time/step_s"] = since(t0);
+    m["time/update_s"] = seconds_since(t_update);
+    m["time/step_s"] = seconds_since(t0);
     m["dist/world_size"] = world;
     m["dist/payload_mb"] = (r.reducer.payload_bytes() - payload0) / 1e6;
     if (world > 1 && cfg.dist.check_every > 0 && (step + 1) % cfg.dist.check_every == 0) {
@@ -1161,7 +1161,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
                                           m.value("lessons/generated_tokens", 0.0));
       m["rollout/tokens_total"] = tokens_used;
     }
-    summary.steps_wall_s += since(t0);
+    summary.steps_wall_s += seconds_since(t0);
     if (gold_watch && m.contains("reward/mean") && m.contains("reward/" + cfg.rl.gold_reward + "/mean")) {
       const double gold = m["reward/" + cfg.rl.gold_reward + "/mean"].get<double>();
       m["diag/gold_reward"] = gold;
@@ -1259,7 +1259,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
         keys.push_back(k);
     if (!keys.empty()) write_metrics_plot(cfg.run.out_dir / "metrics.jsonl", cfg.run.out_dir / "plot.html", keys);
   }
-  summary.wall_s = since(t_start);
+  summary.wall_s = seconds_since(t_start);
   if (writer) write_file_atomic(cfg.run.out_dir / "summary.json", summary.to_json().dump(2));
   if (writer && !opts.quiet) {
     auto records = read_jsonl(cfg.run.out_dir / "metrics.jsonl");

@@ -4,14 +4,13 @@
 #include <cctype>
 #include <utility>
 
+#include "rewards/math/ascii.h"
 #include "rewards/math/latex_normalize.h"
 #include "util/error.h"
 
 namespace rlf::math {
 namespace {
 
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
 
 std::string lower(std::string_view s) {
   std::string out(s);

@@ -4,12 +4,11 @@
 #include <initializer_list>
 #include <utility>
 
+#include "rewards/math/ascii.h"
+
 namespace rlf::math {
 namespace {
 
-bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
   if (from.empty()) return;

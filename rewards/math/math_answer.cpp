@@ -3,13 +3,12 @@
 #include <cctype>
 #include <map>
 
+#include "rewards/math/ascii.h"
 #include "rewards/math/latex_normalize.h"
 
 namespace rlf::math {
 namespace {
 
-bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
 std::string compact_lower(std::string_view s) {
   std::string out;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "rewards/math/ascii.h"
+
 namespace rlf::math {
 namespace {
 
@@ -14,8 +16,6 @@ struct Token {
   std::string text;  // digits, a word ("x", "sin"), a command name ("frac", "{"), a symbol
 };
 
-bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
 // Plain-text words that name a function or constant; any other run of
 // letters is read as single-letter variables multiplied together ("xy").

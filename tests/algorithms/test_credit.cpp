@@ -14,7 +14,7 @@
 namespace rlf::algo {
 namespace {
 
-constexpr double kEps = 1e-4;
+constexpr double kCreditEps = 1e-4;
 
 struct Ep {
   int64_t group = 0;
@@ -51,7 +51,7 @@ TEST(Credit, EpisodeModeBroadcastsTheEstimatorsAdvantageToPolicyTokens) {
   std::vector<Ep> eps = {{0, 1.0, {}, w, t, {}}, {0, 0.0, {}, w, t, {}}, {1, 0.5, {}, w, t, {}}, {1, 0.5, {}, w, t, {}}};
   CreditOptions o;
   auto a = credit(eps, o);
-  const double s = std::sqrt(0.5) + kEps;  // std of {1, 0} (n - 1)
+  const double s = std::sqrt(0.5) + kCreditEps;  // std of {1, 0} (n - 1)
   for (size_t k : {2u, 3u, 5u}) {
     EXPECT_NEAR(a[0][k], 0.5 / s, 1e-6);
     EXPECT_NEAR(a[1][k], -0.5 / s, 1e-6);
@@ -69,7 +69,7 @@ TEST(Credit, TurnModeDiscountsReturnsPerTurnAgainstTheEpisodeBaseline) {
   o.mode = CreditMode::Turn;
   o.gamma = 0.5;
   auto a = credit(eps, o);
-  const double mean = 0.75, s = std::sqrt(2 * 0.75 * 0.75) + kEps;  // over G_0 = {1.5, 0}
+  const double mean = 0.75, s = std::sqrt(2 * 0.75 * 0.75) + kCreditEps;  // over G_0 = {1.5, 0}
   EXPECT_NEAR(a[0][1], (1.5 - mean) / s, 1e-6);
   EXPECT_NEAR(a[0][2], (1.5 - mean) / s, 1e-6);
   EXPECT_NEAR(a[0][4], (2.0 - mean) / s, 1e-6);
@@ -142,7 +142,7 @@ TEST(Credit, AMissingOutcomeGetsNothingAndCountsInNoStatistic) {
     o.mode = m;
     auto a = credit(eps, o);
     EXPECT_EQ(a[1][1], 0.0f);
-    const double s = std::sqrt(0.5) + kEps;  // the group is {1, 0}
+    const double s = std::sqrt(0.5) + kCreditEps;  // the group is {1, 0}
     EXPECT_NEAR(a[0][1], 0.5 / s, 1e-6);
     EXPECT_NEAR(a[2][1], -0.5 / s, 1e-6);
   }

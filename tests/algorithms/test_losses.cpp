@@ -18,20 +18,17 @@
 #include "algorithms/policy_loss.h"
 #include "algorithms/policy_shaping.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/tensors.h"
 #include "tests/support/test_env.h"
 #include "util/error.h"
 
 namespace rlf::algo {
 namespace {
 
-const auto kF64 = torch::TensorOptions().dtype(torch::kFloat64);
-const double kInf = std::numeric_limits<double>::infinity();
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// A float64 [rows, cols] tensor from row-major values.
-torch::Tensor mat(int64_t rows, int64_t cols, std::vector<double> v) {
-  return torch::tensor(v, kF64).view({rows, cols});
-}
+using test::kF64;
+using test::kInf;
+using test::kNaN;
+using test::mat;
 
 using test::expect_grad_matches_fd;
 

@@ -9,12 +9,13 @@
 #include <torch/torch.h>
 
 #include "algorithms/preference_loss.h"
+#include "tests/support/tensors.h"
 #include "tests/support/test_env.h"
 
 namespace rlf::algo {
 namespace {
 
-const auto kF64 = torch::TensorOptions().dtype(torch::kFloat64);
+using test::kF64;
 
 torch::Tensor vec(std::vector<double> v) { return torch::tensor(v, kF64); }
 

@@ -21,16 +21,16 @@
 #include "algorithms/rollout_correction.h"
 #include "algorithms/semantic_entropy.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/tensors.h"
 #include "tests/support/test_env.h"
 #include "util/error.h"
 
 namespace rlf::algo {
 namespace {
 
-const auto kF64 = torch::TensorOptions().dtype(torch::kFloat64);
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-torch::Tensor mat(int64_t rows, int64_t cols, std::vector<double> v) { return torch::tensor(v, kF64).view({rows, cols}); }
+using test::kF64;
+using test::kNaN;
+using test::mat;
 
 // d(sum of per-token loss)/d logp by autograd, flattened.
 std::vector<double> grad_of(const std::function<torch::Tensor(const torch::Tensor&)>& per_token, const torch::Tensor& x0) {

@@ -9,12 +9,13 @@
 #include <torch/torch.h>
 
 #include "algorithms/reward_model_loss.h"
+#include "tests/support/tensors.h"
 #include "tests/support/test_env.h"
 
 namespace rlf::algo {
 namespace {
 
-const auto kF64 = torch::TensorOptions().dtype(torch::kFloat64);
+using test::kF64;
 
 TEST(BradleyTerry, LossAndGradientByHand) {
   auto c = torch::tensor({2.0, 0.0, -1.0, 40.0}, kF64).requires_grad_(true);

@@ -64,7 +64,7 @@ class Scripted final : public Environment {
   };
 };
 
-PromptExample task(const std::string& prompt) {
+PromptExample producer_task(const std::string& prompt) {
   PromptExample t;
   t.id = "t";
   t.prompt = prompt;
@@ -86,7 +86,7 @@ TEST(EpisodeProducer, MultiTurnEpisodesAreTokenExactWithRolesAndWeights) {
   EpisodeOptions o;
   o.max_turns = 5;
   EpisodeProducer producer(policy, env, o);
-  const PromptExample t = task("Count:");
+  const PromptExample t = producer_task("Count:");
   EpisodeStats stats;
   auto groups = producer.produce({&t}, 3, params(6), {42}, 7, &stats);
   ASSERT_EQ(groups.size(), 1u);
@@ -143,7 +143,7 @@ TEST(EpisodeProducer, SingleTurnEnvironmentGivesWhatTheEngineGives) {
   Policy policy = tiny_policy(dir);
   SingleTurnEnvironment env;
   EpisodeProducer producer(policy, env, {});
-  const PromptExample a = task("What is 2+2?"), b = task("Hi");
+  const PromptExample a = producer_task("What is 2+2?"), b = producer_task("Hi");
   auto groups = producer.produce({&a, &b}, 2, params(9), {5, 6}, 0, nullptr);
   RolloutEngine engine(policy.model(), policy.tokenizer, EngineOptions{64, 0, policy.eos_token_ids, 0});
   std::vector<GenerationRequest> reqs(2);
@@ -174,7 +174,7 @@ TEST(EpisodeProducer, TurnWeightsFromTheEnvironmentSetTheLossWeights) {
   EpisodeOptions o;
   o.max_turns = 3;
   EpisodeProducer producer(policy, env, o);
-  PromptExample t = task("What is 2+2?");
+  PromptExample t = producer_task("What is 2+2?");
   t.reference = "4";
   auto groups = producer.produce({&t}, 3, params(6), {11}, 0, nullptr);
   for (const Episode& e : groups[0].episodes) {
@@ -206,7 +206,7 @@ TEST(EpisodeProducer, AnEnvironmentThatNeverEndsStopsAtMaxTurns) {
   EpisodeOptions o;
   o.max_turns = 4;
   EpisodeProducer producer(policy, env, o);
-  const PromptExample t = task("Go");
+  const PromptExample t = producer_task("Go");
   EpisodeStats stats;
   auto g = producer.produce({&t}, 2, params(3), {1}, 0, &stats);
   for (const Episode& e : g[0].episodes) {
@@ -227,7 +227,7 @@ TEST(EpisodeProducer, AccuracyPerAttemptAndTurnsToSolve) {
   EpisodeOptions o;
   o.max_turns = 3;
   EpisodeProducer producer(policy, env, o);
-  const PromptExample t = task("Go");
+  const PromptExample t = producer_task("Go");
   EpisodeStats stats;
   producer.produce({&t}, 4, params(3), {5}, 0, &stats);
   EXPECT_EQ(stats.attempts_judged, (std::vector<int64_t>{4, 3, 2}));
@@ -258,7 +258,7 @@ TEST(EpisodeProducer, LongObservationsAreCutByTheDocumentedRuleAndCounted) {
   o.max_observation_tokens = 16;
   o.max_episode_tokens = 45;  // turn 4 + obs 16 + turn 4 + obs 16 -> 40; 5 left: obs cut to 4 (room - 1)
   EpisodeProducer producer(policy, env, o);
-  const PromptExample t = task("Go");
+  const PromptExample t = producer_task("Go");
   EpisodeStats stats;
   auto g = producer.produce({&t}, 1, params(4), {9}, 0, &stats);
   const Episode& e = g[0].episodes[0];
@@ -287,7 +287,7 @@ TEST(EpisodeProducer, AFailingSessionEndsOnlyItsEpisode) {
   env.fail_reset = 2;
   EpisodeOptions o;
   EpisodeProducer producer(policy, env, o);
-  const PromptExample t = task("Go");
+  const PromptExample t = producer_task("Go");
   EpisodeStats stats;
   auto g = producer.produce({&t}, 4, params(3), {2}, 0, &stats);
   ASSERT_EQ(g[0].episodes.size(), 4u);
@@ -311,7 +311,7 @@ TEST(EpisodeProducer, DistinctFirstObservationsGetRequestsOfTheirOwn) {
   env.turns = 1;
   env.distinct_prompts = true;
   EpisodeProducer producer(policy, env, {});
-  const PromptExample t = task("P");
+  const PromptExample t = producer_task("P");
   auto g = producer.produce({&t}, 3, params(3), {4}, 0, nullptr);
   ASSERT_EQ(g[0].episodes.size(), 3u);
   for (int k = 0; k < 3; ++k) {

@@ -25,14 +25,14 @@ std::shared_ptr<const Tokenizer> qwen() {
 
 std::string qwen25_template() { return test::shared_path("chat_templates/llama.cpp__Qwen-Qwen2.5-7B-Instruct.jinja").string(); }
 
-PromptExample task(const std::string& prompt) {
+PromptExample tool_task(const std::string& prompt) {
   PromptExample t;
   t.prompt = prompt;
   t.where = "test";
   return t;
 }
 
-PolicyTurn turn(const std::string& text, const std::string& stop = "eos") {
+PolicyTurn tool_turn(const std::string& text, const std::string& stop = "eos") {
   PolicyTurn t;
   t.text = text;
   t.stop = stop;
@@ -57,11 +57,11 @@ TEST(ToolEnv, PromptAndBridgeAreTheTemplatesOwnRendering) {
   EXPECT_EQ(env.stop_texts(), std::vector<std::string>{"<|im_end|>"});
   EXPECT_EQ(env.tool_format(), ToolCallFormat::Hermes);
   std::string prompt;
-  auto session = env.reset(task("What is 347*58?"), 1, &prompt);
+  auto session = env.reset(tool_task("What is 347*58?"), 1, &prompt);
   EXPECT_NE(prompt.find("\"name\": \"calculator\""), std::string::npos) << prompt;
   EXPECT_EQ(prompt.substr(prompt.size() - 22), "<|im_start|>assistant\n");
 
-  EnvStep s = session->step(turn(kCall));
+  EnvStep s = session->step(tool_turn(kCall));
   EXPECT_FALSE(s.done);
   EXPECT_TRUE(s.tool_call);
   EXPECT_FALSE(s.tool_error);
@@ -80,7 +80,7 @@ TEST(ToolEnv, PromptAndBridgeAreTheTemplatesOwnRendering) {
   conv.add_generation_prompt = true;
   EXPECT_EQ(prompt + kCall + "<|im_end|>" + s.observation, env.chat_template().render(conv, env.render_settings()).text);
 
-  EnvStep answer = session->step(turn("#### 20126"));
+  EnvStep answer = session->step(tool_turn("#### 20126"));
   EXPECT_TRUE(answer.done);
   EXPECT_FALSE(answer.tool_call);
 }
@@ -89,25 +89,25 @@ TEST(ToolEnv, TemplatesThatRewriteHistoryStillGetTheNextPrompt) {
   auto envp = make_env(test::source_path("tests/tokenizer/chat_templates/Qwen-Qwen3-0.6B.jinja").string());
   ToolEnvironment& env = *envp;
   std::string prompt;
-  auto session = env.reset(task("What is 347*58?"), 1, &prompt);
-  EnvStep s = session->step(turn("<think>\nUse the tool.\n</think>\n\n" + kCall));
+  auto session = env.reset(tool_task("What is 347*58?"), 1, &prompt);
+  EnvStep s = session->step(tool_turn("<think>\nUse the tool.\n</think>\n\n" + kCall));
   EXPECT_EQ(s.observation, "\n<|im_start|>user\n<tool_response>\n20126\n</tool_response><|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST(ToolEnv, ToolErrorsUnknownToolsAndMalformedCalls) {
   auto envp = make_env(qwen25_template());
   std::string prompt;
-  auto session = envp->reset(task("Q"), 1, &prompt);
-  EnvStep bad_expr = session->step(turn("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1/0\"}}\n</tool_call>"));
+  auto session = envp->reset(tool_task("Q"), 1, &prompt);
+  EnvStep bad_expr = session->step(tool_turn("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1/0\"}}\n</tool_call>"));
   EXPECT_TRUE(bad_expr.tool_error);
   EXPECT_NE(bad_expr.observation.find("error: "), std::string::npos) << bad_expr.observation;
-  EnvStep unknown = session->step(turn("<tool_call>\n{\"name\": \"weather\", \"arguments\": {}}\n</tool_call>"));
+  EnvStep unknown = session->step(tool_turn("<tool_call>\n{\"name\": \"weather\", \"arguments\": {}}\n</tool_call>"));
   EXPECT_TRUE(unknown.tool_error);
   EXPECT_NE(unknown.observation.find("there is no tool named 'weather'"), std::string::npos);
   // A turn cut by a stop string gets the stop token before the bridge.
-  EnvStep cut = session->step(turn(kCall, "</tool_call>"));
+  EnvStep cut = session->step(tool_turn(kCall, "</tool_call>"));
   EXPECT_EQ(cut.observation.rfind("<|im_end|>\n<|im_start|>user", 0), 0u) << cut.observation;
-  EnvStep malformed = session->step(turn("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\n</tool_call>"));
+  EnvStep malformed = session->step(tool_turn("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\n</tool_call>"));
   EXPECT_TRUE(malformed.done);
   EXPECT_NE(malformed.feedback.find("malformed tool call"), std::string::npos);
 }
@@ -119,9 +119,9 @@ TEST(ToolEnv, CallsBeyondTheLimitEndTheEpisode) {
   ToolEnvironment env(o);
   env.use_tokenizer(qwen());
   std::string prompt;
-  auto session = env.reset(task("Q"), 1, &prompt);
-  EXPECT_FALSE(session->step(turn(kCall)).done);
-  EnvStep second = session->step(turn(kCall));
+  auto session = env.reset(tool_task("Q"), 1, &prompt);
+  EXPECT_FALSE(session->step(tool_turn(kCall)).done);
+  EnvStep second = session->step(tool_turn(kCall));
   EXPECT_TRUE(second.done);
   EXPECT_TRUE(second.tool_error);
 }
@@ -149,9 +149,9 @@ for line in sys.stdin:
   env.use_tokenizer(qwen());
   ASSERT_EQ(env.tool_schemas().size(), 2u);
   std::string prompt;
-  auto session = env.reset(task("Reverse abc"), 1, &prompt);
+  auto session = env.reset(tool_task("Reverse abc"), 1, &prompt);
   EXPECT_NE(prompt.find("\"name\": \"reverse\""), std::string::npos);
-  EnvStep s = session->step(turn("<tool_call>\n{\"name\": \"reverse\", \"arguments\": {\"text\": \"abc\"}}\n</tool_call>"));
+  EnvStep s = session->step(tool_turn("<tool_call>\n{\"name\": \"reverse\", \"arguments\": {\"text\": \"abc\"}}\n</tool_call>"));
   EXPECT_FALSE(s.tool_error);
   EXPECT_NE(s.observation.find("<tool_response>\ncba\n</tool_response>"), std::string::npos) << s.observation;
 }
@@ -164,8 +164,8 @@ TEST(ToolEnv, PythonToolRunsInTheSandbox) {
   }
   auto envp = make_env(qwen25_template(), {"python"});
   std::string prompt;
-  auto session = envp->reset(task("Compute"), 1, &prompt);
-  EnvStep s = session->step(turn("<tool_call>\n{\"name\": \"python\", \"arguments\": {\"code\": \"print(6*7)\"}}\n</tool_call>"));
+  auto session = envp->reset(tool_task("Compute"), 1, &prompt);
+  EnvStep s = session->step(tool_turn("<tool_call>\n{\"name\": \"python\", \"arguments\": {\"code\": \"print(6*7)\"}}\n</tool_call>"));
   EXPECT_FALSE(s.tool_error) << s.observation;
   EXPECT_NE(s.observation.find("<tool_response>\n42\n\n</tool_response>"), std::string::npos) << s.observation;
 }

@@ -12,9 +12,12 @@
 #include "model/cpu_fast_forward.h"
 #include "model/cpu_kernels.h"
 #include "model/loader.h"
+#include "tests/support/tensors.h"
 
 namespace rlf {
 namespace {
+
+using test::max_diff;
 
 // A tiny model exercising every branch: GQA (G = 2), q/k/v/o and MLP biases
 // (random, not zero), head_dim != hidden / heads, untied lm_head.
@@ -95,8 +98,6 @@ CausalLM family_model(const std::string& name, uint64_t seed) {
   }
   return m;
 }
-
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 // Runs loss.backward() from cleared gradients; every parameter's gradient by name.
 std::map<std::string, torch::Tensor> gradients_of(CausalLMImpl& m, const torch::Tensor& loss) {

@@ -15,11 +15,14 @@
 #include "model/loader.h"
 #include "model/lora.h"
 #include "tests/model/oracle_logits.h"
+#include "tests/support/tensors.h"
 #include "tests/support/test_env.h"
 #include "util/json_util.h"
 
 namespace rlf {
 namespace {
+
+using test::max_diff;
 
 using test::json_to_tensor;
 
@@ -30,8 +33,6 @@ const std::vector<std::pair<std::string, std::string>> kModels = {
     {"olmo2", "Olmo2Config"},           {"llama_linear", "LlamaConfig"},  {"llama_dynamic", "LlamaConfig"},
     {"llama_yarn", "LlamaConfig"},      {"llama3", "LlamaConfig"},        {"mistral", "MistralConfig"},
     {"qwen2", "Qwen2Config"}};
-
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 std::string oracle_script() { return test::source_path("tests/oracle/hf_families.py").string(); }
 

@@ -11,11 +11,14 @@
 #include "model/transformer.h"
 #include "rm/reward_model.h"
 #include "tests/model/oracle_logits.h"
+#include "tests/support/tensors.h"
 #include "tests/support/test_env.h"
 #include "util/json_util.h"
 
 namespace rlf {
 namespace {
+
+using test::max_diff;
 
 using test::json_to_tensor;
 
@@ -53,8 +56,6 @@ torch::Tensor logits_of(CausalLMImpl& m, bool fast) {
   m.set_fast_cpu_path(true);
   return out;
 }
-
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 TEST(Lora, FreshAdaptersLeaveTheFunctionAndTrainAlone) {
   CausalLM m = small_model();

@@ -14,7 +14,7 @@ namespace {
 
 using test::error_of;
 
-RewardGroup group_of(const std::vector<std::string>& completions, const std::string& reference = "") {
+RewardGroup judge_group(const std::vector<std::string>& completions, const std::string& reference = "") {
   RewardGroup g;
   g.prompt = "Write one sentence about a cat.";
   g.reference = reference;
@@ -67,7 +67,7 @@ TEST(JudgeReward, PairwiseAgainstTheGroupsReferenceResponse) {
   test::StubServer server;
   // The first MODE in a request is its response A's: the candidate's when not swapped.
   auto r = judge(server, {{"mode", "pairwise"}, {"rubric", "Which is more vivid?"}});
-  const auto g = group_of({"MODE: reply:Winner:_A", "MODE: reply:Winner:_B", "MODE: reply:Winner:_tie",
+  const auto g = judge_group({"MODE: reply:Winner:_A", "MODE: reply:Winner:_B", "MODE: reply:Winner:_tie",
                            "MODE: reply:no_verdict"});
   const auto out = r->score(g);
   ASSERT_EQ(out.size(), 4u);
@@ -92,7 +92,7 @@ TEST(JudgeReward, PairwiseAgainstTheGroupsReferenceResponse) {
   EXPECT_EQ(again[ref].explanation, out[ref].explanation);
   // swap: each pair is asked twice, the second time with the reference first: its MODE decides there.
   auto sw = judge(server, {{"mode", "pairwise"}, {"rubric", "x"}, {"swap", true}});
-  const auto g2 = group_of({"MODE: reply:Winner:_A", "MODE: reply:Winner:_A"});
+  const auto g2 = judge_group({"MODE: reply:Winner:_A", "MODE: reply:Winner:_A"});
   const auto o2 = sw->score(g2);
   // Candidate as A wins (1); reference as A wins, so the candidate loses (1 - 1 = 0): mean 0.5.
   for (size_t i = 0; i < 2; ++i) EXPECT_DOUBLE_EQ(*o2[i].score, 0.5) << i;
@@ -101,13 +101,13 @@ TEST(JudgeReward, PairwiseAgainstTheGroupsReferenceResponse) {
 TEST(JudgeReward, RankingScoresEachResponseByItsPlace) {
   test::StubServer server;
   auto r = judge(server, {{"mode", "ranking"}, {"rubric", "MODE: reply:Ranking:_2_>_3_>_1"}});
-  const auto out = r->score(group_of({"a cat", "a fine cat", "a cat, fine"}));
+  const auto out = r->score(judge_group({"a cat", "a fine cat", "a cat, fine"}));
   EXPECT_DOUBLE_EQ(*out[1].score, 1.0);
   EXPECT_DOUBLE_EQ(*out[2].score, 0.5);
   EXPECT_DOUBLE_EQ(*out[0].score, 0.0);
   EXPECT_EQ(server.count(), 1) << "one request for the whole group";
   auto bad = judge(server, {{"mode", "ranking"}, {"rubric", "MODE: reply:Ranking:_2_>_2_>_1"}});
-  for (const auto& x : bad->score(group_of({"a", "b", "c"}))) {
+  for (const auto& x : bad->score(judge_group({"a", "b", "c"}))) {
     EXPECT_FALSE(x.score);
     EXPECT_NE(x.missing_reason.find("no ranking of responses 1..3"), std::string::npos);
   }
@@ -122,7 +122,7 @@ TEST(JudgeReward, RankingScoresEachResponseByItsPlace) {
 TEST(JudgeReward, RubricScoresAreNormalisedToTheScale) {
   test::StubServer server;
   auto r = judge(server, {{"rubric", "Is it about a cat?"}, {"min_score", 1}, {"max_score", 5}});
-  const auto out = r->score(group_of({"A cat sat. MODE: reply:Fine._Score:_4", "MODE: reply:Score:_1",
+  const auto out = r->score(judge_group({"A cat sat. MODE: reply:Fine._Score:_4", "MODE: reply:Score:_1",
                                       "MODE: reply:Score:_9", "MODE: reply:no_idea", "MODE: status:500"}));
   ASSERT_EQ(out.size(), 5u);
   EXPECT_DOUBLE_EQ(*out[0].score, 0.75);  // (4 - 1) / (5 - 1)
@@ -139,7 +139,7 @@ TEST(JudgeReward, TheJudgeSeesTheTaskTheResponseTheReferenceAndTheRubric) {
   test::StubServer server;
   auto r = judge(server, {{"rubric", "Mentions whiskers."}});
   // echo replies with the request itself, which the result quotes (as its explanation, or the reason it has no score).
-  const auto out = r->score(group_of({"The cat licked its whiskers. MODE: echo"}, "Cats have whiskers."));
+  const auto out = r->score(judge_group({"The cat licked its whiskers. MODE: echo"}, "Cats have whiskers."));
   const std::string seen = out[0].explanation + out[0].missing_reason;
   for (const char* part : {"Write one sentence about a cat.", "The cat licked its whiskers.", "Reference answer",
                            "Mentions whiskers.", "Scale: 0 to 10", "stub-judge"})
@@ -150,7 +150,7 @@ TEST(JudgeReward, ChecklistScoreIsTheShareOfYes) {
   test::StubServer server;
   auto r = judge(server, {{"checklist", {"Does it mention a dog?", "Does it mention a hat?", "Is it one sentence?"}}});
   // yes_if:dog answers yes to the items that name "dog".
-  const auto out = r->score(group_of({"A cat sat. MODE: yes_if:dog", "MODE: yes_if:hat",
+  const auto out = r->score(judge_group({"A cat sat. MODE: yes_if:dog", "MODE: yes_if:hat",
                                       "MODE: yes_if:zebra", "MODE: reply:Perhaps"}));
   EXPECT_NEAR(*out[0].score, 1.0 / 3.0, 1e-12);
   EXPECT_EQ(out[0].explanation, "Does it mention a dog?: yes; Does it mention a hat?: no; Is it one sentence?: no");
@@ -168,7 +168,7 @@ TEST(JudgeReward, TheApiKeyComesFromTheNamedVariableAndErrorsNameTheOption) {
     return std::nullopt;
   };
   auto r = judge(server, {{"rubric", "x"}, {"api_key_env", "JUDGE_KEY"}}, env);
-  const auto out = r->score(group_of({"MODE: echo"}));
+  const auto out = r->score(judge_group({"MODE: echo"}));
   const std::string seen = out[0].explanation + out[0].missing_reason;
   EXPECT_NE(seen.find("Bearer sk-test"), std::string::npos) << seen;
   auto error = [&](Json t) {

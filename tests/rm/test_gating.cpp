@@ -22,7 +22,6 @@
 namespace rlf {
 namespace {
 
-ModelConfig tiny_config() { return test::tiny_rm_config(); }
 
 // prompt (weight 0) + response + EOS (weight 1), rated.
 Episode rated_episode(const std::vector<int32_t>& prompt, std::vector<int32_t> response, std::vector<float> ratings) {
@@ -41,7 +40,7 @@ std::vector<float> last_hidden(CausalLMImpl& m, const std::vector<int32_t>& s) {
 }
 
 TEST(RatingTerm, EachHeadRegressesItsRatedAttributeByHand) {
-  CausalLM base = make_random_model(tiny_config(), 5, torch::kFloat32, torch::kCPU);
+  CausalLM base = make_random_model(test::tiny_rm_config(), 5, torch::kFloat32, torch::kCPU);
   CausalLM rm = make_reward_model(*base, 2, 9, {"helpful", "safe"});
   EXPECT_EQ(rm->config().label_name(1), "safe");
   const std::vector<int32_t> prompt = {1, 17, 33};

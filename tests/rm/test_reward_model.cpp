@@ -23,7 +23,6 @@
 namespace rlf {
 namespace {
 
-ModelConfig tiny_config() { return test::tiny_rm_config(); }
 
 const std::vector<std::vector<int32_t>> kSeqs = {
     {5}, {1, 9, 23, 7, 64}, {2, 44, 81, 6, 11, 90, 33, 4, 5, 6, 7, 1}, {3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
@@ -32,7 +31,7 @@ const std::vector<std::vector<int32_t>> kSeqs = {
 TEST(RewardModelOracle, ScoresMatchTransformersSequenceClassification) {
   RLF_REQUIRE_ORACLE();
   test::TempDir dir;
-  CausalLM base = make_random_model(tiny_config(), 7, torch::kFloat32, torch::kCPU);
+  CausalLM base = make_random_model(test::tiny_rm_config(), 7, torch::kFloat32, torch::kCPU);
   for (int64_t labels : {1, 3}) {
     SCOPED_TRACE(labels);
     // Three outputs are a multi-objective model with named attributes (config.json's id2label).
@@ -75,7 +74,7 @@ TEST(RewardModelOracle, ScoresMatchTransformersSequenceClassification) {
 }
 
 TEST(RewardModel, CopiesTheBackboneAndOnlyAClassifierHasAScoreHead) {
-  CausalLM base = make_random_model(tiny_config(), 7, torch::kFloat32, torch::kCPU);
+  CausalLM base = make_random_model(test::tiny_rm_config(), 7, torch::kFloat32, torch::kCPU);
   CausalLM rm = make_reward_model(*base, 2, 3);
   auto bp = base->named_parameters();
   for (const auto& p : rm->named_parameters()) {
@@ -108,7 +107,7 @@ Episode pair_episode(const std::vector<int32_t>& prompt, std::vector<int32_t> re
 }
 
 TEST(RewardModelTerm, LossAndHeadGradientAreBradleyTerryByHand) {
-  CausalLM base = make_random_model(tiny_config(), 5, torch::kFloat32, torch::kCPU);
+  CausalLM base = make_random_model(test::tiny_rm_config(), 5, torch::kFloat32, torch::kCPU);
   CausalLM rm = make_reward_model(*base, 1, 9);
   const std::vector<int32_t> prompt = {1, 17, 33};
   const std::vector<int32_t> good = {40, 41, 42, 43}, bad = {50, 51};

@@ -53,7 +53,7 @@ class ScriptedSource : public RequestSource {
   bool cancelled(int64_t id) override { return cancelled_ids.count(id) > 0; }
 };
 
-GenerationRequest request(const Policy& p, const std::string& text, int64_t n, double temperature, uint64_t seed,
+GenerationRequest serve_request(const Policy& p, const std::string& text, int64_t n, double temperature, uint64_t seed,
                           int64_t max_new = 40) {
   GenerationRequest r;
   r.prompt_ids = p.tokenizer->encode(text, true);
@@ -67,10 +67,10 @@ GenerationRequest request(const Policy& p, const std::string& text, int64_t n, d
 TEST(EngineServe, RequestsArrivingMidDecodeGetWhatGenerateGives) {
   Policy p = stories();
   std::vector<GenerationRequest> reqs = {
-      request(p, "Once upon a time", 3, 1.0, 11),
-      request(p, "The dog", 1, 0.0, 12),
-      request(p, "Lily and Tom went to the park.", 2, 0.8, 13, 60),
-      request(p, "A big", 4, 1.0, 14, 25),
+      serve_request(p, "Once upon a time", 3, 1.0, 11),
+      serve_request(p, "The dog", 1, 0.0, 12),
+      serve_request(p, "Lily and Tom went to the park.", 2, 0.8, 13, 60),
+      serve_request(p, "A big", 4, 1.0, 14, 25),
   };
   reqs[2].params.top_k = 20;
   EngineOptions eo;
@@ -100,7 +100,7 @@ TEST(EngineServe, RequestsArrivingMidDecodeGetWhatGenerateGives) {
 
 TEST(EngineServe, StreamedDeltasAddUpToTheFinalSequenceAndHoldBackStopStrings) {
   Policy p = stories();
-  GenerationRequest r = request(p, "Once upon a time", 2, 1.0, 5, 80);
+  GenerationRequest r = serve_request(p, "Once upon a time", 2, 1.0, 5, 80);
   r.params.stop_strings = {"park", ". She"};
   r.top_logprobs = 3;
   ScriptedSource src;
@@ -151,12 +151,12 @@ TEST(EngineServe, StreamedDeltasAddUpToTheFinalSequenceAndHoldBackStopStrings) {
 
 TEST(EngineServe, InvalidAndCancelledRequestsAffectOnlyThemselves) {
   Policy p = stories();
-  GenerationRequest ok = request(p, "Once upon a time", 2, 1.0, 1, 50);
+  GenerationRequest ok = serve_request(p, "Once upon a time", 2, 1.0, 1, 50);
   GenerationRequest empty = ok;
   empty.prompt_ids.clear();
   GenerationRequest outside = ok;
   outside.prompt_ids.push_back(100000);
-  GenerationRequest cancelled = request(p, "The cat", 3, 1.0, 2, 50);
+  GenerationRequest cancelled = serve_request(p, "The cat", 3, 1.0, 2, 50);
   ScriptedSource src;
   src.batches = {{{1, ok}, {2, empty}, {3, outside}, {4, cancelled}}, {{1, ok}}};  // id 1 again: still in use
   src.cancel_after_first_delta = {4};

@@ -19,7 +19,7 @@
 namespace rlf {
 namespace {
 
-CausalLM tiny_model(uint64_t seed = 5) {
+CausalLM turns_model(uint64_t seed = 5) {
   ModelConfig c = ModelConfig::preset("stories260K");
   c.num_hidden_layers = 2;
   return make_random_model(c, seed, torch::kFloat32, torch::kCPU);
@@ -51,7 +51,7 @@ class FixedTurns : public TurnHandler {
   int64_t turns_, obs_len_;
 };
 
-GenerationRequest request(std::vector<int32_t> prompt, int64_t n, uint64_t seed, int64_t max_new, int64_t budget) {
+GenerationRequest turns_request(std::vector<int32_t> prompt, int64_t n, uint64_t seed, int64_t max_new, int64_t budget) {
   GenerationRequest r;
   r.prompt_ids = std::move(prompt);
   r.n = n;
@@ -79,12 +79,12 @@ std::vector<float> full_forward_logprobs(CausalLM& model, const std::vector<int3
 // Conversations through the GPU's sampling path (run on the CPU): appended
 // tokens are pushed as given, the turns' draws equal the CPU scan's.
 TEST(EngineTurns, TensorSamplingKeepsConversationsExact) {
-  auto model = tiny_model();
+  auto model = turns_model();
   EngineOptions tensor;
   tensor.tensor_sampling = true;
   FixedTurns h1(3, 4), h2(3, 4);
-  auto a = RolloutEngine(model, nullptr, {}).generate({request(ids(9, 1), 3, 7, 5, 60)}, &h1);
-  auto b = RolloutEngine(model, nullptr, tensor).generate({request(ids(9, 1), 3, 7, 5, 60)}, &h2);
+  auto a = RolloutEngine(model, nullptr, {}).generate({turns_request(ids(9, 1), 3, 7, 5, 60)}, &h1);
+  auto b = RolloutEngine(model, nullptr, tensor).generate({turns_request(ids(9, 1), 3, 7, 5, 60)}, &h2);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].completion_ids, b[i].completion_ids);
@@ -97,12 +97,12 @@ TEST(EngineTurns, TensorSamplingKeepsConversationsExact) {
 TEST(EngineTurns, ContinuesFromTheCacheAndKeepsTheSequenceExact) {
   for (bool fast : {true, false}) {
     SCOPED_TRACE(fast ? "fast path" : "module path");
-    auto model = tiny_model();
+    auto model = turns_model();
     model->set_fast_cpu_path(fast);
     RolloutEngine engine(model, nullptr, {});
     FixedTurns handler(3, 4);
     const std::vector<int32_t> prompt = ids(9, 1);
-    auto out = engine.generate({request(prompt, 3, 7, 5, 60)}, &handler);
+    auto out = engine.generate({turns_request(prompt, 3, 7, 5, 60)}, &handler);
     ASSERT_EQ(out.size(), 3u);
 
     // The prompt is prefilled once for the group; after that every token is run
@@ -156,9 +156,9 @@ TEST(EngineTurns, ContinuesFromTheCacheAndKeepsTheSequenceExact) {
 }
 
 TEST(EngineTurns, ConversationsAtDifferentTurnsShareTheBatchAndMatchEachAlone) {
-  auto model = tiny_model(9);
-  std::vector<GenerationRequest> reqs = {request(ids(4, 1), 2, 11, 6, 50), request(ids(13, 2), 1, 12, 3, 40),
-                                         request(ids(7, 3), 3, 13, 8, 70)};
+  auto model = turns_model(9);
+  std::vector<GenerationRequest> reqs = {turns_request(ids(4, 1), 2, 11, 6, 50), turns_request(ids(13, 2), 1, 12, 3, 40),
+                                         turns_request(ids(7, 3), 3, 13, 8, 70)};
   RolloutEngine together(model, nullptr, {});
   FixedTurns h_all(4, 3);
   auto all = together.generate(reqs, &h_all);
@@ -193,10 +193,10 @@ class Greedy : public TurnHandler {
 };
 
 TEST(EngineTurns, AnAppendThatDoesNotFitEndsTheRowFlagged) {
-  auto model = tiny_model();
+  auto model = turns_model();
   RolloutEngine engine(model, nullptr, {});
   Greedy handler;
-  auto out = engine.generate({request(ids(5, 4), 1, 3, 4, 12)}, &handler);
+  auto out = engine.generate({turns_request(ids(5, 4), 1, 3, 4, 12)}, &handler);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(out[0].overflowed);
   ASSERT_EQ(handler.rooms.size(), 2u);
@@ -205,9 +205,9 @@ TEST(EngineTurns, AnAppendThatDoesNotFitEndsTheRowFlagged) {
 }
 
 TEST(EngineTurns, WithoutAHandlerEverySequenceIsOneTurn) {
-  auto model = tiny_model();
+  auto model = turns_model();
   RolloutEngine engine(model, nullptr, {});
-  auto out = engine.generate({request(ids(5, 4), 2, 3, 6, 0)});
+  auto out = engine.generate({turns_request(ids(5, 4), 2, 3, 6, 0)});
   for (const auto& s : out) {
     ASSERT_EQ(s.segments.size(), 1u);
     EXPECT_TRUE(s.segments[0].sampled);
