@@ -358,6 +358,7 @@ struct ChatClient::Impl {
     std::string content;  // when ok
     AttemptOutcome last;  // the last attempt (its text is the error when !ok)
     int64_t attempts = 0;
+    double backoff_s = 0;  // waited before the retries
   };
 
   // Sends `body` until an attempt succeeds, fails for good, or the retries run out.
@@ -373,7 +374,9 @@ struct ChatClient::Impl {
         return out;
       }
       if (out.last.verdict == Verdict::fatal || k >= options.max_retries) return out;
-      std::this_thread::sleep_for(std::chrono::duration<double>(backoff_wait(k, seed, out.last.retry_after_s)));
+      const double wait_s = backoff_wait(k, seed, out.last.retry_after_s);
+      out.backoff_s += wait_s;
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
     }
   }
 };
@@ -406,6 +409,7 @@ ChatResult ChatClient::complete(const std::vector<ChatMessage>& messages) {
     Impl::Outcome o = impl_->run(json_line(request), fnv1a64(key), /*probe=*/false);
     result.ok = o.ok;
     result.attempts = o.attempts;
+    result.backoff_s = o.backoff_s;
     if (o.ok) result.content = std::move(o.content);
     else result.error = std::move(o.last.text);
     if (o.ok && impl_->cache) {

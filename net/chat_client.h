@@ -71,6 +71,7 @@ struct ChatResult {
   int64_t attempts = 0;   // HTTP attempts made (0 when served from the cache)
   bool from_cache = false;
   double latency_s = 0;   // wall time of the whole call, retries and waits included, seconds
+  double backoff_s = 0;   // waited before the retries (backoff, jitter, Retry-After), seconds
 };
 
 // Totals since the client was made (probe() not included).

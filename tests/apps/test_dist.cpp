@@ -302,7 +302,9 @@ TEST(Dist, DpoAndSftRunsShardTheirBatches) {
 }
 
 // Rank 1 is stopped (`signal`) once rank 0 has logged a step; rank 0 must fail
-// within dist.timeout_s (20 s) plus slack, with an error that says why.
+// (exit 1, not a crash) with an error that names dist.timeout_s and says why.
+// The 60 s wait only guards against a hang (3x the 20 s timeout): the time
+// rank 0 took is printed, not asserted.
 void expect_rank0_fails_when_rank1(int signal, const char* what) {
   test::TempDir dir;
   write_config(dir / "c.toml");
@@ -323,8 +325,8 @@ void expect_rank0_fails_when_rank1(int signal, const char* what) {
   wait_for(r1, 10);
   std::cout << "[ dist ] rank 1 " << what << ": rank 0 exited " << r0.exit_code << " after " << waited << " s\n";
   EXPECT_EQ(r0.exit_code, 1) << r0.output();  // an rlf::Error at the program's edge, not a hang (-2) or a crash (-1)
-  EXPECT_LT(waited, 45.0);
-  EXPECT_NE(r0.output().find("another rank died, hung or left the run"), std::string::npos) << r0.output();
+  EXPECT_NE(r0.output().find("s (dist.timeout_s): another rank died, hung or left the run"), std::string::npos)
+      << r0.output();
 }
 
 TEST(Dist, ADyingRankMakesTheOtherFailNotHang) { expect_rank0_fails_when_rank1(SIGKILL, "killed"); }

@@ -167,7 +167,7 @@ TEST(Cuda, GrpoRunTrainsAndResumesExactlyOnTheGpu) {
       [&](const std::filesystem::path& out, int64_t steps) {
         return train_config_from_json(grpo_config(model, out, steps, "fp32"), "cuda run");
       },
-      dir, 4, 2);
+      dir, 4, 2, {"policy"});
   ASSERT_EQ(a.size(), 4u);
   ASSERT_EQ(b.size(), 4u);
   for (size_t i = 0; i < a.size(); ++i) {

@@ -171,13 +171,11 @@ TEST(AgentEnv, BrokenAgentsEndOnlyTheirOwnEpisodes) {
   EXPECT_EQ(error_of(3), "");
   EXPECT_EQ(groups[3].episodes[0].end_reason, "env");
   for (size_t g = 0; g < 3; ++g) EXPECT_EQ(groups[g].episodes[0].end_reason, "env_error");
-  // A hanging agent: killed at timeout_s, its episode ended, within the deadline.
+  // A hanging agent: killed at timeout_s, its episode ended with the timeout as its error.
   AgentEnvironment short_env(f.options(/*timeout_s=*/3));
-  const auto t0 = std::chrono::steady_clock::now();
   auto hung = f.produce(short_env, {Fixture::task("hang")}, 1);
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_NE(hung[0].episodes.at(0).env_error.find("no reply within 3 s"), std::string::npos) << hung[0].episodes[0].env_error;
-  EXPECT_LT(waited, 20.0);
+  EXPECT_EQ(hung[0].episodes[0].end_reason, "env_error");
 }
 
 

@@ -62,6 +62,8 @@ TEST_F(EvalStories, StructureAndMetrics) {
   EXPECT_EQ(r.n_samples, 4);
   EXPECT_EQ(r.temperature, 1.0);
   ASSERT_EQ(r.prompts.size(), 6u);
+  int64_t n_tokens = 0, n_length = 0, n_rewarded = 0, n_correct_all = 0;
+  double reward_sum = 0;
   for (size_t i = 0; i < r.prompts.size(); ++i) {
     const PromptResult& p = r.prompts[i];
     EXPECT_EQ(p.id, (*examples_)[i].id);
@@ -69,6 +71,9 @@ TEST_F(EvalStories, StructureAndMetrics) {
     ASSERT_EQ(p.samples.size(), 4u);
     int64_t n_correct = 0;
     for (const EvalSample& s : p.samples) {
+      n_tokens += s.n_tokens;
+      n_length += s.finish_reason == "length";
+      if (s.reward) reward_sum += *s.reward, ++n_rewarded;
       EXPECT_GE(s.n_tokens, 1);
       EXPECT_LE(s.n_tokens, 16);
       EXPECT_TRUE(s.finish_reason == "stop" || s.finish_reason == "length") << s.finish_reason;
@@ -78,19 +83,20 @@ TEST_F(EvalStories, StructureAndMetrics) {
       n_correct += s.correct;
     }
     EXPECT_EQ(p.n_correct, n_correct);
+    n_correct_all += n_correct;
   }
   ASSERT_EQ(r.pass_at_k.size(), 3u);  // 1, 2, 4
+  EXPECT_NEAR(r.pass_at_k.at(1), static_cast<double>(n_correct_all) / 24.0, 1e-12);  // pass@1 = c / n, averaged
   EXPECT_LE(r.pass_at_k.at(1), r.pass_at_k.at(2));
   EXPECT_LE(r.pass_at_k.at(2), r.pass_at_k.at(4));
   EXPECT_EQ(r.maj_at_k.size(), 2u);  // 2, 4
-  EXPECT_GE(r.mean_reward, 0.0);
-  EXPECT_LE(r.mean_reward, 1.0);
-  EXPECT_GT(r.n_completion_tokens, 0);
-  EXPECT_GT(r.tokens_per_s, 0.0);
+  // The aggregates are those of the 24 samples listed above.
+  ASSERT_EQ(n_rewarded, 24);  // math scores everything
+  EXPECT_NEAR(r.mean_reward, reward_sum / 24.0, 1e-12);
+  EXPECT_EQ(r.n_completion_tokens, n_tokens);
+  EXPECT_NEAR(r.truncated_fraction, static_cast<double>(n_length) / 24.0, 1e-12);
   EXPECT_GT(r.generate_s, 0.0);
-  EXPECT_GE(r.wall_s, r.generate_s);
-  EXPECT_GE(r.truncated_fraction, 0.0);
-  EXPECT_LE(r.truncated_fraction, 1.0);
+  EXPECT_NEAR(r.tokens_per_s, static_cast<double>(n_tokens) / r.generate_s, 1e-9 * r.tokens_per_s);
   std::cout << format_eval_report(r);
 }
 

@@ -115,10 +115,7 @@ TEST_F(ExternalRewardTest, NormalRepliesThenEveryFailureRecovers) {
     ExternalRewardOptions slow = options_for(kScorer);
     slow.timeout_s = 0.5;
     ExternalReward impatient(slow);
-    auto t0 = std::chrono::steady_clock::now();
     auto r = impatient.score(make_group({"SLEEP", "x"}));
-    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_LT(waited, 2.0);
     for (const RewardResult& x : r) {
       EXPECT_FALSE(x.score);
       EXPECT_EQ(x.missing_reason, "external scorer: no reply within 0.5 s (option timeout_s)");
@@ -193,10 +190,8 @@ for line in sys.stdin:
     ExternalRewardOptions o = options_for(masked);
     o.timeout_s = 20;
     ExternalReward reward(o);
-    auto t0 = std::chrono::steady_clock::now();
     auto r = reward.score(make_group({"CRASH", "x"}));
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_LT(waited, 5.0) << "the exit was not noticed before the timeout";
+    // Noticed at the exit: after timeout_s the reason would be "no reply within 20 s".
     EXPECT_EQ(r[0].missing_reason,
               "external scorer: exited with status 4 (stderr: crashing with a child holding stdout)");
     EXPECT_EQ(reward.score(make_group({"ok"}))[0].score, 1.0);
@@ -280,9 +275,7 @@ TEST_F(ExternalRewardTest, ShutdownKillsTheWholeProcessGroup) {
   EXPECT_EQ(reward->score(make_group({"a"}))[0].score, 1.0);
   pid_t scorer = reward->scorer_pid();
   EXPECT_FALSE(test::processes_with(token).empty());
-  auto t0 = std::chrono::steady_clock::now();
   reward.reset();  // closes stdin, waits shutdown_grace_s = 0.5 s, then SIGKILLs the scorer and all it started
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.0);
   EXPECT_FALSE(alive(scorer));
   EXPECT_TRUE(test::wait_until_gone(token, 1.0).empty()) << "the scorer's child survived";
   EXPECT_TRUE(children().empty());

@@ -52,7 +52,7 @@ TEST(AsyncRun, TwoRunsAreTheSameAndResumeIsExact) {
     j["algorithm"]["off_policy_ratio_cap"] = 2.0;  // the stale tokens' safeguard
     return train_config_from_json(j, "async");
   };
-  auto [a, b] = straight_and_resumed(config, dir, 4, 2);
+  auto [a, b] = straight_and_resumed(config, dir, 4, 2, {"policy"});
   ASSERT_EQ(a.size(), 4u);
   ASSERT_EQ(b.size(), 4u);
   for (size_t i = 0; i < a.size(); ++i) {

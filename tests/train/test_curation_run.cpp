@@ -97,7 +97,7 @@ TEST(CurationRun, DifficultyPoolRunSkipsPromptsAndResumesExactly) {
                      {"pool_revisit_after", 10}};
     return train_config_from_json(j, "pool");
   };
-  auto [ma, mb] = straight_and_resumed(config, dir, 6, 3);
+  auto [ma, mb] = straight_and_resumed(config, dir, 6, 3, {"policy"});
   ASSERT_EQ(ma.size(), 6u);
   ASSERT_EQ(mb.size(), 6u);
   double skipped = 0;

@@ -31,29 +31,11 @@ using test::straight_and_resumed;
 TEST(GrpoRun, ResumeContinuesExactly) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);
-  TrainRunOptions quiet;
-  quiet.quiet = true;
-
-  auto straight = run_training(train_config_from_json(grpo_run_config(model, dir / "a", 4), "straight"), quiet);
-  EXPECT_EQ(straight.steps, 4);
-  run_training(train_config_from_json(grpo_run_config(model, dir / "b", 2), "first half"), quiet);
-  TrainRunOptions resume = quiet;
-  resume.resume = true;
-  auto resumed = run_training(train_config_from_json(grpo_run_config(model, dir / "b", 4), "second half"), resume);
-  EXPECT_EQ(resumed.steps, 4);
-
-  LoadedModel a = load_model(dir / "a/checkpoints/step-4/model");
-  LoadedModel b = load_model(dir / "b/checkpoints/step-4/model");
-  LoadedModel init = load_model(model);
-  auto pa = a.model->named_parameters(), pb = b.model->named_parameters(), p0 = init.model->named_parameters();
-  bool moved = false;
-  for (const auto& p : pa) {
-    EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key() << " differs after resume";
-    moved |= !torch::equal(p.value(), p0[p.key()]);
-  }
-  EXPECT_TRUE(moved) << "training did not change any parameter";
-
-  auto ma = read_jsonl(dir / "a/metrics.jsonl"), mb = read_jsonl(dir / "b/metrics.jsonl");
+  auto [ma, mb] = straight_and_resumed(
+      [&](const std::filesystem::path& out, int64_t steps) {
+        return train_config_from_json(grpo_run_config(model, out, steps), "grpo");
+      },
+      dir, 4, 2, {"policy"});
   ASSERT_EQ(ma.size(), 4u);
   ASSERT_EQ(mb.size(), 4u);
   for (size_t i = 0; i < ma.size(); ++i) {
@@ -177,36 +159,35 @@ TEST(GrpoRun, ACachedWarmStartGivesTheSameRun) {
 TEST(TrainKinds, SftRunsOnItsOwn) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);
-  Json j = grpo_run_config(model, dir / "sft", 6);
-  j["trainer"]["kind"] = "sft";
-  j["sft"] = {{"data", {{"preset", "arithmetic"}, {"arithmetic", {{"n_problems", 40}}}}}, {"batch_size", 8},
-              {"micro_batch_size", 3}};
-  j["optim"]["lr"] = 0.003;
-  TrainRunOptions quiet;
-  quiet.quiet = true;
-  auto s = run_training(train_config_from_json(j, "sft"), quiet);
-  EXPECT_EQ(s.kind, "sft");
-  EXPECT_EQ(s.steps, 6);
-  EXPECT_GE(s.pass1_before, 0.0);
-  EXPECT_GE(s.pass1_after, 0.0);
-  auto m = read_jsonl(dir / "sft/metrics.jsonl");
+  auto sft_config = [&](const std::filesystem::path& out, int64_t steps) {
+    Json j = grpo_run_config(model, out, steps);
+    j["trainer"]["kind"] = "sft";
+    j["sft"] = {{"data", {{"preset", "arithmetic"}, {"arithmetic", {{"n_problems", 40}}}}}, {"batch_size", 8},
+                {"micro_batch_size", 3}};
+    j["optim"]["lr"] = 0.003;
+    return j;
+  };
+  // Straight, and resumed exactly (dir/a, dir/b).
+  auto m = straight_and_resumed(
+               [&](const std::filesystem::path& out, int64_t steps) {
+                 return train_config_from_json(sft_config(out, steps), "sft");
+               },
+               dir, 6, 3, {"ce"})
+               .first;
+  const Json s = read_json_file((dir / "a/summary.json").string());
+  EXPECT_EQ(s["kind"], "sft");
+  EXPECT_EQ(s["steps"], 6);
+  ASSERT_TRUE(s["pass1_before"].is_number() && s["pass1_after"].is_number()) << s.dump();
+  test::expect_pass1_over(s["pass1_before"].get<double>(), 4, "pass1_before");  // data.eval_size = 4
+  test::expect_pass1_over(s["pass1_after"].get<double>(), 4, "pass1_after");
   ASSERT_EQ(m.size(), 6u);
   EXPECT_LT(m.back()["loss/ce"].get<double>(), m.front()["loss/ce"].get<double>()) << "SFT should lower the loss";
   EXPECT_FALSE(m.back().contains("policy/loss"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "sft/checkpoints/step-6/model/config.json"));
-  // Resume continues exactly here too.
-  j["run"]["out_dir"] = (dir / "half").string();
-  j["run"]["steps"] = 3;
-  run_training(train_config_from_json(j, "sft half"), quiet);
-  j["run"]["steps"] = 6;
-  TrainRunOptions resume = quiet;
-  resume.resume = true;
-  run_training(train_config_from_json(j, "sft resumed"), resume);
-  expect_same_parameters(dir / "sft/checkpoints/step-6/model", dir / "half/checkpoints/step-6/model");
+  EXPECT_TRUE(std::filesystem::exists(dir / "a/checkpoints/step-6/model/config.json"));
   // With a kl term the SFT run stays near the model as loaded: the reference log-probs travel with the pairs.
-  j["run"]["out_dir"] = (dir / "kl").string();
+  Json j = sft_config(dir / "kl", 6);
   j["algorithm"]["kl_beta"] = 0.5;
-  auto k = run_training(train_config_from_json(j, "sft with kl"), quiet);
+  auto k = run_training(train_config_from_json(j, "sft with kl"), test::quiet_run());
   EXPECT_GT(k.last_metrics["kl/ref"].get<double>(), 0.0);
   EXPECT_TRUE(k.last_metrics.contains("loss/kl"));
 }
@@ -229,18 +210,14 @@ Json guess_config(const std::filesystem::path& model, const std::filesystem::pat
 TEST(GrpoRun, MultiTurnRunResumesExactly) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);
-  TrainRunOptions quiet;
-  quiet.quiet = true;
-  auto straight = run_training(train_config_from_json(guess_config(model, dir / "a", 4), "straight"), quiet);
-  EXPECT_GT(straight.last_metrics["episode/turns_mean"].get<double>(), 1.0) << "the game takes more than one turn";
-  EXPECT_TRUE(straight.last_metrics.contains("reward/env/mean"));
-  run_training(train_config_from_json(guess_config(model, dir / "b", 2), "first half"), quiet);
-  TrainRunOptions resume = quiet;
-  resume.resume = true;
-  run_training(train_config_from_json(guess_config(model, dir / "b", 4), "second half"), resume);
-  expect_same_parameters(dir / "a/checkpoints/step-4/model", dir / "b/checkpoints/step-4/model");
-  auto ma = read_jsonl(dir / "a/metrics.jsonl"), mb = read_jsonl(dir / "b/metrics.jsonl");
+  auto [ma, mb] = straight_and_resumed(
+      [&](const std::filesystem::path& out, int64_t steps) {
+        return train_config_from_json(guess_config(model, out, steps), "guess");
+      },
+      dir, 4, 2, {"policy"});
   ASSERT_EQ(ma.size(), 4u);
+  EXPECT_GT(ma.back()["episode/turns_mean"].get<double>(), 1.0) << "the game takes more than one turn";
+  EXPECT_TRUE(ma.back().contains("reward/env/mean"));
   ASSERT_EQ(mb.size(), 4u);
   for (size_t i = 0; i < ma.size(); ++i) {
     EXPECT_EQ(ma[i]["reward/mean"], mb[i]["reward/mean"]) << "step " << i + 1;
@@ -273,7 +250,7 @@ TEST(GrpoRun, RefinementRunResumesExactly) {
       [&](const std::filesystem::path& out, int64_t steps) {
         return train_config_from_json(refine_config(model, out, steps), "refine");
       },
-      dir, 4, 2);
+      dir, 4, 2, {"policy"});
   ASSERT_EQ(ma.size(), 4u);
   ASSERT_EQ(mb.size(), 4u);
   double added = 0;
@@ -315,7 +292,7 @@ TEST(GrpoRun, ReplayRunResumesExactlyWithItsBuffer) {
     j["replay"] = {{"enabled", true}};
     return train_config_from_json(j, "replay");
   };
-  auto [ma, mb] = straight_and_resumed(config, dir, 6, 3);
+  auto [ma, mb] = straight_and_resumed(config, dir, 6, 3, {"policy"});
   ASSERT_EQ(ma.size(), 6u);
   double injected = 0;
   for (size_t i = 0; i < ma.size(); ++i) {
@@ -353,7 +330,7 @@ TEST(GrpoRun, LessonRunShowsLessonsAndResumesExactlyWithItsPool) {
     j["critic"] = {{"type", "simple_gt"}};
     return train_config_from_json(j, "lessons");
   };
-  auto [ma, mb] = straight_and_resumed(config, dir, 6, 3);
+  auto [ma, mb] = straight_and_resumed(config, dir, 6, 3, {"policy"});
   ASSERT_EQ(ma.size(), 6u);
   double written = 0, shown = 0;
   for (size_t i = 0; i < ma.size(); ++i) {
@@ -398,7 +375,7 @@ TEST(GrpoRun, SelfDistillationRunResumesExactly) {
     j["distill"] = {{"enabled", true}, {"coef", 0.5}, {"context", "The answer is {reference}. {prompt}"}};
     return train_config_from_json(j, "distill");
   };
-  auto m = straight_and_resumed(config, dir, 4, 2).first;
+  auto m = straight_and_resumed(config, dir, 4, 2, {"policy", "distill"}).first;
   ASSERT_EQ(m.size(), 4u);
   for (const Json& r : m) {
     EXPECT_EQ(r["distill/episodes"].get<double>(), 8.0);  // 2 prompts x 4 episodes
@@ -427,7 +404,7 @@ TEST(GrpoRun, TopKDistillationFromAModelRunResumesExactly) {
                     {"top_k", 4}, {"divergence", "forward_kl"}};
     return train_config_from_json(j, "distill");
   };
-  auto m = straight_and_resumed(config, dir, 4, 2).first;
+  auto m = straight_and_resumed(config, dir, 4, 2, {"policy", "distill"}).first;
   ASSERT_EQ(m.size(), 4u);
   for (const Json& r : m) {
     EXPECT_EQ(r["distill/episodes"].get<double>(), 8.0);

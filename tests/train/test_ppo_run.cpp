@@ -43,7 +43,7 @@ TEST(PpoRun, TrainsTheCriticBesideThePolicyAndResumesExactly) {
       [&](const std::filesystem::path& out, int64_t steps) {
         return train_config_from_json(ppo_config(model, out, steps), "ppo");
       },
-      dir, 4, 2);
+      dir, 4, 2, {"policy", "value"});
   ASSERT_EQ(ma.size(), 4u);
   ASSERT_EQ(mb.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
@@ -82,7 +82,7 @@ TEST(PpoRun, AValueHeadOnThePolicysTrunkTrainsWithThePolicyAndResumesExactly) {
     j["value"] = {{"shared", true}, {"coef", 0.5}, {"clip", 0.2}};
     return train_config_from_json(j, "shared");
   };
-  auto [ma, mb] = test::straight_and_resumed(config, dir, 4, 2);
+  auto [ma, mb] = test::straight_and_resumed(config, dir, 4, 2, {"policy", "value"});
   ASSERT_EQ(ma.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     SCOPED_TRACE(i + 1);
@@ -143,7 +143,7 @@ TEST_P(PpoMultiTurn, EpisodesResumeExactly) {
     j["run"]["steps"] = steps;
     return train_config_from_json(j, "ppo-guess");
   };
-  auto [ma, mb] = test::straight_and_resumed(config, dir, 4, 2);
+  auto [ma, mb] = test::straight_and_resumed(config, dir, 4, 2, {"policy", "value"});
   ASSERT_EQ(ma.size(), 4u);
   EXPECT_GT(ma.back()["episode/turns_mean"].get<double>(), 1.0) << "the game takes more than one turn";
   for (size_t i = 0; i < 4; ++i) {
@@ -219,7 +219,7 @@ TEST(RewardCombinatorsRun, TheMultiplierMovesAndResumesExactly) {
     ])");
     return train_config_from_json(j, "combine");
   };
-  auto [ma, mb] = test::straight_and_resumed(config, dir, 4, 2);
+  auto [ma, mb] = test::straight_and_resumed(config, dir, 4, 2, {"policy"});
   ASSERT_EQ(ma.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     SCOPED_TRACE(i + 1);

@@ -91,7 +91,7 @@ TEST(PreferenceRun, DpoResumesExactly) {
       [&](const std::filesystem::path& out, int64_t steps) {
         return train_config_from_json(dpo_config(model, pairs, out, steps), "dpo");
       },
-      dir, 4, 2);
+      dir, 4, 2, {"pref"});
   ASSERT_EQ(ma.size(), 4u);
   ASSERT_EQ(mb.size(), 4u);
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(ma[i]["loss/pref"], mb[i]["loss/pref"]) << "step " << i + 1;
@@ -120,7 +120,7 @@ TEST(PreferenceRun, OnlineDpoTrainsOnRolloutGroupsAndResumesExactly) {
       [&](const std::filesystem::path& out, int64_t steps) {
         return train_config_from_json(online_config(model, out, steps), "online");
       },
-      dir, 4, 2);
+      dir, 4, 2, {"pref"});
   ASSERT_EQ(ma.size(), 4u);
   bool some_pair = false;
   for (size_t i = 0; i < 4; ++i) {
@@ -144,7 +144,7 @@ TEST(PreferenceRun, RejectionSamplingTrainsOnTheKeptEpisodesAndResumesExactly) {
         j["raft"] = {{"enabled", true}, {"keep", "all"}, {"min_reward", 0.5}};
         return train_config_from_json(j, "raft");
       },
-      dir, 4, 2);
+      dir, 4, 2, {"ce"});
   ASSERT_EQ(ma.size(), 4u);
   double kept = 0;
   for (size_t i = 0; i < 4; ++i) {

@@ -102,7 +102,7 @@ TEST(RewardModelRun, ResumesExactly) {
       [&](const std::filesystem::path& out, int64_t steps) {
         return train_config_from_json(rm_config(model, pairs, out, steps), "rm");
       },
-      dir, 4, 2);
+      dir, 4, 2, {"rm"});
   ASSERT_EQ(ma.size(), 4u);
   ASSERT_EQ(mb.size(), 4u);
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(ma[i]["loss/rm"], mb[i]["loss/rm"]) << "step " << i + 1;
@@ -204,7 +204,7 @@ TEST(RewardModelRun, AMultiObjectiveRunResumesExactlyGatingIncluded) {
       [&](const std::filesystem::path& out, int64_t steps) {
         return train_config_from_json(multi_objective_config(model, pairs, out, steps), "mo");
       },
-      dir, 4, 2);
+      dir, 4, 2, {"rm_rating"});
   EXPECT_EQ(read_file(dir / "a/checkpoints/step-4/model" / kGatingFile),
             read_file(dir / "b/checkpoints/step-4/model" / kGatingFile));
   // A resume with nothing left to do keeps the finished run's gating layer.
@@ -294,7 +294,7 @@ TEST(ProcessRewardModelRun, LearnsStepLabelsThatHoldOnHeldOutSolutionsAndResumes
       [&](const std::filesystem::path& out, int64_t n) {
         return train_config_from_json(prm_config(model, steps, out, n), "prm");
       },
-      dir, 4, 2);
+      dir, 4, 2, {"prm"});
 }
 
 TEST(ProcessRewardModelRun, ItsStepRewardsReachTheStepsLastTokensInRl) {
@@ -388,7 +388,7 @@ TEST(ProcessRewardModelRun, MonteCarloLabelsComeFromThePolicysRolloutsAndSurvive
   }
   EXPECT_NEAR(rep["agreement"].get<double>(), static_cast<double>(agree) / 24.0, 1e-12);
   // Resume: the saved labels, bit-identical weights.
-  test::straight_and_resumed(config, dir, 4, 2);
+  test::straight_and_resumed(config, dir, 4, 2, {"prm"});
   // Without a [[reward]] there is nothing to judge the rollouts.
   Json j = Json::parse(R"({"trainer": {"kind": "rm"}, "process": {"labels": "monte_carlo", "data": {"preset": "arithmetic"}}})");
   j["model"]["path"] = model.string();
