@@ -74,17 +74,7 @@ fs::path write_run(const test::TempDir& dir, const std::string& token, const std
 
 pid_t start_rlf(const fs::path& config, const fs::path& log) {
   std::vector<std::string> args = {test::binary_path("apps/cli/rlf").string(), "train", config.string(), "--quiet"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&actions);
-  return pid;
+  return test::spawn_logged(args, log, true);
 }
 
 std::string log_of(const fs::path& log) {

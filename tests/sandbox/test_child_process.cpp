@@ -195,15 +195,7 @@ std::vector<int> kill_rlf(const std::vector<std::string>& program, const std::st
   std::vector<std::string> args = {test::binary_path("tests/sandbox/rlf_child_holder").string()};
   if (deny) args.push_back("--deny-namespaces");
   args.insert(args.end(), program.begin(), program.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&actions);
+  const pid_t pid = test::spawn_logged(args, out, false);
   EXPECT_TRUE(wait_for(token, n)) << "the program and its children did not start";
   auto lines = [&] {
     std::ifstream text(out);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <thread>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 
@@ -133,6 +135,25 @@ void kill_leftovers(const std::vector<int>& pids) {
     if (::getpgid(pid) == pid) ::kill(-pid, SIGKILL);
     ::kill(pid, SIGKILL);
   }
+}
+
+int spawn_logged(const std::vector<std::string>& args, const std::filesystem::path& out, bool with_stderr) {
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (with_stderr) posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, copy[0].c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    ADD_FAILURE() << "could not start " << copy[0] << ": " << std::strerror(rc);
+    return -1;
+  }
+  return pid;
 }
 
 std::string unique_token(const std::string& prefix) {

@@ -92,6 +92,10 @@ std::vector<int> wait_until_gone(const std::string& token, double timeout_s);
 void kill_leftovers(const std::vector<int>& pids);
 // A token no other process carries (for processes_with).
 std::string unique_token(const std::string& prefix);
+// Starts args[0] (a path) with args, its stdout written to `out` (created or
+// truncated), stderr too when `with_stderr`; returns its pid, or -1 after
+// recording a test failure. The caller waits for it.
+int spawn_logged(const std::vector<std::string>& args, const std::filesystem::path& out, bool with_stderr);
 
 }  // namespace rlf::test
 
