@@ -5,7 +5,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 
 #include "train/micro_batch.h"
 #include "train/sft_steps.h"
@@ -46,42 +45,22 @@ std::vector<Episode> preference_episodes(const Policy& policy, const PreferenceE
   return out;
 }
 
-PreferenceSteps::PreferenceSteps(const Policy& policy, const std::vector<PreferenceExample>& pairs, int64_t batch_size,
-                                 uint64_t seed, bool add_special_tokens, CausalLM reference, int64_t micro_batch_size,
-                                 std::vector<std::string> attributes)
-    : policy_(policy),
-      pairs_(pairs),
-      add_special_(add_special_tokens),
-      attributes_(std::move(attributes)),
-      cursor_(pairs.size(), DataCursorOptions{static_cast<size_t>(batch_size), true, seed}) {
-  check(!pairs_.empty(), "preference data: no training pairs");
-  if (reference.is_empty()) return;
-  const auto t0 = std::chrono::steady_clock::now();
+std::vector<std::vector<float>> preference_reference_logprobs(const Policy& policy,
+                                                              const std::vector<PreferenceExample>& pairs,
+                                                              bool add_special, CausalLMImpl& reference,
+                                                              int64_t micro_batch_size) {
+  check(!pairs.empty(), "preference data: no training pairs");
+  std::vector<std::vector<float>> out;
   // In chunks, so only a chunk's episodes are held at once.
   const size_t chunk = 512;
-  for (size_t i0 = 0; i0 < pairs_.size(); i0 += chunk) {
+  for (size_t i0 = 0; i0 < pairs.size(); i0 += chunk) {
     std::vector<Episode> eps;
-    for (size_t i = i0; i < std::min(pairs_.size(), i0 + chunk); ++i)
-      for (Episode& e : preference_episodes(policy_, pairs_[i], add_special_, 0)) eps.push_back(std::move(e));
+    for (size_t i = i0; i < std::min(pairs.size(), i0 + chunk); ++i)
+      for (Episode& e : preference_episodes(policy, pairs[i], add_special, 0)) eps.push_back(std::move(e));
     std::vector<const Episode*> view;
     for (const Episode& e : eps) view.push_back(&e);
-    for (auto& lp : recompute_logprobs(*reference, view, micro_batch_size, LogprobScope::FromFirstWeighted))
-      ref_logprobs_.push_back(std::move(lp));
-  }
-  reference_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::vector<Episode> PreferenceSteps::next() {
-  std::vector<Episode> out;
-  const std::vector<size_t> batch = cursor_.next_batch();
-  for (size_t k = 0; k < batch.size(); ++k) {
-    if (!shard_.owns(k)) continue;
-    auto pair = preference_episodes(policy_, pairs_[batch[k]], add_special_, static_cast<int64_t>(k), attributes_);
-    if (!ref_logprobs_.empty()) {
-      pair[0].ref_logprob = ref_logprobs_[2 * batch[k]];
-      pair[1].ref_logprob = ref_logprobs_[2 * batch[k] + 1];
-    }
-    for (Episode& e : pair) out.push_back(std::move(e));
+    for (auto& lp : recompute_logprobs(reference, view, micro_batch_size, LogprobScope::FromFirstWeighted))
+      out.push_back(std::move(lp));
   }
   return out;
 }

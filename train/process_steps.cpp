@@ -97,26 +97,4 @@ MonteCarloReport monte_carlo_step_labels(Policy& policy, std::vector<StepExample
   return rep;
 }
 
-ProcessSteps::ProcessSteps(const Policy& policy, const std::vector<StepExample>& examples, int64_t batch_size,
-                           uint64_t seed, std::string delimiter, bool add_special_tokens)
-    : policy_(policy),
-      examples_(examples),
-      delimiter_(std::move(delimiter)),
-      add_special_(add_special_tokens),
-      cursor_(examples.size(), DataCursorOptions{static_cast<size_t>(batch_size), true, seed}) {
-  check(!examples_.empty(), "process data: no training solutions");
-  for (const StepExample& ex : examples_) process_input(*policy_.tokenizer, ex, delimiter_, add_special_);
-}
-
-std::vector<Episode> ProcessSteps::next() {
-  std::vector<Episode> out;
-  const std::vector<size_t> batch = cursor_.next_batch();
-  for (size_t k = 0; k < batch.size(); ++k) {
-    if (!shard_.owns(k)) continue;
-    out.push_back(process_episode(policy_, examples_[batch[k]], delimiter_, add_special_));
-    out.back().group = static_cast<int64_t>(k);
-  }
-  return out;
-}
-
 }  // namespace rlf

@@ -1,6 +1,5 @@
-// ProcessSteps: where a process-reward-model run's episodes come from
-// (trainer.kind = "rm" with [process.data]). Each step is the next batch of
-// step-labelled solutions from a seeded cursor, one episode each: the prompt
+// A process-reward-model run's episodes (trainer.kind = "rm" with
+// [process.data], train/run_kind_process.h), one per step-labelled solution: the prompt
 // (weight 0), the solution and EOS (weight 1), with the step labels as
 // value targets at the steps' last tokens — Episode::value_target[e + 1] =
 // label for a step ending at token e, the position whose hidden state reads
@@ -13,14 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "data/data_cursor.h"
 #include "eval/eval_options.h"
 #include "rewards/reward_set.h"
 #include "util/json_util.h"
 #include "data/step_dataset.h"
 #include "env/episode.h"
 #include "rollout/policy.h"
-#include "train/reducer.h"
 
 namespace rlf {
 
@@ -50,25 +47,5 @@ struct MonteCarloReport {
 MonteCarloReport monte_carlo_step_labels(Policy& policy, std::vector<StepExample>& examples, RewardSet& rewards,
                                          const std::string& delimiter, const EvalOptions& sampling);
 
-class ProcessSteps {
- public:
-  // Borrows the policy and the examples (not empty); checks every example's
-  // tokenization up front, so a bad record fails before the first step.
-  ProcessSteps(const Policy& policy, const std::vector<StepExample>& examples, int64_t batch_size, uint64_t seed,
-               std::string delimiter, bool add_special_tokens);
-
-  std::vector<Episode> next();
-  DataCursor& cursor() { return cursor_; }
-  // Data-parallel: keep this rank's positions of each batch (group id = position).
-  void set_shard(Shard shard) { shard_ = shard; }
-
- private:
-  const Policy& policy_;
-  const std::vector<StepExample>& examples_;
-  std::string delimiter_;
-  bool add_special_;
-  Shard shard_;
-  DataCursor cursor_;
-};
 
 }  // namespace rlf

@@ -40,24 +40,4 @@ Episode sft_episode(const Policy& policy, const SftExample& ex, bool add_special
   return e;
 }
 
-SftSteps::SftSteps(const Policy& policy, const std::vector<SftExample>& examples, int64_t batch_size, uint64_t seed,
-                   bool add_special_tokens, bool one_group, Shard shard)
-    : policy_(policy),
-      examples_(examples),
-      add_special_(add_special_tokens),
-      one_group_(one_group),
-      shard_(shard),
-      cursor_(examples.size(), DataCursorOptions{static_cast<size_t>(batch_size), true, seed}) {}
-
-std::vector<Episode> SftSteps::next() {
-  std::vector<Episode> out;
-  const std::vector<size_t> batch = cursor_.next_batch();
-  for (size_t k = 0; k < batch.size(); ++k) {
-    if (!shard_.owns(k)) continue;
-    out.push_back(sft_episode(policy_, examples_[batch[k]], add_special_));
-    if (!one_group_) out.back().group = static_cast<int64_t>(k);
-  }
-  return out;
-}
-
 }  // namespace rlf

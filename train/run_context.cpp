@@ -1,0 +1,228 @@
+#include "train/run_context.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "data/decontamination.h"
+#include "env/env_registry.h"
+#include "eval/evaluator.h"
+#include "model/loader.h"
+#include "model/lora.h"
+#include "rewards/env_reward.h"
+#include "rewards/judge_reward.h"
+#include "rewards/registry.h"
+#include "rm/model_reward.h"
+#include "rm/self_certainty_reward.h"
+#include "train/demo.h"
+#include "train/heldout_kl.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/write_target.h"
+
+namespace rlf {
+
+namespace fs = std::filesystem;
+
+void RunContext::say(const std::string& s) const {
+  if (!opts.quiet) std::cout << s << std::endl;
+}
+
+double RunContext::greedy_pass1(const std::vector<PromptExample>& examples) {
+  if (examples.empty() || rewards.empty()) return -1;
+  EvalOptions o;
+  o.n_samples = 1;
+  o.temperature = 0.0;
+  o.max_new_tokens = cfg.rl.sampling.max_new_tokens;
+  o.stop = cfg.rl.sampling.stop_strings;
+  o.accuracy_reward = cfg.rl.accuracy_reward;
+  o.add_special_tokens = cfg.rl.add_special_tokens;
+  o.max_batch_rows = cfg.rl.max_batch_rows;
+  return evaluate(policy, examples, rewards, o, nullptr, EvalEnvironment{env.get(), cfg.rl.env.episode}).pass_at_k.at(1);
+}
+
+double RunContext::kl_to_model(const std::vector<PromptExample>& examples) {
+  if (cfg.run.eval_kl_model.empty() || examples.empty() || rewards.empty()) return -1;
+  LoadOptions lo;
+  lo.device = policy.model()->device().str();
+  Policy other = with_context("run.eval_kl_model", [&] { return load_policy(cfg.run.eval_kl_model, "", lo); });
+  check(other.loaded.config.vocab_size == policy.loaded.config.vocab_size, "run.eval_kl_model: its vocabulary (",
+        other.loaded.config.vocab_size, " tokens) differs from the policy's (", policy.loaded.config.vocab_size, ")");
+  other.model()->eval();
+  HeldoutKlOptions o;
+  o.max_new_tokens = cfg.rl.sampling.max_new_tokens;
+  o.max_batch_rows = cfg.rl.max_batch_rows;
+  o.micro_batch_size = cfg.trainer.micro_batch_size;
+  o.add_special_tokens = cfg.rl.add_special_tokens;
+  o.accuracy_reward = cfg.rl.accuracy_reward;
+  const double kl = heldout_kl(policy, *other.model(), examples, rewards, o);
+  say("held-out KL(policy || " + cfg.run.eval_kl_model + "): " + std::to_string(kl));
+  return kl;
+}
+
+void RunContext::attach_lora() {
+  CausalLMImpl& pm = *policy.model();
+  if (!cfg.lora.init_from.empty())
+    with_context("lora.adapter", [&] { load_lora_adapter(pm, cfg.lora.init_from); });
+  else
+    add_lora(pm, cfg.lora.adapter, cfg.rl.seed ^ 0x10A0ULL);
+  set_lora_merged_inference(pm, cfg.lora.merge_rollout);
+  int64_t trainable = 0, total = 0;
+  for (const auto& p : pm.parameters()) {
+    total += p.numel();
+    if (p.requires_grad()) trainable += p.numel();
+  }
+  const LoraOptions& lo = lora_options(pm);
+  std::string targets;
+  for (const std::string& t : lo.targets) targets += (targets.empty() ? "" : ", ") + t;
+  say("lora: rank " + std::to_string(lo.rank) + ", alpha " + Json(lo.alpha).dump() + " on " + targets + " (" +
+      (cfg.lora.init_from.empty() ? std::string("fresh adapters") : "from " + cfg.lora.init_from) + "): " +
+      std::to_string(trainable) + " trainable parameters of " + std::to_string(total));
+}
+
+RunContext load_run_context(const TrainConfig& cfg, const TrainRunOptions& opts, Reducer& reducer) {
+  if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
+    write_demo_policy(cfg.model_path(), cfg.rl.seed);
+  LoadOptions lo;
+  lo.dtype = cfg.model.dtype;
+  lo.device = cfg.model.device;
+  RunContext r{cfg, opts, reducer, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}, {}};
+  r.policy.model()->set_fast_cpu_path(cfg.model.fast_cpu_path);
+  r.policy.model()->set_pack_weights(cfg.model.pack_weights);
+  r.chat = tokenizer_chat_of(*r.policy.tokenizer);
+  return r;
+}
+
+void load_rewards_and_env(RunContext& r) {
+  const TrainConfig& cfg = r.cfg;
+  if (!cfg.rewards.empty()) {
+    RewardFactories extra = model_reward_factories();
+    extra.merge(judge_reward_factories(r.opts.read_env));
+    extra.merge(self_certainty_factories(std::make_shared<CausalLM>(r.policy.model())));
+    r.rewards = make_reward_set(cfg.rewards, cfg.source, extra);
+  }
+  r.env = make_environment(cfg.rl.env, cfg.source + " [env]");
+  if (r.env->gives_rewards()) {
+    const auto& c = r.rewards.components();
+    if (std::none_of(c.begin(), c.end(), [](const RewardComponent& x) { return x.reward->name() == "env"; }))
+      r.rewards.add("env", cfg.rl.env.reward_weight, std::make_unique<EnvReward>());
+  }
+}
+
+namespace {
+
+// Writes a decontamination report to run.out_dir/curation/<name> (the writing rank) and logs its summary.
+void write_decontamination_report(const RunContext& r, const DecontaminationResult& dc, const std::string& name) {
+  const fs::path path = r.cfg.run.out_dir / "curation" / name;
+  if (r.writer()) {
+    ensure_directory(path.parent_path());
+    write_file_atomic(path, dc.report.dump(2));
+  }
+  r.say(dc.summary() + "; report: " + path.string());
+}
+
+// Prompts that cannot fit the context with the configured turn length are bad
+// records: an error naming the record, or (on_bad_record = "skip") dropped and counted.
+std::vector<PromptExample> fitting_prompts(const std::vector<PromptExample>& in, RunContext& r) {
+  const TrainConfig& cfg = r.cfg;
+  const int64_t limit = r.policy.model()->config().max_position_embeddings;
+  const int64_t need = cfg.rl.sampling.max_new_tokens;
+  std::vector<PromptExample> out;
+  for (const PromptExample& ex : in) {
+    const int64_t n = static_cast<int64_t>(r.policy.tokenizer->encode(ex.prompt, cfg.rl.add_special_tokens).size());
+    if (n + need <= limit) {
+      out.push_back(ex);
+      continue;
+    }
+    check(cfg.data.on_bad_record == "skip", ex.where, ": the prompt has ", n, " tokens; with rollout.max_new_tokens = ",
+          need, " it does not fit the model's context of ", limit,
+          " tokens (shorten it, lower rollout.max_new_tokens, or set data.on_bad_record = \"skip\")");
+    ++r.n_too_long;
+  }
+  return out;
+}
+
+void load_prompts(RunContext& r, const std::vector<EvalText>& eval_texts) {
+  const TrainConfig& cfg = r.cfg;
+  r.data = std::make_unique<PromptDataset>(PromptDataset::load(cfg.data, &r.chat));
+  check(!r.data->train().empty(), cfg.source, ": the dataset has no training records");
+  const bool env_prompts = cfg.rl.env.type != "external";  // an external environment writes its own prompts
+  std::vector<PromptExample> train = r.data->train();
+  if (cfg.decontamination.enabled()) {
+    // Training prompts overlapping an evaluation set are dropped before anything else sees them.
+    DecontaminationResult dc = decontaminate(train, eval_texts, cfg.decontamination);
+    check(!dc.kept.empty(), cfg.source, ": curation.decontaminate dropped every training prompt (",
+          dc.n_checked, "); raise curation.overlap_threshold or curation.ngram, or check the evaluation sets");
+    write_decontamination_report(r, dc, "decontamination.json");
+    r.n_decontaminated = dc.n_dropped();
+    train = std::move(dc.kept);
+  }
+  r.train = env_prompts ? fitting_prompts(train, r) : train;
+  r.eval = env_prompts ? fitting_prompts(r.data->eval(), r) : r.data->eval();
+  check(!r.train.empty(), cfg.source, ": no training prompt fits the model's context");
+  for (const auto* split : {&r.train, &r.eval})
+    for (const auto& ex : *split) {
+      r.rewards.check_record(ex.record, ex.reference, ex.where);
+      r.env->check_record(ex);
+    }
+  r.say("data: " + r.data->summary() +
+        (r.n_too_long ? "; " + std::to_string(r.n_too_long) + " prompts too long for the context skipped" : ""));
+}
+
+void load_sft_pairs(RunContext& r, const std::vector<EvalText>& eval_texts) {
+  const TrainConfig& cfg = r.cfg;
+  SftDataset sft = SftDataset::load(cfg.sft.data, &r.chat);
+  // Held-out prompts stay held out: SFT pairs whose prompt is an eval prompt are dropped.
+  r.sft_examples = without_held_out_prompts(sft.examples(), r.eval);
+  if (cfg.decontamination.enabled()) {
+    // SFT pairs whose prompt overlaps an evaluation set are dropped as RL prompts are.
+    std::vector<PromptExample> prompts;
+    for (const SftExample& e : r.sft_examples) {
+      PromptExample p;
+      p.id = e.id, p.raw_prompt = e.raw_prompt, p.prompt = e.prompt, p.where = e.where;
+      prompts.push_back(std::move(p));
+    }
+    DecontaminationResult dc = decontaminate(prompts, eval_texts, cfg.decontamination, "SFT pairs");
+    write_decontamination_report(r, dc, "decontamination_sft.json");
+    std::vector<SftExample> kept;
+    for (size_t k : dc.kept_index) kept.push_back(std::move(r.sft_examples[k]));
+    r.sft_examples = std::move(kept);
+  }
+  check(!r.sft_examples.empty(), cfg.source, ": [sft] data has no examples (outside the held-out eval prompts",
+        cfg.decontamination.enabled() ? " and not overlapping curation.decontaminate's evaluation sets)" : ")");
+  r.say("sft: " + sft.summary() + "; " + std::to_string(sft.examples().size() - r.sft_examples.size()) +
+        " pairs dropped because their prompt is a held-out eval prompt");
+}
+
+}  // namespace
+
+void load_prompts_and_sft_pairs(RunContext& r) {
+  // [curation] decontaminate: the evaluation sets, read once for [data] and [sft.data].
+  const std::vector<EvalText> eval_texts =
+      r.cfg.decontamination.enabled() ? load_eval_texts(r.cfg.decontamination) : std::vector<EvalText>{};
+  if (r.cfg.has_data) load_prompts(r, eval_texts);
+  if (r.cfg.sft.enabled) load_sft_pairs(r, eval_texts);
+}
+
+CausalLM frozen_copy(CausalLMImpl& m) {
+  CausalLM c = make_random_model(m.config(), 0, m.dtype(), m.device());
+  torch::NoGradGuard ng;
+  auto src = m.named_parameters();
+  for (auto& p : c->named_parameters()) {
+    p.value().copy_(src[p.key()]);
+    p.value().set_requires_grad(false);
+  }
+  c->set_fast_cpu_path(m.fast_cpu_path());
+  return c;
+}
+
+CausalLM frozen_load(const fs::path& path, const TrainConfig& cfg) {
+  LoadOptions lo;
+  lo.dtype = cfg.model.dtype;
+  lo.device = cfg.model.device;
+  CausalLM m = load_model(path, lo).model;
+  m->set_fast_cpu_path(cfg.model.fast_cpu_path);
+  for (auto& p : m->parameters()) p.set_requires_grad(false);
+  return m;
+}
+
+}  // namespace rlf
