@@ -1,23 +1,28 @@
 // A whole training run, as `rlf train` and `rlf demo` perform it, for every
-// kind of run ([trainer] kind, train/train_config.h):
+// kind of run ([trainer] kind, train/train_config.h). run_training is the
+// spine; what differs between kinds is a RunKind (train/run_kind.h), built
+// once from the config:
 //
 //   1. load        the policy (or write a random one, model.random_init),
-//                  data, rewards and environment; every record checked by
+//                  rewards, environment, prompts, SFT pairs and the kind's
+//                  own data (train/run_context.h); every record checked by
 //                  every reward and the environment, and every prompt against
 //                  the context, before any step
-//   2. warm start  optional SFT (grpo runs with [sft], fresh runs only): the
-//                  same trainer loop with the ce term alone, its own optimizer
-//   3. trainer     built after the warm start, so its optimizer (and its fp32
-//                  masters for bf16 models) starts from the warmed weights;
-//                  the KL reference is the policy as RL starts unless
-//                  algorithm.kl_reference = "initial" (saved in
-//                  run.out_dir/reference so a resume uses the same one)
+//   2. warm start  optional SFT (grpo, dpo and rm runs with [sft], fresh runs
+//                  only, train/warm_start.h): the same trainer loop with the
+//                  ce term alone, its own optimizer
+//   3. prepare     the kind's model (LoRA), then the KL reference: the policy
+//                  as the steps start unless algorithm.kl_reference =
+//                  "initial" (saved in run.out_dir/reference so a resume uses
+//                  the same one), then the kind's heads, loss terms, trainer
+//                  (built after the warm start, so its optimizer and fp32
+//                  masters start from the warmed weights) and step source
 //   4. resume      from the newest complete checkpoint (--resume)
-//   5. steps       the step source (RL: env episodes + rewards + credit; SFT:
-//                  batches of pairs) -> trainer update -> metrics.jsonl,
+//   5. steps       the kind's episodes -> trainer update -> metrics.jsonl,
 //                  samples.jsonl, progress, periodic atomic checkpoints
-//   6. finish      final checkpoint, held-out pass@1 after, the SFT control
-//                  (run.sft_control), plot.html, summary.json, a table
+//   6. finish      final checkpoint, held-out pass@1 (or the kind's held-out
+//                  metrics) after, the SFT control (run.sft_control),
+//                  plot.html, summary.json, a table
 #pragma once
 
 #include <filesystem>
