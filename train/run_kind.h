@@ -15,8 +15,9 @@
 //   warm_starts      whether an [sft] warm start runs (train/warm_start.h)
 //   prepare          before the KL reference: LoRA adapters on a causal LM
 //   needs_reference  whether the spine builds a KL reference
-//   start            after it: heads (score head, value head), the loss terms,
-//                    the trainer and the step source
+//   start            after it: a reward model's score head (then its LoRA),
+//                    PPO's value head, Monte-Carlo step labels, the loss
+//                    terms, the trainer and the step source
 //   next ...         the step source: episodes, data cursor, checkpoint state
 //   held_out_*       the kind's held-out measurement before/after the steps
 //   progress, table_keys, print_held_out: headline metrics
@@ -25,7 +26,8 @@
 // run_kind_preference.cpp (DPO), run_kind_reward_model.cpp (pairwise and
 // multi-objective reward models), run_kind_process.cpp (process reward
 // models); make_run_kind() reads the config's kind, once. A new kind is a new
-// file plus one line in make_run_kind().
+// file with its make_<name>_kind(), declared below and called from
+// make_run_kind() (train/run_kind.cpp).
 #pragma once
 
 #include <filesystem>
@@ -58,7 +60,7 @@ class RunKind {
   virtual void load_data(RunContext&) {}
   virtual void load_companions(RunContext&) {}
   virtual bool warm_starts() const { return true; }
-  virtual void prepare(RunContext& r, bool warmed) = 0;
+  virtual void prepare(RunContext& r) = 0;
   virtual bool needs_reference() const = 0;
   // `resumed`: the run continues from a checkpoint.
   virtual void start(RunContext& r, CausalLM reference, bool warmed, bool resumed) = 0;

@@ -98,7 +98,7 @@ class PreferenceKind final : public RunKind {
   explicit PreferenceKind(const TrainConfig& cfg) : cfg_(cfg) {}
   const char* name() const override { return "dpo"; }
   void load_data(RunContext& r) override { pairs_ = load_preference_pairs(r); }
-  void prepare(RunContext& r, bool) override { attach_lora_to_lm(r); }
+  void prepare(RunContext& r) override { attach_lora_to_lm(r); }
   bool needs_reference() const override { return cfg_.rl.kl_beta > 0 || !cfg_.preference.loss.reference_free(); }
 
   void start(RunContext& r, CausalLM reference, bool, bool) override {

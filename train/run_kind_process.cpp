@@ -56,7 +56,7 @@ class ProcessKind final : public RunKind {
     check(!train_.empty(), cfg_.source, ": [process.data] has no training solutions that fit the context");
     r.say(data_->summary() + (n_long ? "; " + std::to_string(n_long) + " too long for the context skipped" : ""));
   }
-  void prepare(RunContext&, bool) override {}  // LoRA goes on once the score head is (start)
+  void prepare(RunContext&) override {}  // LoRA goes on once the score head is (start)
   bool needs_reference() const override { return cfg_.rl.kl_beta > 0; }
 
   void start(RunContext& r, CausalLM, bool warmed, bool resumed) override {

@@ -94,7 +94,7 @@ class RewardModelKind final : public RunKind {
   }
   const char* name() const override { return "rm"; }
   void load_data(RunContext& r) override { pairs_ = load_preference_pairs(r); }
-  void prepare(RunContext&, bool) override {}  // LoRA goes on once the score head is (start)
+  void prepare(RunContext&) override {}  // LoRA goes on once the score head is (start)
   bool needs_reference() const override { return cfg_.rl.kl_beta > 0; }
 
   void start(RunContext& r, CausalLM, bool warmed, bool) override {

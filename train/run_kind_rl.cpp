@@ -114,7 +114,7 @@ class RlKind final : public RunKind {
           "tokenizer (train it from the policy: trainer.kind = \"rm\")");
   }
 
-  void prepare(RunContext& r, bool) override { attach_lora_to_lm(r); }
+  void prepare(RunContext& r) override { attach_lora_to_lm(r); }
   bool needs_reference() const override {
     return cfg_.rl.kl_beta > 0 || (cfg_.preference.online && !cfg_.preference.loss.reference_free());
   }

@@ -42,7 +42,7 @@ class SftKind final : public RunKind {
   explicit SftKind(const TrainConfig& cfg) : cfg_(cfg) {}
   const char* name() const override { return "sft"; }
   bool warm_starts() const override { return false; }  // the run is the SFT
-  void prepare(RunContext& r, bool) override { attach_lora_to_lm(r); }
+  void prepare(RunContext& r) override { attach_lora_to_lm(r); }
   bool needs_reference() const override { return cfg_.rl.kl_beta > 0; }
 
   void start(RunContext& r, CausalLM reference, bool, bool) override {

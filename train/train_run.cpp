@@ -369,7 +369,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
 
   // 3. The kind's model (LoRA), the KL reference, then its heads, loss terms, trainer and step source: the
   // trainer is built after the warm start, so its optimizer snapshots the warmed weights.
-  kind->prepare(r, warm.warmed);
+  kind->prepare(r);
   const CausalLM reference = make_reference(r, kind->needs_reference(), warm.warmed, resume_from.has_value());
   kind->start(r, reference, warm.warmed, resume_from.has_value());
   check(!kind->trainer().needs_reference() || reference, "a loss term needs a reference model and none is configured");
