@@ -1,8 +1,8 @@
 // ProcessSteps: where a process-reward-model run's episodes come from
 // (trainer.kind = "rm" with [process.data]). Each step is the next batch of
 // step-labelled solutions from a seeded cursor, one episode each: the prompt
-// (weight 0), the solution and EOS (weight 1), with the step labels as
-// value targets at the steps' last tokens — Episode::value_target[e + 1] =
+// (weight 0), the solution and EOS (weight 1), with the step labels at the
+// steps' last tokens — Episode::step_label[e + 1] =
 // label for a step ending at token e, the position whose hidden state reads
 // the solution up to and including token e (the trainer's alignment of
 // per-token targets, train/micro_batch.h) — and NaN elsewhere. The prm loss
