@@ -7,7 +7,10 @@
 // copied, padded and masked as its one declaration there says; the layout
 // read from Episode::tokens; and a few streams make_micro_batch derives from
 // per-episode fields. Adding a per-token stream is one row in
-// env/token_streams.h (docs/DESIGN.md "Per-token streams").
+// env/token_streams.h (docs/DESIGN.md "Per-token streams"). The copy reads
+// only a layout planned once per micro-batch (where each episode's positions
+// land: row, first column, length); right padding is today's plan, packing
+// by a token budget would be another plan, with the streams unchanged.
 #pragma once
 
 #include <torch/torch.h>
@@ -23,9 +26,9 @@ namespace rlf {
 
 // The keys of a micro-batch's tensors. Shapes: B sequences (rows), T positions.
 enum class Stream : uint8_t {
-  // Every row of RLF_TOKEN_STREAMS (env/token_streams.h) except those marked
-  // Never: [B, T] (fp32 for float, int64 for int32_t), [B, T, k] for k per
-  // token; column t holds token t + 1's value.
+  // Every row of RLF_TOKEN_STREAMS (env/token_streams.h), under its name:
+  // [B, T] (fp32 for float, int64 for int32_t), [B, T, k] for k per token;
+  // column t holds token t + 1's value. Rows marked Never are never present.
 #define RLF_STREAM_KEY(type, name, ...) name,
   RLF_TOKEN_STREAMS(RLF_STREAM_KEY)
 #undef RLF_STREAM_KEY
