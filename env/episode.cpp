@@ -77,19 +77,17 @@ Episode Episode::single_turn(int64_t group, const std::vector<int32_t>& prompt, 
 
 void Episode::validate() const {
   const size_t n = tokens.size();
-  check(loss_weight.size() == n && old_logprob.size() == n, "episode: loss_weight and old_logprob need one entry per token (",
-        n, "), got ", loss_weight.size(), " and ", old_logprob.size());
-  check(ref_logprob.empty() || ref_logprob.size() == n, "episode: ref_logprob has ", ref_logprob.size(),
-        " entries for ", n, " tokens");
-  check(advantage.empty() || advantage.size() == n, "episode: advantage has ", advantage.size(), " entries for ", n,
-        " tokens");
-  check(token_reward.empty() || token_reward.size() == n, "episode: token_reward has ", token_reward.size(),
-        " entries for ", n, " tokens");
-  check(value.empty() || value.size() == n, "episode: value has ", value.size(), " entries for ", n, " tokens");
-  check(value_target.empty() || value_target.size() == n, "episode: value_target has ", value_target.size(),
-        " entries for ", n, " tokens");
-  check(policy_version.empty() || policy_version.size() == n, "episode: policy_version has ", policy_version.size(),
-        " entries for ", n, " tokens");
+  // Every per-token stream (env/token_streams.h): n entries (k * n for k per token); empty unless always present.
+  auto check_stream = [n](const char* name, size_t size, token_stream::Batch batch, token_stream::Width width) {
+    if (size == 0 && batch != token_stream::Batch::Always) return;
+    const bool ok = width == token_stream::Width::One ? size == n : n > 0 && size % n == 0 && size > 0;
+    check(ok, "episode: ", name, " has ", size, " entries for ", n, " tokens",
+          width == token_stream::Width::One ? " (one per token)" : " (k per token)");
+  };
+#define RLF_CHECK_STREAM(type, name, batch, width, ...) \
+  check_stream(#name, name.size(), token_stream::Batch::batch, token_stream::Width::width);
+  RLF_TOKEN_STREAMS(RLF_CHECK_STREAM)
+#undef RLF_CHECK_STREAM
   check(n_prompt >= 0 && static_cast<size_t>(n_prompt) <= n, "episode: n_prompt ", n_prompt, " outside [0, ", n, "]");
   int64_t at = 0;
   for (const Segment& s : segments) {

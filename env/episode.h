@@ -3,21 +3,10 @@
 // A token sequence made of segments with roles — the prompt, the policy's
 // turns, and between turns the observations an environment appended (tool
 // output, a game's reply) or feedback (a critique, "try again") — with, per
-// token:
-//   loss_weight     0 for every token the policy did not write; 1 (or a
-//                   shaped weight) for policy tokens
-//   old_logprob     log-prob under the behaviour policy that produced the
-//                   token (the rollout's, or replay storage's); with
-//                   algorithm.recompute_old_logprobs the trainer's own
-//                   recomputation, the rollout's kept in behaviour_logprob
-//   ref_logprob     log-prob under the frozen reference (empty when unused)
-//   teacher_logprob log-prob under a distillation teacher (empty when unused)
-//   teacher_topk_*  the teacher's top-k tokens and their log-probs (distill.top_k > 0)
-//   advantage       set by credit assignment (algorithms/credit.h)
-//   token_reward    per-token rewards (rewards that score tokens), 0 elsewhere
-//   value           PPO: the critic's value of the state before the token (empty when unused)
-//   value_target    PPO: the GAE return the critic learns there (empty when unused)
-//   policy_version  the optimiser step whose weights sampled the token (-1: not sampled)
+// token, the streams of env/token_streams.h (loss weight, behaviour,
+// reference and teacher log-probs, advantage, critic values and targets,
+// process step labels, the policy version that sampled the token, ...), each
+// declared once there and carried to the micro-batch from that declaration;
 // and per episode: its group (same task), per-turn rewards, the aggregated
 // reward, and whether it is on-policy.
 //
@@ -32,6 +21,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "env/token_streams.h"
 
 namespace rlf {
 
@@ -72,20 +63,11 @@ struct Episode {
   std::vector<int32_t> tokens;            // the whole sequence
   int64_t n_prompt = 0;                   // tokens[0, n_prompt) are the prompt
   std::vector<Segment> segments;          // in order, covering tokens exactly
-  std::vector<float> loss_weight;         // [tokens]
-  std::vector<float> old_logprob;         // [tokens] (meaningful where loss_weight > 0)
-  std::vector<float> behaviour_logprob;   // [tokens] or empty: the rollout's log-probs when old_logprob holds the
-                                          // trainer's recomputation (rollout correction, algorithms/rollout_correction.h)
-  std::vector<float> ref_logprob;         // [tokens] or empty
-  std::vector<float> teacher_logprob;     // [tokens] or empty: the distillation teacher's (train/distillation.h)
-  std::vector<int32_t> teacher_topk_id;   // [tokens * k] or empty: distill.top_k > 0, the teacher's k most likely
-                                          // tokens at each token's position (row t: the distribution of tokens[t])
-  std::vector<float> teacher_topk_logprob;  // [tokens * (k + 1)] or empty: their log-probs, then the tail bucket's
-  std::vector<float> advantage;           // [tokens] (0 where loss_weight == 0), or empty before credit
-  std::vector<float> token_reward;        // [tokens] or empty (no per-token rewards)
-  std::vector<float> value;               // [tokens] or empty: the critic's values when scored (train/value_model.h)
-  std::vector<float> value_target;        // [tokens] or empty: GAE returns (0 off policy tokens; NaN = no target)
-  std::vector<int32_t> policy_version;    // [tokens]: optimiser step that sampled the token, -1 elsewhere
+  // The per-token streams: `std::vector<type> name` for every row of RLF_TOKEN_STREAMS
+  // (env/token_streams.h: what each holds, its size, how the micro-batch carries it).
+#define RLF_EPISODE_STREAM_MEMBER(type, name, ...) std::vector<type> name;
+  RLF_TOKEN_STREAMS(RLF_EPISODE_STREAM_MEMBER)
+#undef RLF_EPISODE_STREAM_MEMBER
   std::vector<float> ratings;             // [K] or empty: a multi-objective reward model's targets for its K
                                           // heads at the sequence's last token (NaN = not rated)
   int64_t n_turns = 0;                    // policy turns

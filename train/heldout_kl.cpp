@@ -53,15 +53,14 @@ double heldout_kl(Policy& policy, CausalLMImpl& model, const std::vector<PromptE
     for (size_t i = i0; i < std::min(eps.size(), i0 + static_cast<size_t>(options.micro_batch_size)); ++i)
       part.push_back(&eps[i]);
     const MicroBatch mb = make_micro_batch(part, student.device());
-    const auto hs = student.forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
-    const auto ht = model.forward_hidden(mb.input_ids.to(model.device()), mb.positions.to(model.device()), nullptr,
-                                         mb.key_mask.to(model.device()));
+    const auto hs = forward_micro_batch(student, mb);
+    const auto ht = forward_micro_batch(model, mb);
     const int64_t T = hs.size(1), chunk = std::max<int64_t>(1, 8192 / hs.size(0));
-    for (int64_t t0 = first_weighted_column(mb.weight); t0 < T; t0 += chunk) {
+    for (int64_t t0 = first_weighted_column(mb[Stream::loss_weight]); t0 < T; t0 += chunk) {
       const int64_t len = std::min(chunk, T - t0);
       const auto ls = torch::log_softmax(student.logits(hs.narrow(1, t0, len)).to(torch::kFloat32), -1);
       const auto lt = torch::log_softmax(model.logits(ht.narrow(1, t0, len)).to(torch::kFloat32), -1).to(ls.device());
-      const auto w = mb.weight.narrow(1, t0, len);
+      const auto w = mb[Stream::loss_weight].narrow(1, t0, len);
       sum += (algo::bucket_divergence(ls, lt, algo::DistillDivergence::ReverseKl) * w).sum().item<double>();
       n += w.sum().item<double>();
     }

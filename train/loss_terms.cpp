@@ -29,21 +29,24 @@ PolicyGradientTerm::PolicyGradientTerm(algo::PolicyLossOptions loss, algo::Aggre
 }
 
 torch::Tensor PolicyGradientTerm::per_token(const TermInput& in, TermSums& sums) const {
-  check(in.mb.advantages.defined(), "loss term 'policy': the episodes carry no advantages");
+  check(in.mb.has(Stream::advantage), "loss term 'policy': the episodes carry no advantages");
   // Refinement tokens take the shaped objective, every other weighted token the clipped surrogate.
-  torch::Tensor clipped_mask = in.mb.weight, guard = in.mb.off_policy, shaped_mask;
-  if (in.mb.shaped.defined()) {
-    shaped_mask = in.mb.weight * in.mb.shaped;
-    clipped_mask = in.mb.weight * (1 - in.mb.shaped);
-    guard = in.mb.off_policy * (1 - in.mb.shaped);
+  const MicroBatch& mb = in.mb;
+  const auto& weight = mb[Stream::loss_weight];
+  torch::Tensor clipped_mask = weight, guard = mb[Stream::off_policy], shaped_mask;
+  if (mb.has(Stream::shaped)) {
+    shaped_mask = weight * mb[Stream::shaped];
+    clipped_mask = weight * (1 - mb[Stream::shaped]);
+    guard = mb[Stream::off_policy] * (1 - mb[Stream::shaped]);
   }
   algo::PolicyLossResult pl =
-      algo::policy_loss(in.logp, in.mb.old_logp, in.mb.advantages, clipped_mask, loss_, guard);
-  if (correction_.active() && in.mb.behaviour_logp.defined()) {
+      algo::policy_loss(in.logp, mb[Stream::old_logprob], mb[Stream::advantage], clipped_mask, loss_, guard);
+  if (correction_.active() && mb.has(Stream::behaviour_logprob)) {
     // Rows whose old log-probs the trainer recomputed (rollout episodes; NaN elsewhere). Their tokens count
     // as off-policy in later mini-batches and epochs of the step, yet both numbers belong to the sampling weights.
-    const auto rollout_mask = clipped_mask * (in.mb.behaviour_logp == in.mb.behaviour_logp).to(clipped_mask.scalar_type());
-    const auto rc = algo::rollout_correction(in.mb.old_logp, in.mb.behaviour_logp, rollout_mask, correction_);
+    const auto& behaviour = mb[Stream::behaviour_logprob];
+    const auto rollout_mask = clipped_mask * (behaviour == behaviour).to(clipped_mask.scalar_type());
+    const auto rc = algo::rollout_correction(mb[Stream::old_logprob], behaviour, rollout_mask, correction_);
     pl.per_token = torch::where(rollout_mask != 0, pl.per_token * rc.weight, pl.per_token);
     const double n = rc.stats.n_tokens;
     sums["mismatch/tis_weight_mean"] += rc.stats.weight_mean * n;
@@ -53,13 +56,13 @@ torch::Tensor PolicyGradientTerm::per_token(const TermInput& in, TermSums& sums)
     sums["mismatch/masked_frac"] += ((rc.weight == 0) & (rollout_mask != 0)).sum().item<double>();
   }
   if (shaped_mask.defined()) {
-    pl.per_token = pl.per_token + algo::shaped_policy_loss(in.logp, in.mb.advantages, shaped_mask, shaping_gamma_);
+    pl.per_token = pl.per_token + algo::shaped_policy_loss(in.logp, mb[Stream::advantage], shaped_mask, shaping_gamma_);
     torch::NoGradGuard ng;
     sums["policy/shaped_frac"] += (shaped_mask != 0).sum().item<double>();  // share of the step's loss tokens
   }
   const auto& s = pl.stats;
   const double n = s.n_tokens;  // loss tokens of this micro-batch (the means below are over them)
-  sums["policy/loss"] += weighted_sum(pl.per_token, in.mb.weight);
+  sums["policy/loss"] += weighted_sum(pl.per_token, weight);
   sums["policy/clip_frac_low"] += s.clip_frac_low * n;
   sums["policy/clip_frac_high"] += s.clip_frac_high * n;
   sums["policy/clip_frac_dual"] += s.clip_frac_dual * n;
@@ -83,15 +86,15 @@ NftTerm::NftTerm(algo::NftOptions options, algo::AggregationOptions aggregation)
 }
 
 torch::Tensor NftTerm::weights(const MicroBatch& mb) const {
-  check(mb.seq_accuracy.defined() && mb.seq_correct.defined(), "loss term 'nft': the micro-batch has no verdicts");
-  const auto rows = algo::nft_rows(mb.seq_accuracy) * (mb.seq_correct == mb.seq_correct).to(torch::kFloat32);
-  return mb.weight * rows.unsqueeze(1).to(mb.weight.device());
+  const auto& correct = mb[Stream::seq_correct];
+  const auto rows = algo::nft_rows(mb[Stream::seq_accuracy]) * (correct == correct).to(torch::kFloat32);
+  return mb[Stream::loss_weight] * rows.unsqueeze(1).to(mb[Stream::loss_weight].device());
 }
 
 torch::Tensor NftTerm::per_token(const TermInput& in, TermSums& sums) const {
   const auto w = weights(in.mb);
-  const auto r = algo::nft_loss(in.logp, in.mb.old_logp, torch::nan_to_num(in.mb.seq_correct, 0.0), in.mb.seq_accuracy,
-                                w, options_);
+  const auto r = algo::nft_loss(in.logp, in.mb[Stream::old_logprob], torch::nan_to_num(in.mb[Stream::seq_correct], 0.0),
+                                in.mb[Stream::seq_accuracy], w, options_);
   sums["nft/loss"] += weighted_sum(r.per_token, w);
   sums["nft/clamped_frac"] += r.stats.clamped_frac * r.stats.n_tokens;
   sums["nft/ratio_mean"] += r.stats.ratio_mean * r.stats.n_tokens;
@@ -100,8 +103,8 @@ torch::Tensor NftTerm::per_token(const TermInput& in, TermSums& sums) const {
 
 torch::Tensor CrossEntropyTerm::per_token(const TermInput& in, TermSums& sums) const {
   const auto zero = torch::zeros({}, in.logp.options());
-  auto nll = torch::where(in.mb.weight != 0, -in.logp, zero);
-  sums["ce/nll"] += weighted_sum(nll, in.mb.weight);
+  auto nll = torch::where(in.mb[Stream::loss_weight] != 0, -in.logp, zero);
+  sums["ce/nll"] += weighted_sum(nll, in.mb[Stream::loss_weight]);
   return nll;
 }
 
@@ -112,9 +115,9 @@ KlTerm::KlTerm(double beta, algo::KlEstimator estimator, algo::AggregationOption
 }
 
 torch::Tensor KlTerm::per_token(const TermInput& in, TermSums& sums) const {
-  check(in.mb.ref_logp.defined(), "loss term 'kl': the episodes carry no reference log-probs");
-  auto kl = algo::kl_estimate(in.logp, in.mb.ref_logp, in.mb.weight, estimator_);
-  sums["kl/term"] += weighted_sum(kl, in.mb.weight);  // also the trainer's kl/ref metric
+  check(in.mb.has(Stream::ref_logprob), "loss term 'kl': the episodes carry no reference log-probs");
+  auto kl = algo::kl_estimate(in.logp, in.mb[Stream::ref_logprob], in.mb[Stream::loss_weight], estimator_);
+  sums["kl/term"] += weighted_sum(kl, in.mb[Stream::loss_weight]);  // also the trainer's kl/ref metric
   return kl;
 }
 
@@ -126,7 +129,7 @@ EntropyTerm::EntropyTerm(double coef, algo::AggregationOptions aggregation) : co
 torch::Tensor EntropyTerm::per_token(const TermInput& in, TermSums& sums) const {
   check(in.entropy.defined() && in.entropy.requires_grad(), "loss term 'entropy': no entropy with gradient");
   const auto zero = torch::zeros({}, in.entropy.options());
-  return torch::where(in.mb.weight != 0, -in.entropy, zero);
+  return torch::where(in.mb[Stream::loss_weight] != 0, -in.entropy, zero);
 }
 
 DistillTerm::DistillTerm(double coef, algo::KlEstimator estimator, algo::AggregationOptions aggregation)
@@ -135,14 +138,12 @@ DistillTerm::DistillTerm(double coef, algo::KlEstimator estimator, algo::Aggrega
   aggregation_.validate();
 }
 
-torch::Tensor DistillTerm::weights(const MicroBatch& mb) const {
-  return mb.teacher_mask.defined() ? mb.weight * mb.teacher_mask : torch::zeros_like(mb.weight);
-}
+torch::Tensor DistillTerm::weights(const MicroBatch& mb) const { return mb.weight_where(Stream::teacher_logprob); }
 
 torch::Tensor DistillTerm::per_token(const TermInput& in, TermSums& sums) const {
-  if (!in.mb.teacher_logp.defined()) return torch::zeros_like(in.logp);
+  if (!in.mb.has(Stream::teacher_logprob)) return torch::zeros_like(in.logp);
   const auto w = weights(in.mb);
-  auto kl = algo::kl_estimate(in.logp, in.mb.teacher_logp, w, estimator_);
+  auto kl = algo::kl_estimate(in.logp, in.mb[Stream::teacher_logprob], w, estimator_);
   sums["distill/kl"] += weighted_sum(kl, w);  // the teacher-student KL estimate, per teacher token
   return kl;
 }
@@ -159,9 +160,8 @@ struct PreferenceRows {
 };
 
 PreferenceRows preference_rows(const MicroBatch& mb, bool per_sequence) {
-  check(mb.seq_group.defined() && mb.seq_reward.defined(), "preference loss term: the micro-batch has no groups or rewards");
-  const auto g = mb.seq_group.contiguous();
-  const auto r = mb.seq_reward.contiguous();
+  const auto g = mb[Stream::seq_group].contiguous();
+  const auto r = mb[Stream::seq_reward].contiguous();
   const int64_t* gv = g.data_ptr<int64_t>();
   const double* rv = r.data_ptr<double>();
   const int64_t B = g.numel();
@@ -198,8 +198,8 @@ torch::Tensor rows_weights(const MicroBatch& mb, const PreferenceRows& rows) {
   std::vector<float> keep(static_cast<size_t>(mb.n_sequences), 0.0f);
   for (const auto* v : {&rows.chosen, &rows.rejected, &rows.rows})
     for (int64_t i : *v) keep[static_cast<size_t>(i)] = 1.0f;
-  auto k = torch::tensor(keep, torch::TensorOptions().dtype(torch::kFloat32)).to(mb.weight.device());
-  return mb.weight * k.unsqueeze(1);
+  auto k = torch::tensor(keep, torch::TensorOptions().dtype(torch::kFloat32)).to(mb[Stream::loss_weight].device());
+  return mb[Stream::loss_weight] * k.unsqueeze(1);
 }
 
 }  // namespace
@@ -222,16 +222,17 @@ torch::Tensor PreferenceTerm::per_token(const TermInput& in, TermSums& sums) con
   const auto len = on.sum(1).to(in.logp.scalar_type());     // [B] response tokens
   torch::Tensor ref;
   if (needs_reference()) {
-    check(mb.ref_logp.defined(), "loss term 'pref': preference.loss = \"", algo::preference_loss_name(options_.loss),
+    check(mb.has(Stream::ref_logprob), "loss term 'pref': preference.loss = \"", algo::preference_loss_name(options_.loss),
           "\" needs reference log-probs and the episodes carry none");
-    ref = torch::where(on, mb.ref_logp, zero).sum(1);
+    ref = torch::where(on, mb[Stream::ref_logprob], zero).sum(1);
   }
   auto row_loss = torch::zeros({mb.n_sequences}, in.logp.options());
   if (sppo) {
     if (!rows.rows.empty()) {
       const auto idx = index_tensor(rows.rows, in.logp.device());
-      const auto win = algo::group_win_rates(mb.seq_reward.index_select(0, index_tensor(rows.rows, torch::kCPU)),
-                                             mb.seq_group.index_select(0, index_tensor(rows.rows, torch::kCPU)))
+      const auto at = index_tensor(rows.rows, torch::kCPU);
+      const auto win = algo::group_win_rates(mb[Stream::seq_reward].index_select(0, at),
+                                             mb[Stream::seq_group].index_select(0, at))
                            .to(in.logp.device());
       const auto logratio = seq.index_select(0, idx) - ref.index_select(0, idx);
       row_loss = row_loss.index_add(0, idx, algo::sppo_loss(logratio, win, options_.beta));
@@ -279,7 +280,7 @@ torch::Tensor RewardModelTerm::per_token(const TermInput& in, TermSums& sums) co
   const auto on = w > 0;
   const int64_t B = in.scores.size(0);
   // Each row's score at its last input position (the response's last token; the EOS is only a target).
-  const auto last = (mb.key_mask.to(torch::kInt64).sum(1) - 1).to(in.scores.device());
+  const auto last = (mb[Stream::key_mask].to(torch::kInt64).sum(1) - 1).to(in.scores.device());
   const auto score = in.scores.select(2, label_).gather(1, last.view({B, 1})).squeeze(1);  // [B]
   auto row_loss = torch::zeros({B}, in.scores.options());
   if (!rows.chosen.empty()) {
@@ -301,9 +302,9 @@ torch::Tensor RewardModelTerm::per_token(const TermInput& in, TermSums& sums) co
 }
 
 torch::Tensor RatingTerm::weights(const MicroBatch& mb) const {
-  if (!mb.ratings.defined()) return torch::zeros_like(mb.weight);
-  const auto rated = mb.ratings.isfinite().any(1).to(mb.weight.dtype());
-  return mb.weight * rated.unsqueeze(1);
+  if (!mb.has(Stream::ratings)) return torch::zeros_like(mb[Stream::loss_weight]);
+  const auto rated = mb[Stream::ratings].isfinite().any(1).to(mb[Stream::loss_weight].dtype());
+  return mb[Stream::loss_weight] * rated.unsqueeze(1);
 }
 
 torch::Tensor RatingTerm::per_token(const TermInput& in, TermSums& sums) const {
@@ -311,14 +312,15 @@ torch::Tensor RatingTerm::per_token(const TermInput& in, TermSums& sums) const {
   check(in.scores.defined(), "loss term 'rm_rating': the model has no score head (train a reward model: trainer.kind = "
         "\"rm\")");
   const auto w = weights(mb);
-  if (!mb.ratings.defined()) return torch::zeros_like(w);
-  check(in.scores.size(2) == mb.ratings.size(1), "loss term 'rm_rating': the episodes rate ", mb.ratings.size(1),
+  if (!mb.has(Stream::ratings)) return torch::zeros_like(w);
+  const auto& ratings = mb[Stream::ratings];
+  check(in.scores.size(2) == ratings.size(1), "loss term 'rm_rating': the episodes rate ", ratings.size(1),
         " attributes but the score head has ", in.scores.size(2), " outputs");
   const int64_t B = in.scores.size(0), K = in.scores.size(2);
   // Each row's scores at its last input position (the response's last token; the EOS is only a target).
-  const auto last = (mb.key_mask.to(torch::kInt64).sum(1) - 1).to(in.scores.device());
+  const auto last = (mb[Stream::key_mask].to(torch::kInt64).sum(1) - 1).to(in.scores.device());
   const auto score = in.scores.gather(1, last.view({B, 1, 1}).expand({B, 1, K})).squeeze(1);  // [B, K]
-  const auto row_loss = algo::rating_regression_loss(score, mb.ratings);
+  const auto row_loss = algo::rating_regression_loss(score, mb[Stream::ratings]);
   const auto on = w > 0;
   {
     torch::NoGradGuard ng;
@@ -328,26 +330,25 @@ torch::Tensor RatingTerm::per_token(const TermInput& in, TermSums& sums) const {
   return torch::where(on, row_loss.unsqueeze(1).expand_as(w), torch::zeros({}, in.scores.options()));
 }
 
-torch::Tensor ProcessRewardTerm::weights(const MicroBatch& mb) const {
-  return mb.value_mask.defined() ? mb.weight * mb.value_mask : torch::zeros_like(mb.weight);
-}
+torch::Tensor ProcessRewardTerm::weights(const MicroBatch& mb) const { return mb.weight_where(Stream::step_label); }
 
 torch::Tensor ProcessRewardTerm::per_token(const TermInput& in, TermSums& sums) const {
   const MicroBatch& mb = in.mb;
   check(in.scores.defined(), "loss term 'prm': the model has no score head (train a reward model: trainer.kind = "
         "\"rm\")");
   const auto w = weights(mb);
-  if (!mb.value_mask.defined()) return torch::zeros_like(w);
+  if (!mb.has(Stream::step_label)) return torch::zeros_like(w);
+  const auto& label = mb[Stream::step_label];
   const auto z = in.scores.select(2, 0);
   const auto on = w > 0;
   const auto zero = torch::zeros({}, z.options());
-  const auto loss = torch::where(on, algo::process_reward_loss(z, mb.returns), zero);
+  const auto loss = torch::where(on, algo::process_reward_loss(z, label), zero);
   {
     torch::NoGradGuard ng;
     const auto p = torch::sigmoid(z.detach());
-    sums["prm/accuracy"] += weighted_sum(((p > 0.5) == (mb.returns > 0.5)).to(torch::kFloat32), w);
+    sums["prm/accuracy"] += weighted_sum(((p > 0.5) == (label > 0.5)).to(torch::kFloat32), w);
     sums["prm/p_mean"] += weighted_sum(p, w);
-    sums["prm/label_mean"] += weighted_sum(mb.returns, w);
+    sums["prm/label_mean"] += weighted_sum(label, w);
   }
   return loss;
 }
@@ -358,9 +359,7 @@ ValueTerm::ValueTerm(double clip, int64_t label, double coef) : clip_(clip), lab
   check(label >= 0, "value head label must be >= 0 (got ", label, ")");
 }
 
-torch::Tensor ValueTerm::weights(const MicroBatch& mb) const {
-  return mb.value_mask.defined() ? mb.weight * mb.value_mask : torch::zeros_like(mb.weight);
-}
+torch::Tensor ValueTerm::weights(const MicroBatch& mb) const { return mb.weight_where(Stream::value_target); }
 
 torch::Tensor ValueTerm::per_token(const TermInput& in, TermSums& sums) const {
   const MicroBatch& mb = in.mb;
@@ -368,13 +367,15 @@ torch::Tensor ValueTerm::per_token(const TermInput& in, TermSums& sums) const {
   check(label_ < in.scores.size(2), "loss term 'value': label ", label_, " but the score head has ", in.scores.size(2),
         " outputs");
   const auto w = weights(mb);
-  if (!mb.old_value.defined()) return torch::zeros_like(w);
+  if (!mb.has(Stream::value_target)) return torch::zeros_like(w);
+  check(mb.has(Stream::value), "loss term 'value': the episodes carry value targets but no critic values");
   const auto v = in.scores.select(2, label_);
-  const algo::ValueLoss vl = algo::clipped_value_loss(v, mb.old_value, mb.returns, w, clip_);
+  const auto& target = mb[Stream::value_target];
+  const algo::ValueLoss vl = algo::clipped_value_loss(v, mb[Stream::value], target, w, clip_);
   sums["value/clipfrac"] += weighted_sum(vl.clipped, w);
   sums["value/mean"] += weighted_sum(v, w);
-  sums["value/return_mean"] += weighted_sum(mb.returns, w);
-  sums["value/error"] += weighted_sum((v.detach() - mb.returns).pow(2), w);
+  sums["value/return_mean"] += weighted_sum(target, w);
+  sums["value/error"] += weighted_sum((v.detach() - target).pow(2), w);
   return vl.loss * (w > 0).to(vl.loss.dtype());
 }
 

@@ -72,7 +72,7 @@ struct TermInput {
                                  // needs_entropy()), or undefined
   const torch::Tensor& scores;   // [B, T, num_labels] fp32 score head of a classifier at every position, with
                                  // gradient, when a term needs_scores(); else undefined
-  torch::Tensor teacher_buckets = {};  // [B, T, k + 1] fp32 log-probs of MicroBatch::teacher_topk_ids and the tail
+  torch::Tensor teacher_buckets = {};  // [B, T, k + 1] fp32 log-probs of Stream::teacher_topk_id and the tail
                                        // bucket under the policy, with gradient, when a term needs_teacher_topk()
                                        // and the micro-batch has them; else undefined
 };
@@ -88,7 +88,7 @@ class LossTerm {
   virtual std::string name() const = 0;
   // The term's weight in the sum (1 for policy and ce; beta, coef for kl, entropy).
   virtual double coef() const { return 1.0; }
-  // Needs ref_logp in the micro-batch (a reference model).
+  // Needs Stream::ref_logprob in the micro-batch (a reference model).
   virtual bool needs_reference() const { return false; }
   // Needs the entropy with gradient.
   virtual bool needs_entropy() const { return false; }
@@ -99,7 +99,7 @@ class LossTerm {
   // Reads the policy's log-probs of the teacher's top-k tokens (TermInput::teacher_buckets).
   virtual bool needs_teacher_topk() const { return false; }
   // Per-token weights [B, T] of this term: its mask and the input of its normaliser.
-  virtual torch::Tensor weights(const MicroBatch& mb) const { return mb.weight; }
+  virtual torch::Tensor weights(const MicroBatch& mb) const { return mb[Stream::loss_weight]; }
   // How its per-token losses become one number.
   virtual algo::AggregationOptions aggregation() const { return {}; }
   // Per-token loss [B, T] (0 where weights == 0); diagnostics go to `sums`.
@@ -115,7 +115,7 @@ class LossTerm {
 class PolicyGradientTerm final : public LossTerm {
  public:
   // `shaping_gamma`: gamma of the shaped objective on refinement tokens (refine.gamma);
-  // `correction`: TIS / sequence masking on rows with behaviour log-probs (MicroBatch::behaviour_logp).
+  // `correction`: TIS / sequence masking on rows with behaviour log-probs (Stream::behaviour_logprob).
   PolicyGradientTerm(algo::PolicyLossOptions loss, algo::AggregationOptions aggregation, double shaping_gamma = 0.1,
                      algo::RolloutCorrectionOptions correction = {});
   std::string name() const override { return "policy"; }

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <string>
+#include <type_traits>
 
 #include "algorithms/distill_divergence.h"
 #include "util/error.h"
@@ -10,117 +13,178 @@ namespace rlf {
 
 namespace {
 
-// MicroBatch::teacher_topk_ids / teacher_topk_logp from the episodes' Episode::teacher_topk_* (column t: token t + 1).
-void add_teacher_topk(MicroBatch& mb, const std::vector<const Episode*>& eps, int64_t T, torch::Device device) {
-  int64_t k = 0;
-  for (const Episode* e : eps)
-    if (!e->teacher_topk_id.empty()) k = static_cast<int64_t>(e->teacher_topk_id.size() / e->tokens.size());
-  if (k == 0) return;
-  const int64_t B = static_cast<int64_t>(eps.size());
-  std::vector<int64_t> ids(static_cast<size_t>(B * T * k));
-  std::vector<float> lp(static_cast<size_t>(B * T * (k + 1)), -std::log(static_cast<float>(k + 1)));
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i) % k;
-  for (int64_t b = 0; b < B; ++b) {
-    const Episode& e = *eps[b];
-    if (e.teacher_topk_id.empty()) continue;
-    const int64_t L = static_cast<int64_t>(e.tokens.size()) - 1;
-    check(e.teacher_topk_id.size() == e.tokens.size() * static_cast<size_t>(k) &&
-              e.teacher_topk_logprob.size() == e.tokens.size() * static_cast<size_t>(k + 1),
-          "the episodes of a micro-batch must share distill.top_k, with k ids and k + 1 log-probs per token");
-    for (int64_t t = 0; t < L; ++t) {
-      std::copy_n(e.teacher_topk_id.begin() + (t + 1) * k, k, ids.begin() + (b * T + t) * k);
-      std::copy_n(e.teacher_topk_logprob.begin() + (t + 1) * (k + 1), k + 1, lp.begin() + (b * T + t) * (k + 1));
-    }
+namespace ts = token_stream;
+
+// Where each episode lands: episode b's positions [0, length) (position t
+// predicting token t + 1) at [row, column + t] of a [rows, columns] grid; the
+// rest is padding. Every stream is copied through the layout alone, so a
+// packed layout (several episodes per row up to a token budget, issue 35) is
+// another plan_* function plus a per-token sequence index, not a new copy.
+struct Placement {
+  int64_t row = 0;
+  int64_t column = 0;
+  int64_t length = 0;
+};
+struct Layout {
+  int64_t rows = 0;
+  int64_t columns = 0;
+  std::vector<Placement> at;  // [episodes]
+};
+
+// Right padding: episode b on row b from column 0; columns = the longest episode's length - 1.
+Layout plan_padded(const std::vector<const Episode*>& eps) {
+  Layout l;
+  l.rows = static_cast<int64_t>(eps.size());
+  l.columns = 1;
+  for (size_t b = 0; b < eps.size(); ++b) {
+    check(eps[b]->tokens.size() >= 2, "an episode needs at least two tokens");
+    const int64_t length = static_cast<int64_t>(eps[b]->tokens.size()) - 1;
+    l.at.push_back({static_cast<int64_t>(b), 0, length});
+    l.columns = std::max(l.columns, length);
   }
-  mb.teacher_topk_ids = torch::from_blob(ids.data(), {B, T, k}, torch::kInt64).to(device, false, true);
-  mb.teacher_topk_logp = torch::from_blob(lp.data(), {B, T, k + 1}, torch::kFloat32).to(device, false, true);
+  return l;
 }
 
-}  // namespace
+template <class T>
+torch::Tensor upload(std::vector<T>& v, std::vector<int64_t> shape, torch::ScalarType dtype, torch::Device device) {
+  return torch::from_blob(v.data(), shape, torch::TensorOptions().dtype(dtype)).to(device, /*non_blocking=*/false,
+                                                                                   /*copy=*/true);
+}
 
-MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Device device, int64_t current_version) {
-  check(!eps.empty(), "make_micro_batch: no episodes");
-  const int64_t B = static_cast<int64_t>(eps.size());
-  int64_t T = 1;
-  for (const Episode* e : eps) {
-    check(e->tokens.size() >= 2, "an episode needs at least two tokens");
-    check(e->loss_weight.size() == e->tokens.size() && e->old_logprob.size() == e->tokens.size(),
-          "an episode's loss_weight/old_logprob must have one entry per token");
-    check(e->advantage.empty() || e->advantage.size() == e->tokens.size(),
-          "an episode's advantage must have one entry per token");
-    T = std::max<int64_t>(T, static_cast<int64_t>(e->tokens.size()) - 1);
+// The value a Fill stands for at column j of a stream with `width` values per token.
+double fill_value(ts::Fill f, int64_t j, int64_t width) {
+  switch (f) {
+    case ts::Fill::Zero: return 0.0;
+    case ts::Fill::NaN: return std::nanf("");
+    case ts::Fill::Column: return static_cast<double>(j);
+    case ts::Fill::UniformLogprob: return -std::log(static_cast<float>(width));
   }
-  const bool has_ref = std::all_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->ref_logprob.empty(); });
-  const bool has_adv = std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->advantage.empty(); });
-  const bool has_teacher = std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->teacher_logprob.empty(); });
-  const bool has_value = std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->value_target.empty(); });
-  const bool has_behaviour =
-      std::any_of(eps.begin(), eps.end(), [](const Episode* e) { return !e->behaviour_logprob.empty(); });
-  const bool has_shaped = std::any_of(eps.begin(), eps.end(),
-                                      [](const Episode* e) { return e->source == EpisodeSource::Refinement; });
-  std::vector<int64_t> ids(B * T, 0), tgt(B * T, 0), pos(B * T, 0);
-  std::vector<uint8_t> valid(B * T, 0);
-  std::vector<float> weight(B * T, 0), old(B * T, 0), ref(has_ref ? B * T : 0, 0), adv(has_adv ? B * T : 0, 0),
-      off(B * T, 0), shaped(has_shaped ? B * T : 0, 0), teacher(has_teacher ? B * T : 0, 0),
-      teacher_mask(has_teacher ? B * T : 0, 0), old_value(has_value ? B * T : 0, 0), returns(has_value ? B * T : 0, 0),
-      value_mask(has_value ? B * T : 0, 0), behaviour(has_behaviour ? B * T : 0, 0);
-  for (int64_t b = 0; b < B; ++b) {
-    const Episode& e = *eps[b];
-    const int64_t L = static_cast<int64_t>(e.tokens.size()) - 1;
-    for (int64_t t = 0; t < T; ++t) {
-      const int64_t k = b * T + t;
-      pos[k] = t;
-      if (t >= L) continue;
-      ids[k] = e.tokens[t];
-      tgt[k] = e.tokens[t + 1];
-      valid[k] = 1;
-      weight[k] = e.loss_weight[t + 1];
-      old[k] = e.old_logprob[t + 1];
-      if (has_behaviour) {
-        check(e.behaviour_logprob.empty() || e.behaviour_logprob.size() == e.tokens.size(),
-              "an episode's behaviour_logprob must have one entry per token");
-        behaviour[k] = e.behaviour_logprob.empty() ? std::nanf("") : e.behaviour_logprob[t + 1];
-      }
-      if (has_ref) ref[k] = e.ref_logprob[t + 1];
-      if (has_adv && !e.advantage.empty()) adv[k] = e.advantage[t + 1];
-      const bool stale = current_version >= 0 && !e.policy_version.empty() && e.policy_version[t + 1] >= 0 &&
-                         e.policy_version[t + 1] < current_version;
-      off[k] = (!e.on_policy || stale) ? 1.0f : 0.0f;
-      if (has_shaped) shaped[k] = e.source == EpisodeSource::Refinement ? 1.0f : 0.0f;
-      if (has_teacher && !e.teacher_logprob.empty()) {
-        check(e.teacher_logprob.size() == e.tokens.size(), "an episode's teacher_logprob must have one entry per token");
-        teacher[k] = e.teacher_logprob[t + 1];
-        teacher_mask[k] = 1.0f;
-      }
-      if (has_value && !e.value_target.empty()) {
-        check(e.value_target.size() == e.tokens.size() && e.value.size() == e.tokens.size(),
-              "an episode's value/value_target must have one entry per token");
-        // A NaN target (turn-level values: tokens after a turn's first) is no target.
-        const bool target = std::isfinite(e.value_target[t + 1]);
-        old_value[k] = e.value[t + 1];
-        returns[k] = target ? e.value_target[t + 1] : 0.0f;
-        value_mask[k] = target ? 1.0f : 0.0f;
+  return 0.0;
+}
+
+struct StreamSpec {
+  Stream key;
+  const char* name;
+  ts::Batch batch;
+  ts::Width width;
+  ts::Fill missing, pad;
+  ts::Mask mask;
+};
+
+// Copies one per-token stream of the episodes (Episode::*member) into the
+// micro-batch as `spec` (its row in env/token_streams.h) says.
+template <class T>
+void put_stream(MicroBatch& mb, const std::vector<T> Episode::*member, const StreamSpec& spec,
+                const std::vector<const Episode*>& eps, const Layout& l, torch::Device device) {
+  if (spec.batch == ts::Batch::Never) return;
+  auto has = [&](const Episode* e) { return !(e->*member).empty(); };
+  const bool present = spec.batch == ts::Batch::Always ||
+                       (spec.batch == ts::Batch::Any ? std::any_of(eps.begin(), eps.end(), has)
+                                                     : std::all_of(eps.begin(), eps.end(), has));
+  if (!present) return;
+  size_t width = spec.width == ts::Width::One ? 1 : 0;  // PerTokenK: from the first episode that has the stream
+  for (const Episode* e : eps) {
+    const size_t n = e->tokens.size(), size = (e->*member).size();
+    if (size == 0 && spec.batch != ts::Batch::Always) continue;
+    if (width == 0) width = size / n;
+    check(width > 0 && size == n * width, "an episode's ", spec.name, " must have ",
+          width > 1 ? std::to_string(width) + " entries" : "one entry", " per token (", n, " tokens), got ", size);
+  }
+  using Out = std::conditional_t<std::is_floating_point_v<T>, float, int64_t>;
+  const int64_t W = static_cast<int64_t>(width), C = l.columns;
+  std::vector<Out> out(static_cast<size_t>(l.rows * C * W));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<Out>(fill_value(spec.pad, static_cast<int64_t>(i) % W, W));
+  std::vector<float> mask(spec.mask == ts::Mask::None ? 0 : static_cast<size_t>(l.rows * C), 0.0f);
+  for (size_t b = 0; b < eps.size(); ++b) {
+    const std::vector<T>& v = eps[b]->*member;
+    const Placement& p = l.at[b];
+    for (int64_t t = 0; t < p.length; ++t) {
+      const int64_t at = p.row * C + p.column + t;
+      for (int64_t j = 0; j < W; ++j) {
+        Out& o = out[static_cast<size_t>(at * W + j)];
+        if (v.empty()) {
+          o = static_cast<Out>(fill_value(spec.missing, j, W));
+          continue;
+        }
+        const T x = v[static_cast<size_t>((t + 1) * W + j)];
+        const bool keep = spec.mask != ts::Mask::Finite || std::isfinite(static_cast<double>(x));
+        o = keep ? static_cast<Out>(x) : static_cast<Out>(fill_value(spec.missing, j, W));
+        if (spec.mask != ts::Mask::None) mask[static_cast<size_t>(at)] = keep ? 1.0f : 0.0f;
       }
     }
   }
-  auto i64 = torch::TensorOptions().dtype(torch::kInt64);
-  auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
-  auto put = [&](std::vector<float>& v) { return torch::from_blob(v.data(), {B, T}, f32).to(device, false, true); };
-  MicroBatch mb;
-  mb.input_ids = torch::from_blob(ids.data(), {B, T}, i64).to(device, /*non_blocking=*/false, /*copy=*/true);
-  mb.targets = torch::from_blob(tgt.data(), {B, T}, i64).to(device, false, true);
-  mb.positions = torch::from_blob(pos.data(), {B, T}, i64).to(device, false, true);
-  mb.key_mask = torch::from_blob(valid.data(), {B, T}, torch::TensorOptions().dtype(torch::kUInt8)).to(device, torch::kBool, false, true);
-  mb.weight = put(weight);
-  mb.old_logp = put(old);
-  if (has_ref) mb.ref_logp = put(ref);
-  if (has_behaviour) mb.behaviour_logp = put(behaviour);
-  if (has_adv) mb.advantages = put(adv);
-  mb.off_policy = put(off);
-  if (has_shaped) mb.shaped = put(shaped);
-  if (has_teacher) mb.teacher_logp = put(teacher), mb.teacher_mask = put(teacher_mask);
-  if (has_teacher) add_teacher_topk(mb, eps, T, device);
-  if (has_value) mb.old_value = put(old_value), mb.returns = put(returns), mb.value_mask = put(value_mask);
+  std::vector<int64_t> shape{l.rows, C};
+  if (spec.width == ts::Width::PerTokenK) shape.push_back(W);
+  mb.set(spec.key, upload(out, shape, std::is_floating_point_v<T> ? torch::kFloat32 : torch::kInt64, device));
+  if (spec.mask != ts::Mask::None) mb.set_mask(spec.key, upload(mask, {l.rows, C}, torch::kFloat32, device));
+}
+
+// Every row of RLF_TOKEN_STREAMS, copied.
+void put_token_streams(MicroBatch& mb, const std::vector<const Episode*>& eps, const Layout& l, torch::Device device) {
+#define RLF_PUT_STREAM(type, name, batch, width, missing, pad, mask)                                      \
+  put_stream<type>(mb, &Episode::name,                                                                   \
+                   {Stream::name, #name, ts::Batch::batch, ts::Width::width, ts::Fill::missing, ts::Fill::pad, \
+                    ts::Mask::mask},                                                                     \
+                   eps, l, device);
+  RLF_TOKEN_STREAMS(RLF_PUT_STREAM)
+#undef RLF_PUT_STREAM
+}
+
+// input_ids, targets, positions (continuing over a row's padding) and key_mask from Episode::tokens.
+void put_layout(MicroBatch& mb, const std::vector<const Episode*>& eps, const Layout& l, torch::Device device) {
+  const size_t n = static_cast<size_t>(l.rows * l.columns);
+  std::vector<int64_t> ids(n, 0), tgt(n, 0), pos(n, 0);
+  std::vector<uint8_t> valid(n, 0);
+  for (int64_t r = 0; r < l.rows; ++r)
+    for (int64_t c = 0; c < l.columns; ++c) pos[static_cast<size_t>(r * l.columns + c)] = c;
+  for (size_t b = 0; b < eps.size(); ++b) {
+    const Placement& p = l.at[b];
+    for (int64_t t = 0; t < p.length; ++t) {
+      const size_t at = static_cast<size_t>(p.row * l.columns + p.column + t);
+      ids[at] = eps[b]->tokens[static_cast<size_t>(t)];
+      tgt[at] = eps[b]->tokens[static_cast<size_t>(t + 1)];
+      pos[at] = t;
+      valid[at] = 1;
+    }
+  }
+  mb.set(Stream::input_ids, upload(ids, {l.rows, l.columns}, torch::kInt64, device));
+  mb.set(Stream::targets, upload(tgt, {l.rows, l.columns}, torch::kInt64, device));
+  mb.set(Stream::positions, upload(pos, {l.rows, l.columns}, torch::kInt64, device));
+  mb.set(Stream::key_mask, torch::from_blob(valid.data(), {l.rows, l.columns}, torch::kUInt8)
+                               .to(device, torch::kBool, /*non_blocking=*/false, /*copy=*/true));
+}
+
+// A [rows, columns] fp32 stream derived per token from per-episode fields:
+// value(episode, token index) on each episode's positions, 0 on padding.
+template <class F>
+torch::Tensor derived_stream(const std::vector<const Episode*>& eps, const Layout& l, torch::Device device, F value) {
+  std::vector<float> out(static_cast<size_t>(l.rows * l.columns), 0.0f);
+  for (size_t b = 0; b < eps.size(); ++b) {
+    const Placement& p = l.at[b];
+    for (int64_t t = 0; t < p.length; ++t)
+      out[static_cast<size_t>(p.row * l.columns + p.column + t)] = value(*eps[b], static_cast<size_t>(t + 1));
+  }
+  return upload(out, {l.rows, l.columns}, torch::kFloat32, device);
+}
+
+// off_policy and shaped.
+void put_derived(MicroBatch& mb, const std::vector<const Episode*>& eps, const Layout& l, torch::Device device,
+                 int64_t current_version) {
+  mb.set(Stream::off_policy, derived_stream(eps, l, device, [&](const Episode& e, size_t i) {
+           const bool stale = current_version >= 0 && !e.policy_version.empty() && e.policy_version[i] >= 0 &&
+                              e.policy_version[i] < current_version;
+           return (!e.on_policy || stale) ? 1.0f : 0.0f;
+         }));
+  const auto refined = [](const Episode* e) { return e->source == EpisodeSource::Refinement; };
+  if (std::any_of(eps.begin(), eps.end(), refined))
+    mb.set(Stream::shaped, derived_stream(eps, l, device, [&](const Episode& e, size_t) {
+             return refined(&e) ? 1.0f : 0.0f;
+           }));
+}
+
+// ratings and the seq_* streams.
+void put_sequence_streams(MicroBatch& mb, const std::vector<const Episode*>& eps, torch::Device device) {
+  const int64_t B = static_cast<int64_t>(eps.size());
   size_t K = 0;
   for (const Episode* e : eps) K = std::max(K, e->ratings.size());
   if (K > 0) {
@@ -130,20 +194,66 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
             eps[b]->ratings.size(), " and ", K, " attributes");
       std::copy(eps[b]->ratings.begin(), eps[b]->ratings.end(), r.begin() + static_cast<std::ptrdiff_t>(b * K));
     }
-    mb.ratings = torch::from_blob(r.data(), {B, static_cast<int64_t>(K)}, f32).to(device, false, true);
+    mb.set(Stream::ratings, upload(r, {B, static_cast<int64_t>(K)}, torch::kFloat32, device));
   }
-  mb.seq_group = torch::empty({B}, i64);
-  mb.seq_reward = torch::empty({B}, torch::kFloat64);
+  auto group = torch::empty({B}, torch::kInt64), reward = torch::empty({B}, torch::kFloat64);
   std::vector<float> correct(B), accuracy(B);
   for (int64_t b = 0; b < B; ++b) {
-    mb.seq_group[b] = eps[b]->group;
-    mb.seq_reward[b] = eps[b]->reward ? *eps[b]->reward : std::nan("");
+    group[b] = eps[b]->group;
+    reward[b] = eps[b]->reward ? *eps[b]->reward : std::nan("");
     correct[b] = eps[b]->correct ? (*eps[b]->correct ? 1.0f : 0.0f) : std::nanf("");
     accuracy[b] = eps[b]->group_accuracy >= 0 ? static_cast<float>(eps[b]->group_accuracy) : std::nanf("");
   }
-  mb.seq_correct = torch::from_blob(correct.data(), {B}, f32).to(device, false, true);
-  mb.seq_accuracy = torch::from_blob(accuracy.data(), {B}, f32).to(device, false, true);
-  mb.n_sequences = B;
+  mb.set(Stream::seq_group, group);
+  mb.set(Stream::seq_reward, reward);
+  mb.set(Stream::seq_correct, upload(correct, {B}, torch::kFloat32, device));
+  mb.set(Stream::seq_accuracy, upload(accuracy, {B}, torch::kFloat32, device));
+}
+
+}  // namespace
+
+const char* stream_name(Stream s) {
+  static constexpr const char* names[] = {
+#define RLF_STREAM_NAME(type, name, ...) #name,
+      RLF_TOKEN_STREAMS(RLF_STREAM_NAME)
+#undef RLF_STREAM_NAME
+      "input_ids", "targets", "positions", "key_mask", "off_policy", "shaped",
+      "ratings", "seq_group", "seq_reward", "seq_correct", "seq_accuracy"};
+  static_assert(std::size(names) == n_streams, "stream_name: one name per Stream key");
+  return names[static_cast<size_t>(s)];
+}
+
+const torch::Tensor& MicroBatch::operator[](Stream s) const {
+  const torch::Tensor& t = tensors_[static_cast<size_t>(s)];
+  check(t.defined(), "the micro-batch has no stream '", stream_name(s), "'");
+  return t;
+}
+
+const torch::Tensor& MicroBatch::mask(Stream s) const {
+  const torch::Tensor& t = masks_[static_cast<size_t>(s)];
+  check(t.defined(), "the micro-batch has no mask of stream '", stream_name(s), "'");
+  return t;
+}
+
+torch::Tensor MicroBatch::weight_where(Stream s) const {
+  const torch::Tensor& w = (*this)[Stream::loss_weight];
+  return has_mask(s) ? w * mask(s) : torch::zeros_like(w);
+}
+
+torch::Tensor forward_micro_batch(CausalLMImpl& model, const MicroBatch& mb) {
+  const auto on = [&](Stream s) { return mb[s].to(model.device()); };
+  return model.forward_hidden(on(Stream::input_ids), on(Stream::positions), nullptr, on(Stream::key_mask));
+}
+
+MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Device device, int64_t current_version) {
+  check(!eps.empty(), "make_micro_batch: no episodes");
+  const Layout layout = plan_padded(eps);
+  MicroBatch mb;
+  mb.n_sequences = static_cast<int64_t>(eps.size());
+  put_token_streams(mb, eps, layout, device);
+  put_layout(mb, eps, layout, device);
+  put_derived(mb, eps, layout, device, current_version);
+  put_sequence_streams(mb, eps, device);
   return mb;
 }
 
@@ -204,7 +314,7 @@ std::vector<std::vector<float>> per_token_pass(CausalLMImpl& model, const std::v
     for (size_t i = i0; i < std::min(episodes.size(), i0 + static_cast<size_t>(micro_batch_size)); ++i)
       mb_eps.push_back(episodes[i]);
     MicroBatch mb = make_micro_batch(mb_eps, model.device());
-    auto hidden = model.forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
+    auto hidden = forward_micro_batch(model, mb);
     torch::Tensor values = per_position(hidden, mb).to(torch::kCPU, torch::kFloat32).contiguous();
     const int64_t T = values.size(1);
     const float* p = values.data_ptr<float>();
@@ -234,8 +344,8 @@ int64_t first_weighted_column(const torch::Tensor& weight, const std::vector<tor
 std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
                                                    int64_t micro_batch_size, LogprobScope scope) {
   return per_token_pass(model, episodes, micro_batch_size, [&](const torch::Tensor& hidden, const MicroBatch& mb) {
-    const int64_t from = scope == LogprobScope::FromFirstWeighted ? first_weighted_column(mb.weight) : 0;
-    return model.token_logprobs(hidden, mb.targets, from);
+    const int64_t from = scope == LogprobScope::FromFirstWeighted ? first_weighted_column(mb[Stream::loss_weight]) : 0;
+    return model.token_logprobs(hidden, mb[Stream::targets], from);
   });
 }
 
@@ -250,8 +360,8 @@ std::vector<TeacherTopK> teacher_topk(CausalLMImpl& model, const std::vector<con
                                           episodes.begin() + static_cast<std::ptrdiff_t>(std::min(
                                                                  episodes.size(), i0 + static_cast<size_t>(micro_batch_size))));
     MicroBatch mb = make_micro_batch(eps, model.device());
-    const auto hidden = model.forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
-    const int64_t B = hidden.size(0), T = hidden.size(1), from = first_weighted_column(mb.weight);
+    const auto hidden = forward_micro_batch(model, mb);
+    const int64_t B = hidden.size(0), T = hidden.size(1), from = first_weighted_column(mb[Stream::loss_weight]);
     const int64_t chunk = std::max<int64_t>(1, 8192 / B);
     auto ids = torch::zeros({B, T, k}, torch::kInt32), lps = torch::zeros({B, T, k + 1}, torch::kFloat32);
     auto tok = torch::zeros({B, T}, torch::kFloat32);
@@ -261,7 +371,7 @@ std::vector<TeacherTopK> teacher_topk(CausalLMImpl& model, const std::vector<con
       auto [top, lp] = algo::teacher_topk_buckets(lg, k);
       ids.narrow(1, t0, n).copy_(top.to(torch::kCPU, torch::kInt32));
       lps.narrow(1, t0, n).copy_(lp.to(torch::kCPU));
-      const auto target = mb.targets.narrow(1, t0, n).unsqueeze(-1);
+      const auto target = mb[Stream::targets].narrow(1, t0, n).unsqueeze(-1);
       tok.narrow(1, t0, n).copy_((lg.gather(-1, target).squeeze(-1) - torch::logsumexp(lg, -1)).to(torch::kCPU));
     }
     for (size_t b = 0; b < eps.size(); ++b) {

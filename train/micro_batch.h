@@ -1,10 +1,22 @@
 // Episodes laid out for the model: right-padded [B, T] tensors where
 // position t predicts token t + 1 (T = the longest episode's length - 1),
 // and the split of a step's episodes into micro-batches.
+//
+// A micro-batch is a set of named streams (Stream keys below): every per-token
+// stream of an Episode declared in env/token_streams.h under its own name,
+// copied, padded and masked as its one declaration there says; the layout
+// read from Episode::tokens; and a few streams make_micro_batch derives from
+// per-episode fields. Adding a per-token stream is one row in
+// env/token_streams.h (docs/DESIGN.md "Per-token streams"). The copy reads
+// only a layout planned once per micro-batch (where each episode's positions
+// land: row, first column, length); right padding is today's plan, packing
+// by a token budget would be another plan, with the streams unchanged.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <array>
+#include <cstdint>
 #include <vector>
 
 #include "env/episode.h"
@@ -12,35 +24,56 @@
 
 namespace rlf {
 
+// The keys of a micro-batch's tensors. Shapes: B sequences (rows), T positions.
+enum class Stream : uint8_t {
+  // Every row of RLF_TOKEN_STREAMS (env/token_streams.h), under its name:
+  // [B, T] (fp32 for float, int64 for int32_t), [B, T, k] for k per token;
+  // column t holds token t + 1's value. Rows marked Never are never present.
+#define RLF_STREAM_KEY(type, name, ...) name,
+  RLF_TOKEN_STREAMS(RLF_STREAM_KEY)
+#undef RLF_STREAM_KEY
+  // The layout, from Episode::tokens:
+  input_ids,  // [B, T] int64: token t
+  targets,    // [B, T] int64: token t + 1
+  positions,  // [B, T] int64: t
+  key_mask,   // [B, T] bool: false on padding
+  // Derived per token, [B, T] fp32:
+  off_policy,  // 1 on off-policy tokens (see make_micro_batch)
+  shaped,      // 1 on tokens of refinement episodes (trained with policy shaping,
+               // algorithms/policy_shaping.h); only in micro-batches that have any
+  // Per sequence:
+  ratings,       // [B, K] fp32: Episode::ratings (NaN = not rated); only when an episode has any
+  seq_group,     // [B] int64 on the CPU: Episode::group
+  seq_reward,    // [B] fp64 on the CPU: Episode::reward (NaN where missing)
+  seq_correct,   // [B] fp32: 1 correct, 0 not, NaN unknown (Episode::correct)
+  seq_accuracy,  // [B] fp32: Episode::group_accuracy (NaN unknown)
+  count_,        // the number of keys (not a stream)
+};
+inline constexpr size_t n_streams = static_cast<size_t>(Stream::count_);
+// "loss_weight", "input_ids", ... (the key's name above).
+const char* stream_name(Stream s);
+
 struct MicroBatch {
-  torch::Tensor input_ids;   // [B, T] int64
-  torch::Tensor positions;   // [B, T] int64
-  torch::Tensor key_mask;    // [B, T] bool, false on padding
-  torch::Tensor targets;     // [B, T] int64
-  torch::Tensor weight;      // [B, T] fp32: loss weight of the target token (0 on prompt, observations, padding)
-  torch::Tensor old_logp;    // [B, T] fp32: behaviour log-prob of the target token
-  torch::Tensor behaviour_logp;  // [B, T] fp32: the rollout's log-probs where the trainer recomputed old_logp
-                                 // (NaN on other rows), or undefined when no episode has any
-  torch::Tensor ref_logp;    // [B, T] fp32, or undefined when the episodes carry none
-  torch::Tensor advantages;  // [B, T] fp32, or undefined when the episodes carry none
-  torch::Tensor off_policy;  // [B, T] fp32: 1 on off-policy tokens (see make_micro_batch)
-  torch::Tensor teacher_logp;  // [B, T] fp32 teacher log-probs (0 where none), or undefined when no episode has any
-  torch::Tensor teacher_mask;  // [B, T] fp32: 1 on tokens of episodes with teacher log-probs (with teacher_logp)
-  torch::Tensor teacher_topk_ids;   // [B, T, k] int64: the teacher's top-k tokens for the target (distill.top_k > 0;
-                                    // rows without them: 0..k-1), or undefined when no episode has any
-  torch::Tensor teacher_topk_logp;  // [B, T, k + 1] fp32: their log-probs and the tail bucket's (rows without: uniform)
-  torch::Tensor shaped;      // [B, T] fp32: 1 on tokens of refinement episodes (trained with policy shaping,
-                             // algorithms/policy_shaping.h), or undefined when the micro-batch has none
-  torch::Tensor old_value;   // [B, T] fp32: the critic's value before the target token when scored (0 where none),
-                             // or undefined when no episode has value targets
-  torch::Tensor returns;     // [B, T] fp32: GAE return of the target token (with old_value)
-  torch::Tensor value_mask;  // [B, T] fp32: 1 on tokens with a (finite) value target (with old_value)
-  torch::Tensor ratings;     // [B, K] fp32: Episode::ratings (NaN = not rated), or undefined when no episode has any
-  torch::Tensor seq_group;   // [B] int64 on the CPU: each row's Episode::group
-  torch::Tensor seq_reward;  // [B] fp64 on the CPU: each row's Episode::reward (NaN where missing)
-  torch::Tensor seq_correct;   // [B] fp32 on the device: 1 correct, 0 not, NaN unknown (Episode::correct)
-  torch::Tensor seq_accuracy;  // [B] fp32 on the device: Episode::group_accuracy (NaN unknown)
-  int64_t n_sequences = 0;   // B
+  int64_t n_sequences = 0;  // B
+
+  // Whether the micro-batch carries `s` (streams marked Any / All in
+  // env/token_streams.h, shaped and ratings may be absent).
+  bool has(Stream s) const { return tensors_[static_cast<size_t>(s)].defined(); }
+  // The tensor of `s`; throws rlf::Error naming the stream when it is absent.
+  const torch::Tensor& operator[](Stream s) const;
+  // The [B, T] fp32 mask of a stream declared with a mask (env/token_streams.h:
+  // Rows, Finite); throws rlf::Error when there is none.
+  const torch::Tensor& mask(Stream s) const;
+  bool has_mask(Stream s) const { return masks_[static_cast<size_t>(s)].defined(); }
+  // loss_weight * mask(s): the loss weights of the tokens that carry stream
+  // `s` (zeros when the micro-batch has no mask of `s`).
+  torch::Tensor weight_where(Stream s) const;
+  void set(Stream s, torch::Tensor t) { tensors_[static_cast<size_t>(s)] = std::move(t); }
+  void set_mask(Stream s, torch::Tensor t) { masks_[static_cast<size_t>(s)] = std::move(t); }
+
+ private:
+  std::array<torch::Tensor, n_streams> tensors_;
+  std::array<torch::Tensor, n_streams> masks_;
 };
 
 // A token is off-policy when its episode is (Episode::on_policy false:
@@ -51,6 +84,11 @@ struct MicroBatch {
 // fewer than two tokens or its per-token vectors do not match its tokens.
 MicroBatch make_micro_batch(const std::vector<const Episode*>& episodes, torch::Device device,
                             int64_t current_version = -1);
+
+// The model's hidden states [B, T, d] over a micro-batch's layout
+// (input_ids, positions, key_mask, moved to the model's device), as a forward
+// with gradient when grad mode is on.
+torch::Tensor forward_micro_batch(CausalLMImpl& model, const MicroBatch& mb);
 
 // Splits episodes into micro-batches of at most `size` sequences, sorted by
 // length so padding stays small (stable: ties keep their order).

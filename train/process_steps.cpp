@@ -21,10 +21,9 @@ Episode process_episode(const Policy& policy, const StepExample& example, const 
   response.push_back(policy.eos_token_ids.front());
   Episode e = Episode::single_turn(0, prompt, response, std::vector<float>(response.size(), 0.0f));
   e.segments.back().text = e.completion_text = example.response(delimiter);
-  e.value.assign(e.tokens.size(), 0.0f);
-  e.value_target.assign(e.tokens.size(), std::nanf(""));
+  e.step_label.assign(e.tokens.size(), std::nanf(""));
   for (size_t k = 0; k < in.ends.size(); ++k)
-    e.value_target[static_cast<size_t>(in.ends[k] + 1)] = static_cast<float>(example.labels[k]);
+    e.step_label[static_cast<size_t>(in.ends[k] + 1)] = static_cast<float>(example.labels[k]);
   return e;
 }
 

@@ -1,7 +1,7 @@
 // A process-reward-model run's episodes (trainer.kind = "rm" with
 // [process.data], train/run_kind_process.h), one per step-labelled solution: the prompt
-// (weight 0), the solution and EOS (weight 1), with the step labels as
-// value targets at the steps' last tokens — Episode::value_target[e + 1] =
+// (weight 0), the solution and EOS (weight 1), with the step labels at the
+// steps' last tokens — Episode::step_label[e + 1] =
 // label for a step ending at token e, the position whose hidden state reads
 // the solution up to and including token e (the trainer's alignment of
 // per-token targets, train/micro_batch.h) — and NaN elsewhere. The prm loss

@@ -6,7 +6,7 @@
 //
 //   L_t = coef * D(policy_t || teacher_t),  D = reverse_kl | forward_kl | jsd(beta)
 //
-// The teacher's buckets come with the micro-batch (MicroBatch::teacher_topk_*);
+// The teacher's buckets come with the micro-batch (Stream::teacher_topk_id, teacher_topk_logprob);
 // the policy's from the trainer's forward, in the same chunks of logits as
 // its token log-probs (CausalLMImpl::token_logprobs_selected). Tokens with
 // loss weight 0 — prompts, tool results and other observations, feedback,

@@ -70,7 +70,7 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
       totals[2 * k] += t.n_tokens;
       totals[2 * k + 1] += static_cast<double>(t.n_sequences);
     }
-    totals[2 * K] += algo::count_loss_totals(mbs[m].weight).n_tokens;
+    totals[2 * K] += algo::count_loss_totals(mbs[m][Stream::loss_weight]).n_tokens;
   }
   reducer_.sum(totals);
   std::vector<algo::LossTotals> term_totals(K);
@@ -90,7 +90,8 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
     lead[k] = k;
     for (size_t j = 0; j < k; ++j) {
       const auto a = terms_[j]->aggregation(), b = terms_[k]->aggregation();
-      const bool same_weights = mbs.empty() || (weights[0][j].is_same(mbs[0].weight) && weights[0][k].is_same(mbs[0].weight));
+      const bool same_weights = mbs.empty() || (weights[0][j].is_same(mbs[0][Stream::loss_weight]) &&
+                                                weights[0][k].is_same(mbs[0][Stream::loss_weight]));
       if (lead[j] == j && same_weights && a.mode == b.mode && a.max_tokens == b.max_tokens) {
         lead[k] = j;
         break;
@@ -104,28 +105,30 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
   for (size_t m = 0; m < mbs.size(); ++m) {
     const MicroBatch& mb = mbs[m];
     if (std::all_of(local_tokens[m].begin(), local_tokens[m].end(), [](double n) { return n == 0; })) continue;
-    auto hidden = model_->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
+    auto hidden = forward_micro_batch(*model_, mb);
     torch::Tensor logp, entropy, scores, teacher_buckets;
     // No term reads a column before the first weighted one (the prompts): no logits there.
-    const int64_t from = want_logp ? first_weighted_column(mb.weight, weights[m]) : 0;
-    if (want_topk && mb.teacher_topk_ids.defined())
-      logp = model_->token_logprobs_selected(hidden, mb.targets, mb.teacher_topk_ids, &teacher_buckets,
+    const int64_t from = want_logp ? first_weighted_column(mb[Stream::loss_weight], weights[m]) : 0;
+    if (want_topk && mb.has(Stream::teacher_topk_id))
+      logp = model_->token_logprobs_selected(hidden, mb[Stream::targets], mb[Stream::teacher_topk_id], &teacher_buckets,
                                              want_entropy ? &entropy : nullptr, entropy_grad, from);
-    else if (want_entropy) std::tie(logp, entropy) = model_->token_logprobs_entropy(hidden, mb.targets, entropy_grad, from);
-    else if (want_logp) logp = model_->token_logprobs(hidden, mb.targets, from);
+    else if (want_entropy)
+      std::tie(logp, entropy) = model_->token_logprobs_entropy(hidden, mb[Stream::targets], entropy_grad, from);
+    else if (want_logp) logp = model_->token_logprobs(hidden, mb[Stream::targets], from);
     if (want_scores) scores = model_->scores(hidden);
     if (logp.defined()) {
       torch::NoGradGuard ng;
       // On-policy tokens only: refinements were sampled in another context, replayed
       // episodes by older weights; their stored log-probs are not this forward's.
-      const auto on = (mb.weight > 0) & (mb.off_policy == 0);
+      const auto on = (mb[Stream::loss_weight] > 0) & (mb[Stream::off_policy] == 0);
       st.logprob_diff_max =
-          std::max(st.logprob_diff_max, ((logp.detach() - mb.old_logp).abs() * on).max().item<double>());
-      if (mb.ref_logp.defined() && !kl_from_terms) {
-        auto kl = algo::kl_estimate(logp.detach(), mb.ref_logp, mb.weight, options_.kl_metric_estimator);
-        st.kl_ref_sum += (kl * mb.weight).sum().item<double>();
+          std::max(st.logprob_diff_max, ((logp.detach() - mb[Stream::old_logprob]).abs() * on).max().item<double>());
+      if (mb.has(Stream::ref_logprob) && !kl_from_terms) {
+        auto kl = algo::kl_estimate(logp.detach(), mb[Stream::ref_logprob], mb[Stream::loss_weight],
+                                    options_.kl_metric_estimator);
+        st.kl_ref_sum += (kl * mb[Stream::loss_weight]).sum().item<double>();
       }
-      if (entropy.defined()) st.entropy_sum += (entropy.detach() * mb.weight).sum().item<double>();
+      if (entropy.defined()) st.entropy_sum += (entropy.detach() * mb[Stream::loss_weight]).sum().item<double>();
     }
     TermInput in{mb, logp, entropy, scores, teacher_buckets};
     std::vector<torch::Tensor> group_sum(K);  // per lead term: the summed per-token losses of its group

@@ -43,8 +43,8 @@ Forward forward(CausalLM& model, const std::vector<Episode>& eps) {
   std::vector<const Episode*> view;
   for (const auto& e : eps) view.push_back(&e);
   Forward f{torch::Tensor(), make_micro_batch(view, torch::kCPU)};
-  auto hidden = model->forward_hidden(f.mb.input_ids, f.mb.positions, nullptr, f.mb.key_mask);
-  f.logp = model->token_logprobs(hidden, f.mb.targets);
+  auto hidden = forward_micro_batch(*model, f.mb);
+  f.logp = model->token_logprobs(hidden, f.mb[Stream::targets]);
   return f;
 }
 
@@ -58,7 +58,7 @@ TEST(RecipeTerms, RolloutCorrectionWeightsRowsWithRecomputedLogprobs) {
     for (size_t t = 3; t < 8; ++t) eps[i].behaviour_logprob[t] -= static_cast<float>(std::log(i == 0 ? 1.5 : 3.0));
   }
   const auto f = forward(model, eps);
-  ASSERT_TRUE(f.mb.behaviour_logp.defined());
+  ASSERT_TRUE(f.mb.has(Stream::behaviour_logprob));
   algo::RolloutCorrectionOptions rc;
   rc.tis_cap = 1.2;
   rc.mask_high = 2.0;
@@ -68,8 +68,8 @@ TEST(RecipeTerms, RolloutCorrectionWeightsRowsWithRecomputedLogprobs) {
   TermInput in{f.mb, f.logp, torch::Tensor(), torch::Tensor()};
   const auto got = term.per_token(in, sums), want = plain.per_token(in, plain_sums);
   int64_t n = 0;
-  for (int64_t t = 0; t < f.mb.weight.size(1); ++t) {
-    if (f.mb.weight[0][t].item<float>() == 0) continue;
+  for (int64_t t = 0; t < f.mb[Stream::loss_weight].size(1); ++t) {
+    if (f.mb[Stream::loss_weight][0][t].item<float>() == 0) continue;
     ++n;
     EXPECT_NEAR(got[0][t].item<double>(), 1.2 * want[0][t].item<double>(), 1e-6) << "TIS: min(1.5, 1.2)";
     EXPECT_EQ(got[1][t].item<double>(), 0.0) << "geometric mean 3 > 2: masked";
@@ -113,9 +113,9 @@ TEST(RecipeTerms, NftTrainsRowsOfGroupsWithBothVerdictsOnly) {
   EXPECT_EQ(f.logp.grad()[2].abs().sum().item<double>(), 0.0);
   EXPECT_EQ(f.logp.grad()[3].abs().sum().item<double>(), 0.0);
   // The positive row's loss is (1 - r_q) * -log r.
-  for (int64_t t = 0; t < f.mb.weight.size(1); ++t) {
-    if (f.mb.weight[0][t].item<float>() == 0) continue;
-    const double lr = f.logp[0][t].item<double>() - f.mb.old_logp[0][t].item<double>();
+  for (int64_t t = 0; t < f.mb[Stream::loss_weight].size(1); ++t) {
+    if (f.mb[Stream::loss_weight][0][t].item<float>() == 0) continue;
+    const double lr = f.logp[0][t].item<double>() - f.mb[Stream::old_logprob][0][t].item<double>();
     EXPECT_NEAR(per[0][t].item<double>(), 0.5 * -std::min(lr, 10.0), 1e-5);
   }
 }

@@ -85,8 +85,8 @@ TEST(LossTerms, WeightZeroTokensGetExactlyZeroGradient) {
   terms.push_back(std::make_unique<EntropyTerm>(0.1, agg));
   for (const auto& term : terms) {
     SCOPED_TRACE(term->name());
-    auto hidden = model->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
-    auto [logp, entropy] = model->token_logprobs_entropy(hidden, mb.targets, true);
+    auto hidden = forward_micro_batch(*model, mb);
+    auto [logp, entropy] = model->token_logprobs_entropy(hidden, mb[Stream::targets], true);
     logp.retain_grad();
     entropy.retain_grad();
     TermSums sums;
@@ -94,7 +94,7 @@ TEST(LossTerms, WeightZeroTokensGetExactlyZeroGradient) {
     auto w = term->weights(mb);
     auto loss = algo::aggregate_loss(term->per_token(in, sums), w, algo::count_loss_totals(w), term->aggregation());
     loss.backward();
-    const auto zero = (mb.weight == 0);
+    const auto zero = (mb[Stream::loss_weight] == 0);
     float total = 0;
     for (const torch::Tensor& g : {logp.grad(), entropy.grad()}) {
       if (!g.defined()) continue;
@@ -118,26 +118,27 @@ TEST(LossTerms, PolicyTermShapesRefinementTokensOnly) {
     if (eps[1].loss_weight[t] > 0) eps[1].old_logprob[t] = -1e30f;  // another context's: never read
   std::vector<const Episode*> view = {&eps[0], &eps[1]};
   MicroBatch mb = make_micro_batch(view, torch::kCPU);
-  ASSERT_TRUE(mb.shaped.defined());
+  ASSERT_TRUE(mb.has(Stream::shaped));
   const double gamma = 0.25;
   PolicyGradientTerm term(algo::PolicyLossOptions{}, algo::AggregationOptions{}, gamma);
-  auto hidden = model->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
-  auto logp = model->token_logprobs(hidden, mb.targets);
+  auto hidden = forward_micro_batch(*model, mb);
+  auto logp = model->token_logprobs(hidden, mb[Stream::targets]);
   logp.retain_grad();
   TermSums sums;
   TermInput in{mb, logp, torch::Tensor(), torch::Tensor()};
   auto per = term.per_token(in, sums);
   per.sum().backward();
-  const auto rollout_mask = mb.weight * (1 - mb.shaped);
-  auto clipped = algo::policy_loss(logp.detach(), mb.old_logp, mb.advantages, rollout_mask).per_token;
+  const auto rollout_mask = mb[Stream::loss_weight] * (1 - mb[Stream::shaped]);
+  auto clipped =
+      algo::policy_loss(logp.detach(), mb[Stream::old_logprob], mb[Stream::advantage], rollout_mask).per_token;
   int64_t n_shaped = 0;
-  for (int64_t t = 0; t < mb.weight.size(1); ++t) {
-    const double w0 = mb.weight[0][t].item<double>(), w1 = mb.weight[1][t].item<double>();
-    EXPECT_EQ(mb.shaped[0][t].item<float>(), 0.0f);
+  for (int64_t t = 0; t < mb[Stream::loss_weight].size(1); ++t) {
+    const double w0 = mb[Stream::loss_weight][0][t].item<double>(), w1 = mb[Stream::loss_weight][1][t].item<double>();
+    EXPECT_EQ(mb[Stream::shaped][0][t].item<float>(), 0.0f);
     // Row 0 (rollout): the clipped surrogate.
     EXPECT_NEAR(per[0][t].item<double>(), clipped[0][t].item<double>(), 1e-6) << t;
     // Row 1 (refinement): -A * p / (p + gamma) and its gradient, on policy tokens only.
-    const double p = std::exp(logp[1][t].item<double>()), a = mb.advantages[1][t].item<double>();
+    const double p = std::exp(logp[1][t].item<double>()), a = mb[Stream::advantage][1][t].item<double>();
     if (w1 > 0) {
       ++n_shaped;
       EXPECT_NEAR(per[1][t].item<double>(), -a * p / (p + gamma), 1e-6) << t;
@@ -169,14 +170,14 @@ TEST(LossTerms, DistillTermIsTheKlToTheTeacherOnTeacherTokensOnly) {
   auto w = term.weights(mb);
   EXPECT_EQ(w[1].abs().sum().item<float>(), 0.0f);
   EXPECT_EQ(w[0].sum().item<float>(), 7.0f);
-  auto hidden = model->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
-  auto logp = model->token_logprobs(hidden, mb.targets);
+  auto hidden = forward_micro_batch(*model, mb);
+  auto logp = model->token_logprobs(hidden, mb[Stream::targets]);
   logp.retain_grad();
   TermSums sums;
   TermInput in{mb, logp, torch::Tensor(), torch::Tensor()};
   auto per = term.per_token(in, sums);
   per.sum().backward();
-  auto want = algo::kl_estimate(logp.detach(), mb.teacher_logp, w, algo::KlEstimator::K3);
+  auto want = algo::kl_estimate(logp.detach(), mb[Stream::teacher_logprob], w, algo::KlEstimator::K3);
   EXPECT_TRUE(torch::allclose(per.detach(), want));
   EXPECT_EQ(logp.grad().masked_select(w == 0).abs().max().item<float>(), 0.0f);
   EXPECT_GT(logp.grad().abs().sum().item<float>(), 0.0f);
@@ -201,8 +202,8 @@ TEST(LossTerms, TopKDistillTermIsTheDivergenceOnTeacherTokensOnly) {
   eps[0].teacher_topk_id = tops[0].ids, eps[0].teacher_topk_logprob = tops[0].logprobs;
   std::vector<const Episode*> view = {&eps[0], &eps[1]};
   MicroBatch mb = make_micro_batch(view, torch::kCPU);
-  ASSERT_TRUE(mb.teacher_topk_ids.defined());
-  EXPECT_EQ(mb.teacher_topk_logp.size(2), k + 1);
+  ASSERT_TRUE(mb.has(Stream::teacher_topk_id));
+  EXPECT_EQ(mb[Stream::teacher_topk_logprob].size(2), k + 1);
   for (algo::DistillDivergence d :
        {algo::DistillDivergence::ReverseKl, algo::DistillDivergence::ForwardKl, algo::DistillDivergence::Jsd}) {
     SCOPED_TRACE(std::string(algo::distill_divergence_name(d)));
@@ -211,10 +212,11 @@ TEST(LossTerms, TopKDistillTermIsTheDivergenceOnTeacherTokensOnly) {
     auto w = term.weights(mb);
     EXPECT_EQ(w[1].abs().sum().item<float>(), 0.0f);
     EXPECT_EQ(w[0].sum().item<float>(), 7.0f);  // the policy's tokens of both turns, not the observation
-    auto hidden = model->forward_hidden(mb.input_ids, mb.positions, nullptr, mb.key_mask);
+    auto hidden = forward_micro_batch(*model, mb);
     torch::Tensor buckets;
-    auto logp = model->token_logprobs_selected(hidden, mb.targets, mb.teacher_topk_ids, &buckets, nullptr, false);
-    EXPECT_TRUE(torch::allclose(logp, model->token_logprobs(hidden, mb.targets), 1e-5, 1e-6));
+    auto logp =
+        model->token_logprobs_selected(hidden, mb[Stream::targets], mb[Stream::teacher_topk_id], &buckets, nullptr, false);
+    EXPECT_TRUE(torch::allclose(logp, model->token_logprobs(hidden, mb[Stream::targets]), 1e-5, 1e-6));
     buckets.retain_grad();
     TermSums sums;
     TermInput in{mb, logp, torch::Tensor(), torch::Tensor(), buckets};
@@ -222,7 +224,8 @@ TEST(LossTerms, TopKDistillTermIsTheDivergenceOnTeacherTokensOnly) {
     per.sum().backward();
     torch::NoGradGuard ng;
     auto lg = model->logits(hidden).to(torch::kFloat32);
-    auto want = algo::bucket_divergence(algo::bucket_logprobs(lg, mb.teacher_topk_ids), mb.teacher_topk_logp, d, 0.3) * (w != 0);
+    auto want = algo::bucket_divergence(algo::bucket_logprobs(lg, mb[Stream::teacher_topk_id]),
+                                        mb[Stream::teacher_topk_logprob], d, 0.3) * (w != 0);
     EXPECT_TRUE(torch::allclose(per.detach(), want, 1e-5, 1e-6));
     EXPECT_EQ(per.detach().masked_select(w == 0).abs().max().item<float>(), 0.0f);
     EXPECT_EQ(buckets.grad().masked_select((w == 0).unsqueeze(-1).expand_as(buckets)).abs().max().item<float>(), 0.0f);
@@ -372,7 +375,7 @@ class Recorder final : public LossTerm {
  public:
   std::string name() const override { return "recorder"; }
   torch::Tensor per_token(const TermInput& in, TermSums&) const override {
-    auto adv = in.mb.advantages.masked_select(in.mb.weight > 0);
+    auto adv = in.mb[Stream::advantage].masked_select(in.mb[Stream::loss_weight] > 0);
     for (int64_t i = 0; i < adv.numel(); ++i) seen->back().insert(static_cast<int64_t>(adv[i].item<float>()));
     count->back() += in.mb.n_sequences;
     return in.logp * 0.0;
@@ -446,7 +449,7 @@ TEST(MicroBatch, OffPolicyTokensAreReplayedOnesAndOnesSampledByOlderWeights) {
   for (auto& v : e.policy_version) v = v >= 0 ? 3 : -1;
   auto flags = [&](const Episode& x, int64_t current) {
     MicroBatch mb = make_micro_batch({&x}, torch::kCPU, current);
-    return (mb.off_policy * mb.weight).sum().item<float>();
+    return (mb[Stream::off_policy] * mb[Stream::loss_weight]).sum().item<float>();
   };
   const float n_policy = 7;
   EXPECT_EQ(flags(e, 3), 0.0f) << "sampled by the weights being updated";
