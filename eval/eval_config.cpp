@@ -12,7 +12,7 @@
 #include "rm/model_reward.h"
 #include "rm/self_certainty_reward.h"
 #include "rollout/policy.h"
-#include "train/toml_config.h"
+#include "config/toml_config.h"
 #include "util/error.h"
 
 namespace rlf {

@@ -24,7 +24,7 @@
 #include "eval/evaluator.h"
 #include "rewards/judge_reward.h"
 #include "rewards/reward_set.h"
-#include "train/config_schema.h"
+#include "config/config_schema.h"
 #include "util/json_util.h"
 
 namespace rlf {

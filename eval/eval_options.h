@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "rollout/sampling.h"
-#include "train/config_schema.h"
+#include "config/config_schema.h"
 #include "util/json_util.h"
 
 namespace rlf {

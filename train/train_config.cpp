@@ -1,7 +1,7 @@
 #include "train/train_config.h"
 
 #include "model/cpu_features.h"
-#include "train/toml_config.h"
+#include "config/toml_config.h"
 #include "util/error.h"
 
 namespace rlf {

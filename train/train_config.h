@@ -60,7 +60,7 @@
 #include "rollout/sampling.h"
 #include "rm/gating.h"
 #include "train/c10d_reducer.h"
-#include "train/config_schema.h"
+#include "config/config_schema.h"
 #include "train/distillation.h"
 #include "train/refinement.h"
 #include "train/rejection_sampling.h"
