@@ -161,15 +161,25 @@ auto choice(std::string key, std::string unit, std::string help, Access access, 
       std::move(get), std::move(set));
 }
 
-// A key of `type` that maps onto the struct in its own way:
-// get(const S&) -> Json gives the default, set(S&, const Json&) reads it.
+// A key of `type` that maps onto the struct in its own way: get(const S&) -> Json
+// gives the default, set(S&, const Json& value, const std::string& source)
+// reads it (errors name `source` and the key).
 template <class Get, class Set>
 auto bind(std::string key, OptionType type, std::string unit, std::string help, Get get, Set set,
           std::vector<std::string> choices = {}) {
-  auto set3 = [set](auto& s, const Json& v, const std::string&) { set(s, v); };
   return config_detail::make_spec(
       SchemaEntry(std::move(key), type, nullptr, std::move(unit), std::move(help), std::move(choices)), std::move(get),
-      std::move(set3));
+      std::move(set));
+}
+
+// A bool member written as one of two strings: `off` (false) or `on` (true).
+template <class Access>
+auto two_way(std::string key, std::string unit, std::string help, Access access, std::string off, std::string on) {
+  auto get = [access, off, on](const auto& s) -> Json { return access(s) ? on : off; };
+  auto set = [access, on](auto& s, const Json& v, const std::string&) { access(s) = v.get<std::string>() == on; };
+  return config_detail::make_spec(SchemaEntry(std::move(key), OptionType::String, nullptr, std::move(unit), std::move(help),
+                                              {std::move(off), std::move(on)}),
+                                  std::move(get), std::move(set));
 }
 
 // A sub-structure (type any) parsed by its own library:

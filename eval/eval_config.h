@@ -37,6 +37,7 @@ struct EvalModelOptions {
   bool fast_cpu_path = true;   // CausalLMImpl::set_fast_cpu_path
   bool pack_weights = true;    // CausalLMImpl::set_pack_weights (decoding on packed weight panels)
   std::string adapter;         // a LoRA adapter directory merged in first ("" = none)
+  std::string random_init;     // a training config's random initial model (named in the error for an empty path)
 };
 
 struct EvalConfig {
