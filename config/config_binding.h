@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "config/config_schema.h"
+#include "config/enum_names.h"
 #include "util/json_util.h"
 
 // The accessor of a (nested) member, for field() and choice():
@@ -170,6 +171,17 @@ auto bind(std::string key, OptionType type, std::string unit, std::string help, 
   return config_detail::make_spec(
       SchemaEntry(std::move(key), type, nullptr, std::move(unit), std::move(help), std::move(choices)), std::move(get),
       std::move(set));
+}
+
+// An enum member named by its table (config/enum_names.h): the choices,
+// the default's name and the parse come from `names`.
+template <class Access, class E>
+auto choice(std::string key, std::string unit, std::string help, Access access, const EnumNames<E>& names) {
+  auto get = [access, names](const auto& s) -> Json { return names.name(access(s)); };
+  auto set = [access, names](auto& s, const Json& v, const std::string&) { access(s) = names.parse(v.get<std::string>()); };
+  return config_detail::make_spec(
+      SchemaEntry(std::move(key), OptionType::String, nullptr, std::move(unit), std::move(help), names.choices()),
+      std::move(get), std::move(set));
 }
 
 // A bool member written as one of two strings: `off` (false) or `on` (true).

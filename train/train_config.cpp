@@ -244,8 +244,8 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       field("refine.prompt", "",
             "the refinement prompt; placeholders {prompt} {response} {critique} {reference} {explanation}",
             RLF_MEMBER(rl.refine.prompt)),
-      field("refine.select", "", "which refinements join their group: every correct one, or the best correct one",
-            RLF_MEMBER(rl.refine.select), {"correct", "best"}),
+      choice("refine.select", "", "which refinements join their group: every correct one, or the best correct one",
+             RLF_MEMBER(rl.refine.select), refine_select_names()),
       field("refine.max_per_group", "episodes", "refinements joining one group at most (0 = no limit)",
             RLF_MEMBER(rl.refine.max_per_group))
           .in(0, 1e6),
@@ -282,9 +282,9 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       field("distill.beta", "", "divergence = \"jsd\": the teacher's weight in the mixture, in (0, 1) (TRL's GKD beta)",
             RLF_MEMBER(rl.distill.beta))
           .in(0, 1),
-      field("distill.teacher", "",
-            "self = the policy with distill.context in front; model = the model at distill.teacher_path",
-            RLF_MEMBER(rl.distill.teacher), {"self", "model"}),
+      choice("distill.teacher", "",
+             "self = the policy with distill.context in front; model = the model at distill.teacher_path",
+             RLF_MEMBER(rl.distill.teacher), distill_teacher_names()),
       field("distill.teacher_path", "", "teacher = \"model\": its directory (the policy's tokenizer)",
             RLF_MEMBER(rl.distill.teacher_path)),
       field("distill.context", "",
@@ -329,8 +329,8 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
             "rejection-sampling fine-tuning (RAFT / ReST / STaR, docs/algorithms.md): each step keeps the best (or "
             "every good enough) sampled episode and trains the ce term on those alone, instead of the policy gradient",
             RLF_MEMBER(rl.raft.enabled)),
-      field("raft.keep", "", "each group's best qualifying episode, or every qualifying one", RLF_MEMBER(rl.raft.keep),
-            {"best", "all"}),
+      choice("raft.keep", "", "each group's best qualifying episode, or every qualifying one",
+             RLF_MEMBER(rl.raft.keep), raft_keep_names()),
       field("raft.min_reward", "", "an episode qualifies when its reward is at least this",
             RLF_MEMBER(rl.raft.min_reward))
           .in(-1e12, 1e12),

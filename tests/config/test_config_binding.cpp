@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "config/config_binding.h"
+#include "config/enum_names.h"
 #include "tests/support/test_env.h"
 
 namespace rlf {
@@ -15,9 +16,16 @@ enum class Shape { Constant, Cosine };
 const char* shape_name(Shape s) { return s == Shape::Cosine ? "cosine" : "constant"; }
 Shape parse_shape(const std::string& name) { return name == "cosine" ? Shape::Cosine : Shape::Constant; }
 
+enum class Keep { Best, All };
+const EnumNames<Keep>& keep_names() {
+  static const EnumNames<Keep> names{"run.keep", {{Keep::Best, "best"}, {Keep::All, "all"}}};
+  return names;
+}
+
 struct Inner {
   double lr = 1e-3;
   Shape shape = Shape::Cosine;
+  Keep keep = Keep::Best;
 };
 
 struct Options {
@@ -45,6 +53,7 @@ const ConfigBindings<Options>& bindings() {
       field("optim.lr", "", "learning rate", RLF_MEMBER(inner.lr)).in(1e-30, 10),
       choice("optim.shape", "", "schedule shape", RLF_MEMBER(inner.shape), shape_name, parse_shape,
              {"constant", "cosine"}),
+      choice("run.keep", "", "which episodes to keep", RLF_MEMBER(inner.keep), keep_names()),
       section("data", Json::object(), "the dataset",
               [](Options& o, const Json& v, const std::string& source) {
                 o.has_data = !v.empty();
@@ -56,7 +65,7 @@ const ConfigBindings<Options>& bindings() {
 
 TEST(ConfigBinding, SchemaTakesTypesAndDefaultsFromTheMembers) {
   const ConfigSchema s = schema_of(bindings());
-  ASSERT_EQ(s.size(), 10u);
+  ASSERT_EQ(s.size(), 11u);
   auto at = [&](const std::string& key) -> const SchemaEntry& {
     for (const SchemaEntry& e : s)
       if (e.key == key) return e;
@@ -80,6 +89,9 @@ TEST(ConfigBinding, SchemaTakesTypesAndDefaultsFromTheMembers) {
   EXPECT_EQ(at("optim.lr").type, OptionType::Float);
   EXPECT_DOUBLE_EQ(at("optim.lr").default_value.get<double>(), 1e-3);
   EXPECT_EQ(at("optim.shape").default_value, Json("cosine"));
+  EXPECT_EQ(at("run.keep").type, OptionType::String);
+  EXPECT_EQ(at("run.keep").default_value, Json("best"));
+  EXPECT_EQ(at("run.keep").choices, (std::vector<std::string>{"best", "all"}));
   EXPECT_EQ(at("data").type, OptionType::Any);
   EXPECT_EQ(at("data").default_value, Json::object());
 
@@ -94,7 +106,7 @@ TEST(ConfigBinding, SchemaTakesTypesAndDefaultsFromTheMembers) {
 
 TEST(ConfigBinding, ApplySetsEveryMember) {
   const ConfigSchema s = schema_of(bindings());
-  const Json in = {{"run", {{"steps", 3}, {"seed", 42}, {"kl_placement", "reward"}, {"out_dir", "/tmp/o"}}},
+  const Json in = {{"run", {{"steps", 3}, {"seed", 42}, {"kl_placement", "reward"}, {"out_dir", "/tmp/o"}, {"keep", "all"}}},
                    {"optim", {{"lr", 2}, {"shape", "constant"}, {"betas", {0.5, 1}}}},
                    {"extra", {{"a", 1}}},
                    {"data", {{"path", "p.jsonl"}}}};
@@ -109,6 +121,7 @@ TEST(ConfigBinding, ApplySetsEveryMember) {
   EXPECT_EQ(o.extra, (Json{{"a", 1}}));
   EXPECT_DOUBLE_EQ(o.inner.lr, 2.0);
   EXPECT_EQ(o.inner.shape, Shape::Constant);
+  EXPECT_EQ(o.inner.keep, Keep::All);
   EXPECT_TRUE(o.has_data);
   EXPECT_EQ(o.data_path, "c.toml:p.jsonl");
 
@@ -126,6 +139,10 @@ TEST(ConfigBinding, ErrorsNameTheKeyAndTheAcceptedValues) {
   const ConfigSchema s = schema_of(bindings());
   EXPECT_EQ(error_of([&] { validate_config({{"optim", {{"shape", "cosin"}}}}, s, "c.toml"); }),
             "c.toml: key 'optim.shape' must be one of constant, cosine, got \"cosin\"");
+  EXPECT_EQ(error_of([&] { validate_config({{"run", {{"keep", "most"}}}}, s, "c.toml"); }),
+            "c.toml: key 'run.keep' must be one of best, all, got \"most\"");
+  EXPECT_EQ(error_of([&] { keep_names().parse("most"); }), "run.keep must be one of best, all (got \"most\")");
+  EXPECT_EQ(keep_names().name(Keep::All), "all");
   EXPECT_EQ(error_of([&] { validate_config({{"run", {{"kl_placement", "both"}}}}, s, "c.toml"); }),
             "c.toml: key 'run.kl_placement' must be one of loss, reward, got \"both\"");
   EXPECT_EQ(error_of([&] { validate_config({{"run", {{"seed", -1}}}}, s, "c.toml"); }),
