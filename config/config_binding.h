@@ -19,7 +19,8 @@
 //   apply_bindings(bindings(), validate_config(cfg, schema, path), o, path);
 //
 // Types follow the member: bool → bool; integers → int (unsigned members are
-// read as non-negative int64); floating point → float; std::string and
+// read as int64 and refused when negative: "c.toml: key 'eval.seed' must be
+// >= 0, got -1"); floating point → float; std::string and
 // std::filesystem::path → string; vectors of those → lists; Json → any.
 // Options whose values span keys (e.g. warm-up <= optimiser steps) are checked
 // by the caller after apply_bindings.
@@ -92,12 +93,18 @@ Json to_json(const M& x) {
   else return Json(x);
 }
 
+// The member's value from a validated value; `key` and `source` name it in errors.
 template <class M>
-M from_json(const Json& v) {
-  if constexpr (std::is_same_v<M, std::filesystem::path>) return v.get<std::string>();
-  else if constexpr (std::is_integral_v<M> && std::is_unsigned_v<M> && !std::is_same_v<M, bool>)
-    return static_cast<M>(v.get<int64_t>());
-  else return v.get<M>();
+M from_json(const Json& v, const std::string& key, const std::string& source) {
+  if constexpr (std::is_same_v<M, std::filesystem::path>) {
+    return v.get<std::string>();
+  } else if constexpr (std::is_integral_v<M> && std::is_unsigned_v<M> && !std::is_same_v<M, bool>) {
+    const int64_t x = v.get<int64_t>();
+    check(x >= 0, source, ": key '", key, "' must be >= 0, got ", x);
+    return static_cast<M>(x);
+  } else {
+    return v.get<M>();
+  }
 }
 
 // A binding before it knows its struct: converts to ConfigBinding<S> for the
@@ -141,9 +148,9 @@ auto field(std::string key, std::string unit, std::string help, Access access, s
   auto get = [access](const auto& s) -> Json {
     return config_detail::to_json(access(s));
   };
-  auto set = [access](auto& s, const Json& v, const std::string&) {
+  auto set = [access, key](auto& s, const Json& v, const std::string& source) {
     auto& m = access(s);
-    m = config_detail::from_json<std::remove_cvref_t<decltype(m)>>(v);
+    m = config_detail::from_json<std::remove_cvref_t<decltype(m)>>(v, key, source);
   };
   return config_detail::make_spec(
       SchemaEntry(std::move(key), OptionType::Any, nullptr, std::move(unit), std::move(help), std::move(choices)),

@@ -61,13 +61,7 @@ const ConfigBindings<EvalOptions>& eval_option_bindings() {
       field("eval.max_new_tokens", "tokens", "completion length limit", RLF_MEMBER(max_new_tokens)),
       field("eval.stop", "", "stop strings (cut from the text the rewards see)", RLF_MEMBER(stop)),
       field("eval.max_prompts", "prompts", "evaluate the first N prompts of the split; 0 = all", RLF_MEMBER(max_prompts)),
-      bind("eval.seed", OptionType::Int, "", "seeds every sample: the same seed gives the same completions",
-           [](const EvalOptions& o) { return Json(static_cast<int64_t>(o.seed)); },
-           [](EvalOptions& o, const Json& v, const std::string& source) {
-             const int64_t seed = v.get<int64_t>();
-             check(seed >= 0, source, ": key 'eval.seed' must be >= 0, got ", seed);
-             o.seed = static_cast<uint64_t>(seed);
-           }),
+      field("eval.seed", "", "seeds every sample: the same seed gives the same completions", RLF_MEMBER(seed)),
       field("eval.accuracy_reward", "", "reward component that decides correctness; \"\" = the first [[reward]]",
             RLF_MEMBER(accuracy_reward)),
       field("eval.correct_threshold", "score", "a sample is correct when the accuracy component scores above this",
