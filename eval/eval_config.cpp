@@ -12,7 +12,7 @@
 #include "rm/model_reward.h"
 #include "rm/self_certainty_reward.h"
 #include "rollout/policy.h"
-#include "train/toml_config.h"
+#include "config/toml_config.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -47,35 +47,49 @@ bool is_synthetic_preset(const std::string& name) {
   return false;
 }
 
+// The keys of model.*, data, env and reward, each bound to its EvalConfig member.
+const ConfigBindings<EvalConfig>& eval_config_bindings() {
+  static const ConfigBindings<EvalConfig> bindings = {
+      field("model.path", "", "the model: a Hugging Face directory or a llama2.c .bin", RLF_MEMBER(model.path)),
+      field("model.tokenizer", "", "tokenizer.json, a directory with one, or a llama2.c tok*.bin; \"\" = the model's own",
+            RLF_MEMBER(model.tokenizer)),
+      field("model.dtype", "",
+            "compute dtype; auto (\"\" too) = bf16 on a GPU, fp32 on a CPU (the fast ones for decoding: "
+            "model/cpu_features.h)",
+            RLF_MEMBER(model.dtype), {"", "fp32", "bf16", "fp16", "auto"}),
+      field("model.device", "", "where the model runs: cpu, cuda or cuda:N", RLF_MEMBER(model.device)),
+      field("model.adapter", "",
+            "a LoRA adapter directory (PEFT layout, e.g. RUN/checkpoints/step-N/adapter) merged into model.path first; "
+            "\"\" = none",
+            RLF_MEMBER(model.adapter)),
+      field("model.fast_cpu_path", "", "fp32 on CPU: fused kernels (docs/DESIGN.md); read so a training config evaluates as is",
+            RLF_MEMBER(model.fast_cpu_path)),
+      field("model.pack_weights", "",
+            "fp32 on CPU: decode with a copy of the weights packed into column panels (faster; the weights' size again "
+            "in memory while it runs); false = no copy",
+            RLF_MEMBER(model.pack_weights)),
+      field("model.random_init", "",
+            "a training config's random initial model: evaluate one of its checkpoints with --set model.path=...",
+            RLF_MEMBER(model.random_init)),
+      section("data", nullptr, "the prompt dataset table: path, preset, ... (docs/data.md)",
+              [](EvalConfig& c, const Json& v, const std::string& source) {
+                c.data = prompt_dataset_options_from_json(v, source + " [data]");
+              }),
+      section("env", Json::object(), "the environment episodes run in (docs/environments.md); none = single-turn",
+              [](EvalConfig& c, const Json& v, const std::string& source) {
+                c.env = env_config_from_json(v, source + " [env]");
+              }),
+      section("reward", Json::array(), "[[reward]] tables (docs/rewards.md); none = the preset's default",
+              [](EvalConfig& c, const Json& v, const std::string&) { c.rewards = v; }),
+  };
+  return bindings;
+}
+
 }  // namespace
 
 const ConfigSchema& eval_config_schema() {
   static const ConfigSchema schema = [] {
-    const EvalModelOptions d;
-    ConfigSchema s = {
-        {"model.path", OptionType::String, "", "", "the model: a Hugging Face directory or a llama2.c .bin"},
-        {"model.tokenizer", OptionType::String, d.tokenizer, "",
-         "tokenizer.json, a directory with one, or a llama2.c tok*.bin; \"\" = the model's own"},
-        {"model.dtype", OptionType::String, d.dtype, "",
-         "compute dtype; auto (\"\" too) = bf16 on a GPU, fp32 on a CPU (the fast ones for decoding: model/cpu_features.h)",
-         {"", "fp32", "bf16", "fp16", "auto"}},
-        {"model.device", OptionType::String, d.device, "", "where the model runs: cpu, cuda or cuda:N"},
-        {"model.adapter", OptionType::String, d.adapter, "",
-         "a LoRA adapter directory (PEFT layout, e.g. RUN/checkpoints/step-N/adapter) merged into model.path first; "
-         "\"\" = none"},
-        {"model.fast_cpu_path", OptionType::Bool, true, "",
-         "fp32 on CPU: fused kernels (docs/DESIGN.md); read so a training config evaluates as is"},
-        {"model.pack_weights", OptionType::Bool, true, "",
-         "fp32 on CPU: decode with a copy of the weights packed into column panels (faster; the weights' size again "
-         "in memory while it runs); false = no copy"},
-        {"model.random_init", OptionType::String, "", "",
-         "a training config's random initial model: evaluate one of its checkpoints with --set model.path=..."},
-        {"data", OptionType::Any, nullptr, "", "the prompt dataset table: path, preset, ... (docs/data.md)"},
-        {"env", OptionType::Any, Json::object(), "",
-         "the environment episodes run in (docs/environments.md); none = single-turn"},
-        {"reward", OptionType::Any, Json::array(), "",
-         "[[reward]] tables (docs/rewards.md); none = the preset's default"},
-    };
+    ConfigSchema s = schema_of(eval_config_bindings());
     for (const SchemaEntry& e : eval_options_schema()) s.push_back(e);
     check_schema(s);
     return s;
@@ -92,20 +106,11 @@ EvalConfig eval_config_from_json(const Json& config, const std::string& source) 
 
   EvalConfig c;
   c.source = source;
-  c.model.path = v["model"]["path"].get<std::string>();
+  apply_bindings(eval_config_bindings(), v, c, source);
   check(!c.model.path.empty(), source, ": key 'model.path' is empty (a Hugging Face directory or a llama2.c .bin",
-        v["model"]["random_init"].get<std::string>().empty() ? "" : "; this run starts from a random model: evaluate a "
+        c.model.random_init.empty() ? "" : "; this run starts from a random model: evaluate a "
         "checkpoint with --set model.path=RUN/checkpoints/step-N/model", ")");
-  c.model.fast_cpu_path = v["model"]["fast_cpu_path"].get<bool>();
-  c.model.pack_weights = v["model"]["pack_weights"].get<bool>();
-  c.model.tokenizer = v["model"]["tokenizer"].get<std::string>();
-  c.model.adapter = v["model"]["adapter"].get<std::string>();
-  c.model.dtype = v["model"]["dtype"].get<std::string>();
-  c.model.device = v["model"]["device"].get<std::string>();
   c.model.dtype = resolve_dtype(c.model.dtype.empty() ? "auto" : c.model.dtype, c.model.device, DtypeUse::Decoding);
-  c.data = prompt_dataset_options_from_json(v["data"], source + " [data]");
-  c.env = env_config_from_json(v["env"], source + " [env]");
-  c.rewards = v["reward"];
   check(c.rewards.is_array(), source, ": 'reward' must be an array of tables ([[reward]] in TOML), got ",
         c.rewards.type_name());
   if (c.rewards.empty() && !c.env.gives_rewards)

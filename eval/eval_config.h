@@ -24,7 +24,7 @@
 #include "eval/evaluator.h"
 #include "rewards/judge_reward.h"
 #include "rewards/reward_set.h"
-#include "train/config_schema.h"
+#include "config/config_schema.h"
 #include "util/json_util.h"
 
 namespace rlf {
@@ -37,6 +37,7 @@ struct EvalModelOptions {
   bool fast_cpu_path = true;   // CausalLMImpl::set_fast_cpu_path
   bool pack_weights = true;    // CausalLMImpl::set_pack_weights (decoding on packed weight panels)
   std::string adapter;         // a LoRA adapter directory merged in first ("" = none)
+  std::string random_init;     // a training config's random initial model (named in the error for an empty path)
 };
 
 struct EvalConfig {

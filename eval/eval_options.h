@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "rollout/sampling.h"
-#include "train/config_schema.h"
+#include "config/config_binding.h"
 #include "util/json_util.h"
 
 namespace rlf {
@@ -47,12 +47,16 @@ struct EvalOptions {
   void validate() const;
 };
 
-// The [eval] table's schema: keys "eval.<field>", defaults from EvalOptions{}.
-// `temperature` is type any: a number >= 0 or "auto".
+// The [eval] table's keys ("eval.<field>"), each bound to its EvalOptions
+// member; defaults from EvalOptions{}. `temperature` is type any: a number >= 0
+// or "auto".
+const ConfigBindings<EvalOptions>& eval_option_bindings();
+
+// Their schema.
 const ConfigSchema& eval_options_schema();
 
-// EvalOptions from an [eval] table already filled by validate_config (every
-// key present); validates. `source` names the config in errors.
+// EvalOptions from an [eval] table (missing keys take their defaults);
+// validates. `source` names the config in errors.
 EvalOptions eval_options_from_json(const Json& table, const std::string& source);
 
 }  // namespace rlf

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <set>
 
-#include "train/toml_config.h"
+#include "config/toml_config.h"
 #include "util/error.h"
 #include "util/fs.h"
 

@@ -4,7 +4,7 @@
 
 #include "model/loader.h"
 #include "tokenizer/char_vocab.h"
-#include "train/toml_config.h"
+#include "config/toml_config.h"
 #include "train/train_config.h"
 
 namespace rlf {

@@ -17,10 +17,15 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
+const EnumNames<DistillTeacherKind>& distill_teacher_names() {
+  static const EnumNames<DistillTeacherKind> names{
+      "distill.teacher", {{DistillTeacherKind::Self, "self"}, {DistillTeacherKind::Model, "model"}}};
+  return names;
+}
+
 void DistillOptions::validate() const {
   check(std::isfinite(coef) && coef > 0, "distill.coef must be > 0 (got ", coef, ")");
-  check(teacher == "self" || teacher == "model", "distill.teacher must be \"self\" or \"model\" (got \"", teacher, "\")");
-  check(teacher != "model" || !teacher_path.empty(),
+  check(teacher != DistillTeacherKind::Model || !teacher_path.empty(),
         "distill.teacher = \"model\" needs distill.teacher_path (the teacher's model directory)");
   check(teacher_context().find("{prompt}") != std::string::npos,
         "distill.context must contain {prompt} (the teacher sees the task)");
@@ -35,7 +40,7 @@ void DistillOptions::validate() const {
 
 std::string DistillOptions::teacher_context() const {
   if (!context.empty()) return context;
-  return teacher == "model" ? "{prompt}" : "The answer is {reference}.\n{prompt}";
+  return teacher == DistillTeacherKind::Model ? "{prompt}" : "The answer is {reference}.\n{prompt}";
 }
 
 Json DistillStats::metrics(Reducer& reducer) const {
@@ -54,7 +59,7 @@ DistillTeacher::DistillTeacher(Policy& policy, DistillOptions options, size_t ac
       add_special_tokens_(add_special_tokens),
       micro_batch_size_(micro_batch_size) {
   options_.validate();
-  if (options_.teacher == "model") {
+  if (options_.teacher == DistillTeacherKind::Model) {
     LoadOptions lo;
     lo.device = policy.model()->device().str();
     own_teacher_ = std::make_unique<Policy>(with_context("distill.teacher_path", [&] {

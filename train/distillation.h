@@ -42,12 +42,17 @@
 
 #include "algorithms/distill_divergence.h"
 #include "algorithms/kl.h"
+#include "config/enum_names.h"
 #include "rollout/policy.h"
 #include "train/reducer.h"
 #include "train/scored_group.h"
 #include "util/json_util.h"
 
 namespace rlf {
+
+// distill.teacher: Self = the policy with distill.context in front; Model = the model at distill.teacher_path.
+enum class DistillTeacherKind { Self, Model };
+const EnumNames<DistillTeacherKind>& distill_teacher_names();  // "self", "model"
 
 struct DistillOptions {
   bool enabled = false;                     // [distill] enabled
@@ -62,8 +67,8 @@ struct DistillOptions {
   // (1 - e^{t - l})·∇l grows exponentially where the teacher is far more
   // confident than the student: measured, it collapsed the example (docs/feedback.md).
   algo::KlEstimator estimator = algo::KlEstimator::K2;
-  std::string teacher = "self";             // self | model
-  std::string teacher_path;                 // teacher = "model": its directory (same tokenizer as the policy)
+  DistillTeacherKind teacher = DistillTeacherKind::Self;  // distill.teacher
+  std::string teacher_path;                 // teacher = Model: its directory (same tokenizer as the policy)
   // The teacher's prompt; "" = by teacher: self "The answer is {reference}.\n{prompt}", model "{prompt}".
   std::string context;
   bool failed_only = false;                 // distill on episodes the accuracy reward scored wrong only

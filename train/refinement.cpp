@@ -43,8 +43,13 @@ RefineStats& RefineStats::operator+=(const RefineStats& o) {
   return *this;
 }
 
+const EnumNames<RefineSelect>& refine_select_names() {
+  static const EnumNames<RefineSelect> names{"refine.select",
+                                             {{RefineSelect::Correct, "correct"}, {RefineSelect::Best, "best"}}};
+  return names;
+}
+
 void RefineOptions::validate() const {
-  check(select == "correct" || select == "best", "refine.select must be \"correct\" or \"best\" (got \"", select, "\")");
   check(max_per_group >= 0, "refine.max_per_group must be >= 0 (0 = no limit), got ", max_per_group);
   check(max_critiques >= 0, "refine.max_critiques must be >= 0 (0 = all), got ", max_critiques);
   check(std::isfinite(gamma) && gamma > 0, "refine.gamma must be > 0 (got ", gamma, "; Critique-GRPO uses 0.1)");
@@ -196,7 +201,7 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
       ++st.n_correct;
       chosen.push_back(j);
     }
-    if (options_.select == "best" && chosen.size() > 1) {
+    if (options_.select == RefineSelect::Best && chosen.size() > 1) {
       size_t best = chosen[0];
       for (size_t j : chosen)
         if (*totals[j] > *totals[best]) best = j;

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "config/enum_names.h"
 #include "feedback/critic.h"
 #include "rewards/reward_set.h"
 #include "rollout/engine.h"
@@ -41,10 +42,14 @@
 
 namespace rlf {
 
+// refine.select: Correct = every correct refinement joins its group; Best = the best correct one per group.
+enum class RefineSelect { Correct, Best };
+const EnumNames<RefineSelect>& refine_select_names();  // "correct", "best"
+
 struct RefineOptions {
   bool enabled = false;                 // [refine] enabled
   std::string prompt = "{prompt}{response}\nFeedback: {critique}\n\n{prompt}";  // the refinement prompt
-  std::string select = "correct";       // correct | best
+  RefineSelect select = RefineSelect::Correct;  // refine.select
   int64_t max_per_group = 0;            // refinements joining one group at most (0 = no limit)
   double gamma = 0.1;                   // gamma of the shaped objective p/(p + gamma)
   int64_t max_critiques = 0;            // failed episodes critiqued per step at most (0 = all)

@@ -7,8 +7,12 @@
 
 namespace rlf {
 
+const EnumNames<RaftKeep>& raft_keep_names() {
+  static const EnumNames<RaftKeep> names{"raft.keep", {{RaftKeep::Best, "best"}, {RaftKeep::All, "all"}}};
+  return names;
+}
+
 void RaftOptions::validate() const {
-  check(keep == "best" || keep == "all", "raft.keep must be \"best\" or \"all\" (got \"", keep, "\")");
   check(std::isfinite(min_reward), "raft.min_reward must be finite (got ", min_reward, ")");
 }
 
@@ -24,7 +28,7 @@ std::vector<Episode> rejection_sample(const std::vector<Episode>& episodes, cons
     n_rollout += 1;
     groups.emplace(e.group, false);
     if (!e.reward || *e.reward < o.min_reward) continue;
-    if (o.keep == "all") {
+    if (o.keep == RaftKeep::All) {
       keep[i] = true;
       continue;
     }

@@ -11,17 +11,22 @@
 #include <string>
 #include <vector>
 
+#include "config/enum_names.h"
 #include "env/episode.h"
 #include "util/json_util.h"
 
 namespace rlf {
 
-struct RaftOptions {
-  bool enabled = false;      // [raft]: train the ce term on the kept episodes instead of the policy gradient
-  std::string keep = "best"; // "best": each group's best episode (the first on ties); "all": every qualifying one
-  double min_reward = 0.5;   // an episode qualifies when its reward is >= this (missing rewards never do)
+// raft.keep: Best = each group's best qualifying episode (the first on ties); All = every qualifying one.
+enum class RaftKeep { Best, All };
+const EnumNames<RaftKeep>& raft_keep_names();  // "best", "all"
 
-  // Throws rlf::Error naming the key (raft.keep, raft.min_reward).
+struct RaftOptions {
+  bool enabled = false;            // [raft]: train the ce term on the kept episodes instead of the policy gradient
+  RaftKeep keep = RaftKeep::Best;  // raft.keep
+  double min_reward = 0.5;         // an episode qualifies when its reward is >= this (missing rewards never do)
+
+  // Throws rlf::Error naming the key (raft.min_reward).
   void validate() const;
 };
 

@@ -22,7 +22,7 @@ void check_run_paths(const TrainConfig& cfg, bool writes) {
       key("run.warm_start_cache", [&] { check_dir_target(cfg.run.warm_start_cache); });
     if (cfg.lora.enabled && !cfg.lora.init_from.empty())
       key("lora.adapter", [&] { check_lora_adapter_files(cfg.lora.init_from); });
-    const bool teacher = rl && cfg.rl.distill.enabled && cfg.rl.distill.teacher == "model";
+    const bool teacher = rl && cfg.rl.distill.enabled && cfg.rl.distill.teacher == DistillTeacherKind::Model;
     if (teacher) key("distill.teacher_path", [&] { check_model_files(cfg.rl.distill.teacher_path); });
     const bool critic_model = rl && cfg.value.enabled && !cfg.value.model.empty();
     if (critic_model) key("value.model", [&] { check_model_files(cfg.value.model); });

@@ -1,8 +1,10 @@
 // The training configuration (`rlf train CONFIG.toml [--set key=value ...]`):
-// one declarative schema lists every key with its type, default, unit and
-// meaning (`rlf config train`, docs/config.md); it validates configs (unknown
-// keys, wrong types, missing required keys). Every default is defined once,
-// in the option structs below, and the schema reads it from them.
+// each key is declared once in train_config.cpp, bound to the member of the
+// option structs below that it sets (config/config_binding.h), with its unit,
+// range and meaning. The one table gives the schema (`rlf config train`,
+// docs/config.md; unknown keys, wrong types, ranges, choices) and the loader.
+// Every default is defined once, in the option structs below, and the schema
+// reads it from them; checks that span keys follow the bindings.
 //
 // Sections: [trainer] [model] [data] [[reward]] [env] [rollout] [algorithm]
 // [refine] [critic] [distill] [replay] [curation] [optim] [run] and optionally [sft] (a supervised warm
@@ -60,7 +62,7 @@
 #include "rollout/sampling.h"
 #include "rm/gating.h"
 #include "train/c10d_reducer.h"
-#include "train/config_schema.h"
+#include "config/config_schema.h"
 #include "train/distillation.h"
 #include "train/refinement.h"
 #include "train/rejection_sampling.h"
@@ -71,7 +73,8 @@
 
 namespace rlf {
 
-// The schema of every key outside [data], [sft.data], [[reward]] and [env].
+// The schema of every key ([data], [sft.data], [[reward]], [env] and
+// [critic] are validated by their own libraries' parsers).
 const ConfigSchema& train_config_schema();
 
 enum class TrainerKind { Grpo, Sft, Dpo, Rm };

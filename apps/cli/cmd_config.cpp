@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "apps/cli/commands.h"
-#include "train/config_schema.h"
+#include "config/config_schema.h"
 #include "train/train_config.h"
 #include "util/error.h"
 

@@ -9,7 +9,7 @@
 #include "apps/cli/cli.h"
 #include "eval/eval_config.h"
 #include "train/demo.h"
-#include "train/toml_config.h"
+#include "config/toml_config.h"
 #include "train/train_config.h"
 
 namespace rlf::test {

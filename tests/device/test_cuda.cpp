@@ -25,7 +25,7 @@
 #include "tests/rollout/stories260k_fixture.h"
 #include "tests/support/test_env.h"
 #include "tests/train/run_fixtures.h"
-#include "train/config_schema.h"
+#include "config/config_schema.h"
 #include "train/micro_batch.h"
 #include "train/train_run.h"
 #include "util/json_util.h"

@@ -8,7 +8,7 @@
 #include "eval/eval_config.h"
 #include "rewards/registry.h"
 #include "tests/support/test_env.h"
-#include "train/toml_config.h"
+#include "config/toml_config.h"
 #include "util/fs.h"
 
 namespace rlf {

@@ -14,10 +14,10 @@
 #include "rollout/policy.h"
 #include "tests/support/test_env.h"
 #include "tests/train/run_fixtures.h"
-#include "train/config_schema.h"
+#include "config/config_schema.h"
 #include "train/demo.h"
 #include "train/metrics.h"
-#include "train/toml_config.h"
+#include "config/toml_config.h"
 #include "train/train_config.h"
 #include "util/fs.h"
 

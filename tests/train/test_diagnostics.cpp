@@ -119,15 +119,14 @@ TEST(RejectionSampling, KeepsTheBestOrEveryQualifyingRolloutEpisode) {
   EXPECT_EQ(m["raft/kept"], 2.0);
   EXPECT_DOUBLE_EQ(m["raft/kept_frac"].get<double>(), 2.0 / 7.0);
   EXPECT_DOUBLE_EQ(m["raft/groups_kept_frac"].get<double>(), 2.0 / 3.0);
-  o.keep = "all";
+  o.keep = RaftKeep::All;
   ids.clear();
   for (const auto& e : rejection_sample(eps, o, m)) ids.push_back(e.completion_text);
   EXPECT_EQ(ids, (std::vector<std::string>{"0", "1", "2", "7"}));
   o.min_reward = 0.95;
   EXPECT_TRUE(rejection_sample(eps, o, m).empty());
   EXPECT_EQ(m["raft/kept_frac"], 0.0);
-  o.keep = "most";
-  EXPECT_NE(test::error_of([&] { rejection_sample(eps, o, m); }).find("raft.keep"), std::string::npos);
+  EXPECT_EQ(test::error_of([&] { raft_keep_names().parse("most"); }), "raft.keep must be one of best, all (got \"most\")");
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 
 #include "tests/support/test_env.h"
 #include "eval/eval_config.h"
-#include "train/toml_config.h"
+#include "config/toml_config.h"
 #include "train/train_config.h"
 
 namespace rlf {

@@ -13,7 +13,7 @@
 #include "model/loader.h"
 #include "tests/support/test_env.h"
 #include "tests/train/run_fixtures.h"
-#include "train/config_schema.h"
+#include "config/config_schema.h"
 #include "train/metrics.h"
 #include "train/train_run.h"
 #include "util/fs.h"

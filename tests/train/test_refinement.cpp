@@ -101,7 +101,7 @@ struct Fixture {
   Refiner refiner(Critic& critic, const std::string& select) {
     RefineOptions o;
     o.enabled = true;
-    o.select = select;
+    o.select = refine_select_names().parse(select);
     return Refiner(policy, rewards, critic, o, sampling, RewardAggregation::sum_then_normalize, 0, true, 64, 5);
   }
 };
@@ -238,7 +238,7 @@ TEST(Distillation, TeacherLogprobsAreThePolicysWithTheContextInFront) {
   // Correct episodes (failed_only) and the failed ones of groups with no correct sibling.
   EXPECT_EQ(st2.n_skipped, n_correct + 4 * n_groups_without);
   EXPECT_EQ(st2.n_episodes + st2.n_skipped, 16);
-  o.teacher = "model";
+  o.teacher = DistillTeacherKind::Model;
   o.teacher_path = "";
   EXPECT_EQ(test::error_of([&] { o.validate(); }),
             "distill.teacher = \"model\" needs distill.teacher_path (the teacher's model directory)");
@@ -248,7 +248,7 @@ TEST(Distillation, TeacherLogprobsAreThePolicysWithTheContextInFront) {
 TEST(Distillation, DivergenceOptionsAreValidated) {
   DistillOptions o;
   EXPECT_EQ(o.teacher_context(), "The answer is {reference}.\n{prompt}");
-  o.teacher = "model";
+  o.teacher = DistillTeacherKind::Model;
   o.teacher_path = "somewhere";
   EXPECT_EQ(o.teacher_context(), "{prompt}");
   o.validate();

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "tests/support/test_env.h"
-#include "train/toml_config.h"
+#include "config/toml_config.h"
 
 namespace rlf {
 namespace {

@@ -3,8 +3,8 @@
 // the Markdown documentation table.
 #include <gtest/gtest.h>
 
-#include "train/config_schema.h"
-#include "train/toml_config.h"
+#include "config/config_schema.h"
+#include "config/toml_config.h"
 #include "tests/support/test_env.h"
 
 namespace rlf {

@@ -1,4 +1,4 @@
-#include "train/toml_config.h"
+#include "config/toml_config.h"
 
 #include <toml++/toml.h>
 
