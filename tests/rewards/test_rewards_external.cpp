@@ -274,7 +274,7 @@ TEST_F(ExternalRewardTest, ShutdownKillsTheWholeProcessGroup) {
   auto reward = std::make_unique<ExternalReward>(o);
   EXPECT_EQ(reward->score(make_group({"a"}))[0].score, 1.0);
   pid_t scorer = reward->scorer_pid();
-  EXPECT_FALSE(test::processes_with(token).empty());
+  EXPECT_FALSE(test::wait_until_present(token, 5.0).empty());
   reward.reset();  // closes stdin, waits shutdown_grace_s = 0.5 s, then SIGKILLs the scorer and all it started
   EXPECT_FALSE(alive(scorer));
   EXPECT_TRUE(test::wait_until_gone(token, 1.0).empty()) << "the scorer's child survived";

@@ -130,6 +130,16 @@ std::vector<int> wait_until_gone(const std::string& token, double timeout_s) {
   return left;
 }
 
+std::vector<int> wait_until_present(const std::string& token, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::vector<int> found = processes_with(token);
+  while (found.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    found = processes_with(token);
+  }
+  return found;
+}
+
 void kill_leftovers(const std::vector<int>& pids) {
   for (int pid : pids) {
     if (::getpgid(pid) == pid) ::kill(-pid, SIGKILL);

@@ -87,6 +87,9 @@ inline std::string error_of(const std::function<void()>& fn) {
 std::vector<int> processes_with(const std::string& token);
 // Waits up to timeout_s for every process carrying `token` to end; returns the ones still alive.
 std::vector<int> wait_until_gone(const std::string& token, double timeout_s);
+// The processes carrying `token`, polled until there is one or `timeout_s` passes (a process another
+// one just started can take a moment to appear under load).
+std::vector<int> wait_until_present(const std::string& token, double timeout_s);
 // SIGKILL to each of `pids` and to the process group each one leads (what a
 // failed test left behind, so one failure does not leak processes).
 void kill_leftovers(const std::vector<int>& pids);
