@@ -171,8 +171,13 @@ class CausalLMImpl : public torch::nn::Module {
   void add_value_head();
   bool has_value_head() const { return !v_head.is_empty(); }
 
-  // log p(targets) [B, T] in fp32, computed chunk by chunk over T so that at
-  // most one [B, T, V] fp32 tensor exists (the one autograd keeps). Columns
+  // log p(targets) [B, T] in fp32, computed chunk by chunk over T. Under
+  // autograd with logprob recompute on (the default, set_logprob_recompute),
+  // each chunk's logits are recomputed in backward (model/recompute.h): what
+  // stays for backward is the hidden states, targets and per-position
+  // results, and at most one chunk of [rows, V] logits exists at a time.
+  // Otherwise (recompute off, or no gradient needed) chunks of 8192 rows,
+  // and at most one [B, T, V] fp32 tensor exists (the one autograd keeps). Columns
   // t < `from` are not computed (no logits): they hold 0, for callers whose
   // loss reads nothing there (the prompts of a batch whose completions all
   // start at or after `from`).
@@ -194,6 +199,15 @@ class CausalLMImpl : public torch::nn::Module {
   torch::Tensor token_logprobs_selected(const torch::Tensor& hidden, const torch::Tensor& targets,
                                         const torch::Tensor& select_ids, torch::Tensor* selected,
                                         torch::Tensor* entropy, bool entropy_grad, int64_t from = 0);
+
+  // Vocabulary-chunked log-probs under autograd (token_logprobs*): `on`
+  // (default true) recomputes each chunk's logits in backward instead of
+  // keeping them; same values and gradients (to float rounding where the
+  // chunking differs), one more classifier matmul per chunk. `chunk_rows`:
+  // rows (batch x positions) per chunk, 0 = automatic (with recompute about
+  // 2^25 logits per chunk, at least 64 rows; without, 8192 rows).
+  void set_logprob_recompute(bool on, int64_t chunk_rows = 0);
+  bool logprob_recompute() const { return logprob_recompute_; }
 
   // Convenience: logits for input_ids [B, T] at positions 0..T-1.
   torch::Tensor forward(const torch::Tensor& input_ids);
@@ -246,6 +260,20 @@ class CausalLMImpl : public torch::nn::Module {
   std::shared_ptr<LoraRuntime> lora;   // set by add_lora / load_lora_adapter (model/lora.h); null without adapters
 
  private:
+  // One chunk of token_logprobs_impl: log-probs [B, n], entropy [B, n]
+  // (when asked), selected buckets [B, n, k + 1] (when select_ids is defined).
+  struct LogprobChunk {
+    torch::Tensor logprobs, entropy, selected;
+  };
+  LogprobChunk logprob_chunk(const torch::Tensor& hidden, const torch::Tensor& targets, const torch::Tensor& select_ids,
+                             bool entropy, bool entropy_grad, bool decode_kernels);
+  // The same through recompute(): only `hidden` is kept for backward.
+  LogprobChunk logprob_chunk_recomputed(const torch::Tensor& hidden, const torch::Tensor& targets,
+                                        const torch::Tensor& select_ids, bool entropy, bool entropy_grad);
+  // logits(); `decode_kernels` false keeps to the autograd formula (linear +
+  // soft-cap) even without grad mode, so a recomputation gives the same values.
+  torch::Tensor classify(const torch::Tensor& hidden, bool decode_kernels);
+  const torch::Tensor& classifier_weight() const;  // lm_head's, or the tied embeddings'
   torch::Tensor token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets, torch::Tensor* entropy,
                                     bool entropy_grad, int64_t from, const torch::Tensor& select_ids = {},
                                     torch::Tensor* selected = nullptr);
@@ -254,6 +282,8 @@ class CausalLMImpl : public torch::nn::Module {
   // The embeddings of ids (Gemma: times sqrt(hidden_size) in the model's dtype).
   torch::Tensor embed(const torch::Tensor& ids);
   bool fast_cpu_path_ = true;
+  bool logprob_recompute_ = true;  // set_logprob_recompute
+  int64_t logprob_chunk_rows_ = 0;  // 0 = automatic
   bool pack_weights_ = true;  // set_pack_weights
   PackedWeights packed_;      // pack_for_decoding
   ModelConfig config_;
