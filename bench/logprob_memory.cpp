@@ -6,6 +6,7 @@
 //
 //   build/bench/bench_logprob_memory --recompute 1 [--fast 1] [--batch 4]
 //       [--seq 512] [--hidden 896] [--vocab 151936] [--entropy-grad 0]
+//       [--chunk-rows 0]
 //
 // prints one JSON line: the mode, peak RSS (MB) after building the model and
 // at the end, and the seconds of log-probs + backward.
@@ -31,7 +32,7 @@ double peak_rss_mb() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int64_t batch = 4, seq = 512, hidden = 896, vocab = 151936;
+  int64_t batch = 4, seq = 512, hidden = 896, vocab = 151936, chunk_rows = 0;
   bool again = true, fast = true, entropy_grad = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
     else if (k == "--hidden") hidden = v;
     else if (k == "--vocab") vocab = v;
     else if (k == "--recompute") again = v != 0;
+    else if (k == "--chunk-rows") chunk_rows = v;
     else if (k == "--fast") fast = v != 0;
     else if (k == "--entropy-grad") entropy_grad = v != 0;
     else {
@@ -59,7 +61,8 @@ int main(int argc, char** argv) {
   c.tie_word_embeddings = true;
   auto m = rlf::make_random_model(c, 0, torch::kFloat32, torch::kCPU);
   m->set_fast_cpu_path(fast);
-  m->set_logprob_recompute(again);
+  m->set_logprob_recompute(again, chunk_rows);
+  torch::manual_seed(0);
   auto h = torch::randn({batch, seq, hidden}).requires_grad_(true);
   auto targets = torch::randint(0, vocab, {batch, seq}, torch::kInt64);
   const double base = peak_rss_mb();
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
   loss.backward();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("{\"recompute\": %d, \"fast\": %d, \"entropy_grad\": %d, \"batch\": %lld, \"seq\": %lld, \"hidden\": %lld, "
-              "\"vocab\": %lld, \"peak_rss_mb_model\": %.0f, \"peak_rss_mb\": %.0f, \"seconds\": %.2f, \"check\": %.6f}\n",
+              "\"vocab\": %lld, \"peak_rss_mb_model\": %.0f, \"peak_rss_mb\": %.0f, \"seconds\": %.2f, \"check\": %.9g}\n",
               again, fast, entropy_grad, static_cast<long long>(batch), static_cast<long long>(seq),
               static_cast<long long>(hidden), static_cast<long long>(vocab), base, peak_rss_mb(), s,
               h.grad().abs().sum().item<double>());

@@ -4,7 +4,7 @@
 #include "algorithms/entropy.h"
 #include "model/cpu_fast_forward.h"
 #include "model/cpu_kernels.h"
-#include "model/recompute.h"
+#include "model/chunked_classifier.h"
 
 #include <cmath>
 
@@ -323,19 +323,21 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
   return model->norm(h);
 }
 
-torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) { return classify(hidden, true); }
-
 const torch::Tensor& CausalLMImpl::classifier_weight() const {
   return lm_head ? lm_head->weight : model->embed_tokens->weight;
 }
 
-torch::Tensor CausalLMImpl::classify(const torch::Tensor& hidden, bool decode_kernels) {
+void CausalLMImpl::require_lm_head() const {
   check(!config_.is_classifier(), "this model is a ", config_.architecture,
         " (a reward model with a score head): it scores sequences and cannot generate or give token log-probs");
+}
+
+torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
+  require_lm_head();
   const torch::Tensor& w = classifier_weight();
   const int64_t rows = hidden.numel() / std::max<int64_t>(1, hidden.size(-1));
   const double cap = config_.final_logit_softcapping;
-  if (decode_kernels && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat32 && !torch::GradMode::is_enabled() &&
+  if (hidden.is_cpu() && hidden.scalar_type() == torch::kFloat32 && !torch::GradMode::is_enabled() &&
       fast_cpu_path_applies()) {
     // Decoding: the packed classifier (pack_for_decoding), else for a few
     // rows the matrix-vector kernel, which reads the vocabulary's weights once.
@@ -349,9 +351,13 @@ torch::Tensor CausalLMImpl::classify(const torch::Tensor& hidden, bool decode_ke
       return out.view(out_sizes);
     }
   }
-  auto out = torch::nn::functional::linear(hidden, w);
+  return softcap_logits(torch::nn::functional::linear(hidden, w));
+}
+
+torch::Tensor CausalLMImpl::softcap_logits(const torch::Tensor& z) const {
   // Gemma 2/3: logits / c, tanh, × c, in the model's dtype (as transformers).
-  return cap > 0 ? torch::tanh(out / cap) * cap : out;
+  const double cap = config_.final_logit_softcapping;
+  return cap > 0 ? torch::tanh(z / cap) * cap : z;
 }
 
 torch::Tensor CausalLMImpl::scores(const torch::Tensor& hidden) {
@@ -395,11 +401,11 @@ void CausalLMImpl::set_logprob_recompute(bool on, int64_t chunk_rows) {
   logprob_chunk_rows_ = chunk_rows;
 }
 
-CausalLMImpl::LogprobChunk CausalLMImpl::logprob_chunk(const torch::Tensor& hidden, const torch::Tensor& targets,
-                                                       const torch::Tensor& select_ids, bool entropy,
-                                                       bool entropy_grad, bool decode_kernels) {
+CausalLMImpl::LogprobChunk CausalLMImpl::logprob_head(const torch::Tensor& logits, const torch::Tensor& targets,
+                                                      const torch::Tensor& select_ids, bool entropy,
+                                                      bool entropy_grad) {
   LogprobChunk out;
-  auto lg = classify(hidden, decode_kernels).to(torch::kFloat32);  // [B, n, V]
+  const auto lg = logits.to(torch::kFloat32);  // [B, n, V]
   if (select_ids.defined()) out.selected = algo::bucket_logprobs(lg, select_ids);
   const int64_t B = lg.size(0), n = lg.size(1), V = lg.size(2);
   if (fast_cpu_path_ && lg.device().is_cpu() && !(entropy && entropy_grad)) {
@@ -424,22 +430,22 @@ CausalLMImpl::LogprobChunk CausalLMImpl::logprob_chunk(const torch::Tensor& hidd
   return out;
 }
 
-CausalLMImpl::LogprobChunk CausalLMImpl::logprob_chunk_recomputed(const torch::Tensor& hidden,
-                                                                  const torch::Tensor& targets,
-                                                                  const torch::Tensor& select_ids, bool entropy,
-                                                                  bool entropy_grad) {
+CausalLMImpl::LogprobChunk CausalLMImpl::logprobs_recomputed(const torch::Tensor& hidden, const torch::Tensor& targets,
+                                                             const torch::Tensor& select_ids, bool entropy,
+                                                             bool entropy_grad, int64_t chunk) {
   // Outputs: log-probs, then the entropy and the selected buckets when asked.
-  auto fn = [this, targets, select_ids, entropy, entropy_grad](const std::vector<torch::Tensor>& in) {
+  auto head = [this, targets, select_ids, entropy, entropy_grad](const torch::Tensor& z, int64_t t0, int64_t n) {
     // The recomputation (grad mode on) skips an entropy that only is logged.
     const bool again = torch::GradMode::is_enabled();
-    LogprobChunk c = logprob_chunk(in[0], targets, select_ids, entropy && (entropy_grad || !again), entropy_grad,
-                                   /*decode_kernels=*/false);
+    LogprobChunk c = logprob_head(softcap_logits(z), targets.narrow(1, t0, n),
+                                  select_ids.defined() ? select_ids.narrow(1, t0, n) : torch::Tensor(),
+                                  entropy && (entropy_grad || !again), entropy_grad);
     std::vector<torch::Tensor> out{c.logprobs};
     if (entropy) out.push_back(c.entropy);
     if (select_ids.defined()) out.push_back(c.selected);
     return out;
   };
-  const auto out = recompute(fn, {hidden}, {classifier_weight()});
+  const auto out = chunked_classifier(head, hidden, classifier_weight(), chunk);
   LogprobChunk c;
   c.logprobs = out[0];
   if (entropy) c.entropy = entropy_grad ? out[1] : out[1].detach();
@@ -450,6 +456,7 @@ CausalLMImpl::LogprobChunk CausalLMImpl::logprob_chunk_recomputed(const torch::T
 torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets,
                                                 torch::Tensor* entropy, bool entropy_grad, int64_t from,
                                                 const torch::Tensor& select_ids, torch::Tensor* selected) {
+  require_lm_head();
   const int64_t B = hidden.size(0), T = hidden.size(1);
   check(from >= 0 && from < std::max<int64_t>(T, 1), "token_logprobs: from = ", from, " outside the ", T, " positions");
   const bool again = logprob_recompute_ && torch::GradMode::is_enabled() &&
@@ -468,16 +475,21 @@ torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, con
     if (entropy) ent_parts.push_back(parts.back());
     if (selected) sel_parts.push_back(torch::zeros({B, from, select_ids.size(2) + 1}, parts.back().options()));
   }
-  for (int64_t t0 = from; t0 < T; t0 += chunk) {
-    const int64_t n = std::min(chunk, T - t0);
-    const auto h = hidden.narrow(1, t0, n);
-    const auto tgt = targets.narrow(1, t0, n);
-    const auto ids = selected ? select_ids.narrow(1, t0, n) : torch::Tensor();
-    LogprobChunk c = again ? logprob_chunk_recomputed(h, tgt, ids, entropy != nullptr, entropy_grad)
-                           : logprob_chunk(h, tgt, ids, entropy != nullptr, entropy_grad, /*decode_kernels=*/true);
+  auto add = [&](const LogprobChunk& c) {
     parts.push_back(c.logprobs);
     if (entropy) ent_parts.push_back(c.entropy);
     if (selected) sel_parts.push_back(c.selected);
+  };
+  if (again) {
+    const int64_t n = T - from;
+    add(logprobs_recomputed(hidden.narrow(1, from, n), targets.narrow(1, from, n),
+                            selected ? select_ids.narrow(1, from, n) : torch::Tensor(), entropy != nullptr,
+                            entropy_grad, chunk));
+  }
+  for (int64_t t0 = from; !again && t0 < T; t0 += chunk) {
+    const int64_t n = std::min(chunk, T - t0);
+    add(logprob_head(logits(hidden.narrow(1, t0, n)), targets.narrow(1, t0, n),
+                     selected ? select_ids.narrow(1, t0, n) : torch::Tensor(), entropy != nullptr, entropy_grad));
   }
   if (entropy) *entropy = ent_parts.size() == 1 ? ent_parts[0] : torch::cat(ent_parts, 1);
   if (selected) *selected = sel_parts.size() == 1 ? sel_parts[0] : torch::cat(sel_parts, 1);

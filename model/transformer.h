@@ -175,7 +175,8 @@ class CausalLMImpl : public torch::nn::Module {
   // autograd with logprob recompute on (the default, set_logprob_recompute),
   // each chunk's logits are recomputed in backward (model/recompute.h): what
   // stays for backward is the hidden states, targets and per-position
-  // results, and at most one chunk of [rows, V] logits exists at a time.
+  // results, and one chunk of [rows, V] logits exists at a time
+  // (model/chunked_classifier.h).
   // Otherwise (recompute off, or no gradient needed) chunks of 8192 rows,
   // and at most one [B, T, V] fp32 tensor exists (the one autograd keeps). Columns
   // t < `from` are not computed (no logits): they hold 0, for callers whose
@@ -260,20 +261,21 @@ class CausalLMImpl : public torch::nn::Module {
   std::shared_ptr<LoraRuntime> lora;   // set by add_lora / load_lora_adapter (model/lora.h); null without adapters
 
  private:
-  // One chunk of token_logprobs_impl: log-probs [B, n], entropy [B, n]
-  // (when asked), selected buckets [B, n, k + 1] (when select_ids is defined).
+  // One chunk of token_logprobs_impl from its logits [B, n, V] (model
+  // dtype): log-probs [B, n], entropy [B, n] (when asked), selected buckets
+  // [B, n, k + 1] (when select_ids is defined).
   struct LogprobChunk {
     torch::Tensor logprobs, entropy, selected;
   };
-  LogprobChunk logprob_chunk(const torch::Tensor& hidden, const torch::Tensor& targets, const torch::Tensor& select_ids,
-                             bool entropy, bool entropy_grad, bool decode_kernels);
-  // The same through recompute(): only `hidden` is kept for backward.
-  LogprobChunk logprob_chunk_recomputed(const torch::Tensor& hidden, const torch::Tensor& targets,
-                                        const torch::Tensor& select_ids, bool entropy, bool entropy_grad);
-  // logits(); `decode_kernels` false keeps to the autograd formula (linear +
-  // soft-cap) even without grad mode, so a recomputation gives the same values.
-  torch::Tensor classify(const torch::Tensor& hidden, bool decode_kernels);
+  LogprobChunk logprob_head(const torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& select_ids,
+                            bool entropy, bool entropy_grad);
+  // The same over hidden [B, n, D], `chunk` positions at a time, each chunk's
+  // logits recomputed in backward (model/chunked_classifier.h).
+  LogprobChunk logprobs_recomputed(const torch::Tensor& hidden, const torch::Tensor& targets,
+                                   const torch::Tensor& select_ids, bool entropy, bool entropy_grad, int64_t chunk);
+  torch::Tensor softcap_logits(const torch::Tensor& z) const;  // Gemma's final soft-cap (identity without)
   const torch::Tensor& classifier_weight() const;  // lm_head's, or the tied embeddings'
+  void require_lm_head() const;                     // errors for a classifier (reward model)
   torch::Tensor token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets, torch::Tensor* entropy,
                                     bool entropy_grad, int64_t from, const torch::Tensor& select_ids = {},
                                     torch::Tensor* selected = nullptr);
