@@ -50,7 +50,8 @@ struct ChunkedClassifierFn : public torch::autograd::Function<ChunkedClassifierF
     const bool need_h = saved[0].requires_grad(), need_w = saved[1].requires_grad();
     const int64_t B = hidden.size(0), T = hidden.size(1), D = hidden.size(2), V = weight.size(0);
     torch::Tensor dh = need_h ? torch::zeros_like(hidden) : torch::Tensor();
-    torch::Tensor dw = need_w ? torch::zeros_like(weight) : torch::Tensor();
+    // The weight's gradient sums over chunks in fp32 (for bf16/fp16 weights too), cast once at the end.
+    torch::Tensor dw = need_w ? torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat32)) : torch::Tensor();
     for (int64_t t0 = 0; t0 < T; t0 += state->chunk) {
       const int64_t n = std::min(state->chunk, T - t0);
       const torch::Tensor h = hidden.narrow(1, t0, n);
@@ -70,9 +71,9 @@ struct ChunkedClassifierFn : public torch::autograd::Function<ChunkedClassifierF
       const torch::Tensor dz = torch::autograd::grad(ys, {z}, gs, false, false, true)[0];
       if (!dz.defined()) continue;
       if (need_h) dh.narrow(1, t0, n).copy_(dz.matmul(weight));
-      if (need_w) dw.addmm_(dz.reshape({B * n, V}).t(), h.reshape({B * n, D}));
+      if (need_w) dw.addmm_(dz.reshape({B * n, V}).to(torch::kFloat32).t(), h.reshape({B * n, D}).to(torch::kFloat32));
     }
-    return {torch::Tensor(), dh, dw};
+    return {torch::Tensor(), dh, need_w ? dw.to(weight.scalar_type()) : dw};
   }
 };
 

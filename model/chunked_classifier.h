@@ -8,7 +8,8 @@
 // Kept for backward: `hidden` and `weight` (references), nothing per chunk.
 // Backward, per chunk: z = hidden_c · weightᵀ again, `head` again with
 // autograd on z, then d hidden_c = dz · weight and d weight += dzᵀ · hidden_c.
-// Peak: one chunk's head graph plus the [V, D] weight gradient.
+// Peak: one chunk's head graph plus the [V, D] weight gradient (summed in
+// fp32 whatever the weight's dtype, cast once).
 #pragma once
 
 #include <torch/torch.h>

@@ -15,7 +15,30 @@ struct RecomputeState : torch::CustomClassHolder {
   RecomputeFn fn;
   size_t n_inputs = 0;
   std::vector<torch::Tensor> params;
+  std::vector<torch::Generator> generators;
+  std::vector<torch::Tensor> states;  // the generators' states before the first run
 };
+
+torch::Tensor state_of(torch::Generator& g) {
+  std::lock_guard<std::mutex> lock(g.mutex());
+  return g.get_state();
+}
+
+void set_state_of(torch::Generator& g, const torch::Tensor& s) {
+  std::lock_guard<std::mutex> lock(g.mutex());
+  g.set_state(s);
+}
+
+// Leaves with the tensors' values, requiring a gradient where they do.
+variable_list detached_like(const variable_list& tensors) {
+  variable_list out;
+  for (const auto& t : tensors) {
+    auto x = t.detach();
+    if (t.requires_grad()) x.requires_grad_(true);
+    out.push_back(x);
+  }
+  return out;
+}
 
 struct RecomputeFunction : public torch::autograd::Function<RecomputeFunction> {
   // tensors: the inputs, then the parameters (so that their gradient edges
@@ -25,27 +48,36 @@ struct RecomputeFunction : public torch::autograd::Function<RecomputeFunction> {
     const variable_list inputs(tensors.begin(), tensors.begin() + static_cast<int64_t>(state->n_inputs));
     ctx->save_for_backward(inputs);
     ctx->set_materialize_grads(false);
-    variable_list out = state->fn(inputs);  // grad mode is off here (Function::apply)
-    for (size_t i = 0; i < out.size(); ++i)
+    // Grad mode on as in the recomputation (code that reads it as "training",
+    // as LoRA dropout and the fast path's kernels do, then takes the same
+    // branch both times); the graph dies with the detached outputs.
+    variable_list out;
+    {
+      torch::AutoGradMode on(true);
+      out = state->fn(detached_like(inputs));
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
       check(out[i].defined(), "recompute: output ", i, " of the function is undefined");
+      out[i] = out[i].detach();
+    }
     ctx->saved_data["state"] = c10::IValue::make_capsule(state);
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto state = c10::static_intrusive_pointer_cast<RecomputeState>(ctx->saved_data["state"].toCapsule());
-    const variable_list saved = ctx->get_saved_variables();
-    variable_list inputs;
-    for (const auto& s : saved) {
-      auto x = s.detach();
-      if (s.requires_grad()) x.requires_grad_(true);
-      inputs.push_back(x);
-    }
+    const variable_list inputs = detached_like(ctx->get_saved_variables());
     variable_list outputs;
+    std::vector<torch::Tensor> now;  // the generators' states now, set back after the rerun
+    for (size_t i = 0; i < state->generators.size(); ++i) {
+      now.push_back(state_of(state->generators[i]));
+      set_state_of(state->generators[i], state->states[i]);
+    }
     {
       torch::AutoGradMode on(true);
       outputs = state->fn(inputs);
     }
+    for (size_t i = 0; i < now.size(); ++i) set_state_of(state->generators[i], now[i]);
     check(outputs.size() == grads.size(), "recompute: the function returned ", outputs.size(),
           " outputs in backward, ", grads.size(), " in forward");
     variable_list ys, gs;
@@ -73,7 +105,8 @@ struct RecomputeFunction : public torch::autograd::Function<RecomputeFunction> {
 }  // namespace
 
 std::vector<torch::Tensor> recompute(const RecomputeFn& fn, const std::vector<torch::Tensor>& inputs,
-                                     const std::vector<torch::Tensor>& params) {
+                                     const std::vector<torch::Tensor>& params,
+                                     const std::vector<torch::Generator>& generators) {
   bool needs = false;
   for (const auto& t : inputs) needs |= t.defined() && t.requires_grad();
   for (const auto& t : params) needs |= t.defined() && t.requires_grad();
@@ -84,6 +117,8 @@ std::vector<torch::Tensor> recompute(const RecomputeFn& fn, const std::vector<to
   state->fn = fn;
   state->n_inputs = inputs.size();
   state->params = params;
+  state->generators = generators;
+  for (auto g : generators) state->states.push_back(state_of(g));
   variable_list tensors = inputs;
   tensors.insert(tensors.end(), params.begin(), params.end());
   // (a TensorList, not a vector: Function::apply sees the tensors of a TensorList only)

@@ -22,10 +22,17 @@
 //   reentrant checkpoint, which accumulates parameter gradients into .grad
 //   during its nested backward). A parameter `fn` reads but `params` omits
 //   gets no gradient.
+// - `fn` runs under grad mode both times (so code that reads grad mode as
+//   "training", as LoRA dropout and the fp32 CPU fast path do, takes the same
+//   branch); the first run's graph is dropped with its detached outputs, so
+//   its peak is one run's activations.
 // - Outputs: each must be defined; one that `fn` returns without autograd
-//   history in the recomputation (a logged statistic) gets no gradient.
+//   history (a logged statistic) gets no gradient.
 //   Outputs returned by recompute() carry the gradient function even for
 //   such values: detach them if they must not.
+// - `generators`: the random generators `fn` draws from (LoRA dropout's):
+//   their states before the first run are restored for the recomputation,
+//   which therefore draws the same masks, and set back after it.
 // - With grad mode off, or nothing in inputs/params requiring a gradient,
 //   it is a plain call of fn(inputs).
 // - Backward reruns fn once per call; the nested backward goes through the
@@ -42,6 +49,7 @@ namespace rlf {
 using RecomputeFn = std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>&)>;
 
 std::vector<torch::Tensor> recompute(const RecomputeFn& fn, const std::vector<torch::Tensor>& inputs,
-                                     const std::vector<torch::Tensor>& params);
+                                     const std::vector<torch::Tensor>& params,
+                                     const std::vector<torch::Generator>& generators = {});
 
 }  // namespace rlf

@@ -5,6 +5,7 @@
 #include "model/cpu_fast_forward.h"
 #include "model/cpu_kernels.h"
 #include "model/chunked_classifier.h"
+#include "model/recompute.h"
 
 #include <cmath>
 
@@ -319,8 +320,42 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
     }
   }
   auto h = embed(input_ids);
-  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) h = layer(l).forward(h, ctx, cache, l);
+  if (cache) {
+    for (int64_t l = 0; l < config_.num_hidden_layers; ++l) h = layer(l).forward(h, ctx, cache, l);
+  } else {
+    // (ctx by value: a checkpointed segment runs again in backward)
+    h = run_layers(h, [this, ctx](int64_t l, const torch::Tensor& x) { return layer(l).forward(x, ctx, nullptr, l); });
+  }
   return model->norm(h);
+}
+
+void CausalLMImpl::set_checkpoint_layers(int64_t layers_per_segment) {
+  check(layers_per_segment >= 0, "set_checkpoint_layers: ", layers_per_segment,
+        " layers per segment (use 0 for off, or a positive count)");
+  checkpoint_layers_ = layers_per_segment;
+}
+
+torch::Tensor CausalLMImpl::run_layers(torch::Tensor h, const LayerFn& layer_fn) {
+  const int64_t L = config_.num_hidden_layers, k = checkpoint_layers_;
+  if (k == 0 || !torch::GradMode::is_enabled()) {
+    for (int64_t l = 0; l < L; ++l) h = layer_fn(l, h);
+    return h;
+  }
+  std::vector<torch::Generator> generators;  // LoRA dropout's masks, replayed by the recomputation
+  if (lora && lora->options.dropout > 0) generators.push_back(lora->dropout_gen);
+  for (int64_t l0 = 0; l0 < L; l0 += k) {
+    const int64_t l1 = std::min(L, l0 + k);
+    std::vector<torch::Tensor> params;
+    for (int64_t l = l0; l < l1; ++l)
+      for (const auto& p : layer(l).parameters()) params.push_back(p);
+    auto segment = [layer_fn, l0, l1](const std::vector<torch::Tensor>& in) {
+      torch::Tensor x = in[0];
+      for (int64_t l = l0; l < l1; ++l) x = layer_fn(l, x);
+      return std::vector<torch::Tensor>{x};
+    };
+    h = recompute(segment, {h}, params, generators)[0];
+  }
+  return h;
 }
 
 const torch::Tensor& CausalLMImpl::classifier_weight() const {

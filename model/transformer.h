@@ -22,6 +22,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 
 #include "model/config.h"
@@ -210,6 +211,16 @@ class CausalLMImpl : public torch::nn::Module {
   void set_logprob_recompute(bool on, int64_t chunk_rows = 0);
   bool logprob_recompute() const { return logprob_recompute_; }
 
+  // Activation checkpointing: with `layers_per_segment` k > 0, a forward
+  // under autograd without a cache (the policy update) keeps only the input
+  // of each segment of k consecutive decoder layers and recomputes the
+  // segment's forward in backward (model/recompute.h; LoRA dropout masks
+  // replayed). 1 = every layer its own segment; 0 = off (default). Same
+  // values and gradients as without it; one more forward of the layers.
+  // Module path and fp32 CPU fast path alike.
+  void set_checkpoint_layers(int64_t layers_per_segment);
+  int64_t checkpoint_layers() const { return checkpoint_layers_; }
+
   // Convenience: logits for input_ids [B, T] at positions 0..T-1.
   torch::Tensor forward(const torch::Tensor& input_ids);
 
@@ -279,6 +290,10 @@ class CausalLMImpl : public torch::nn::Module {
   torch::Tensor token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets, torch::Tensor* entropy,
                                     bool entropy_grad, int64_t from, const torch::Tensor& select_ids = {},
                                     torch::Tensor* selected = nullptr);
+  // h after every decoder layer, `layer_fn(l, h)` giving layer l's output:
+  // segments recomputed in backward when checkpointing applies (grad mode on).
+  using LayerFn = std::function<torch::Tensor(int64_t, const torch::Tensor&)>;
+  torch::Tensor run_layers(torch::Tensor h, const LayerFn& layer_fn);
   torch::Tensor forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache,
                                         const torch::Tensor& key_mask, int64_t max_pos);
   // The embeddings of ids (Gemma: times sqrt(hidden_size) in the model's dtype).
@@ -286,6 +301,7 @@ class CausalLMImpl : public torch::nn::Module {
   bool fast_cpu_path_ = true;
   bool logprob_recompute_ = true;  // set_logprob_recompute
   int64_t logprob_chunk_rows_ = 0;  // 0 = automatic
+  int64_t checkpoint_layers_ = 0;   // set_checkpoint_layers
   bool pack_weights_ = true;  // set_pack_weights
   PackedWeights packed_;      // pack_for_decoding
   ModelConfig config_;

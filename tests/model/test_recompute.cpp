@@ -3,12 +3,15 @@
 // against the path that keeps every chunk's logits: the same values and
 // gradients, module path and fp32 CPU fast path, with entropy (with and
 // without its gradient), selected buckets (distillation), skipped columns,
-// soft-capped logits and tied embeddings.
+// soft-capped logits and tied embeddings; and activation checkpointing per
+// segment of decoder layers (CausalLM::set_checkpoint_layers) against
+// keeping every activation, with LoRA (dropout masks replayed).
 #include <gtest/gtest.h>
 
 #include <map>
 
 #include "model/loader.h"
+#include "model/lora.h"
 #include "model/recompute.h"
 #include "model/transformer.h"
 #include "tests/support/tensors.h"
@@ -39,9 +42,8 @@ TEST(Recompute, GradientsToInputsAndParametersMatchThePlainGraph) {
     auto h = torch::tanh(lin(in[0])) * in[1];
     auto out = torch::matmul(h, w2);
     auto picked = out.gather(1, ids.unsqueeze(1)).squeeze(1);
-    torch::Tensor stat;  // logged only: no gradient, and not recomputed
-    if (!torch::GradMode::is_enabled()) stat = out.detach().abs().sum(1);
-    return std::vector<torch::Tensor>{out, picked, stat.defined() ? stat : torch::zeros({3})};
+    auto stat = out.detach().abs().sum(1);  // logged only: no gradient
+    return std::vector<torch::Tensor>{out, picked, stat};
   };
   std::vector<torch::Tensor> params = lin->parameters();
   params.push_back(w2);
@@ -53,7 +55,7 @@ TEST(Recompute, GradientsToInputsAndParametersMatchThePlainGraph) {
   const auto g_plain = torch::autograd::grad({plain}, all);
   const auto out = recompute(fn, {x, y}, params);
   ASSERT_EQ(out.size(), 3u);
-  EXPECT_GT(out[2].sum().item<double>(), 0.0);  // computed in the first pass
+  EXPECT_GT(out[2].sum().item<double>(), 0.0);
   const auto g_rec = torch::autograd::grad({loss_of(out)}, all);  // works with grad(), not only backward()
   for (size_t i = 0; i < all.size(); ++i) expect_close(g_rec[i], g_plain[i], "tensor " + std::to_string(i));
 
@@ -185,6 +187,87 @@ std::vector<LogprobCase> cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, LogprobRecompute, ::testing::ValuesIn(cases()), case_name);
+
+struct LayerCase {
+  std::string model;
+  bool fast;             // fp32 CPU fast path or the module path
+  int64_t per_segment;   // set_checkpoint_layers
+  double lora_dropout;   // < 0: no adapters
+};
+
+std::string layer_case_name(const ::testing::TestParamInfo<LayerCase>& i) {
+  const LayerCase& c = i.param;
+  return c.model + (c.fast ? "_fast" : "_module") + "_k" + std::to_string(c.per_segment) +
+         (c.lora_dropout < 0 ? "" : c.lora_dropout > 0 ? "_lora_dropout" : "_lora");
+}
+
+class LayerCheckpoint : public ::testing::TestWithParam<LayerCase> {};
+
+TEST_P(LayerCheckpoint, SameValuesAndGradientsAsKeepingActivations) {
+  const LayerCase& p = GetParam();
+  CausalLM m = tiny_model(p.model);
+  m->set_fast_cpu_path(p.fast);
+  if (p.lora_dropout >= 0) {
+    LoraOptions o;
+    o.rank = 4;
+    o.dropout = p.lora_dropout;
+    o.targets = {"q_proj", "v_proj", "down_proj"};
+    add_lora(*m, o, 11);
+    torch::NoGradGuard ng;  // B starts at 0: make the adapters matter
+    for (auto& q : m->named_parameters())
+      if (q.key().find("lora_B") != std::string::npos) q.value().normal_(0.0, 0.1);
+  }
+  const int64_t B = 2, T = 7, V = m->config().vocab_size;
+  torch::manual_seed(4);
+  auto ids = torch::randint(0, V, {B, T}, torch::kInt64);
+  auto targets = torch::randint(0, V, {B, T}, torch::kInt64);
+  auto positions = torch::arange(T, torch::kInt64).view({1, T}).expand({B, T}).contiguous();
+  auto key_mask = torch::ones({B, T}, torch::kBool);
+  key_mask[1][0] = false;  // a padded row
+  const torch::Tensor gen_state = m->lora ? m->lora->dropout_gen.get_state() : torch::Tensor();
+
+  struct Run {
+    torch::Tensor lp;
+    std::map<std::string, torch::Tensor> grads;
+  } run[2];
+  for (int on = 0; on < 2; ++on) {
+    m->set_checkpoint_layers(on ? p.per_segment : 0);
+    if (m->lora) m->lora->dropout_gen.set_state(gen_state);  // the same masks in both runs
+    for (auto& q : m->parameters()) q.mutable_grad() = torch::Tensor();
+    auto hidden = m->forward_hidden(ids, positions, nullptr, key_mask);
+    EXPECT_EQ(m->fast_cpu_path_applies(), p.fast);
+    run[on].lp = m->token_logprobs(hidden, targets);
+    run[on].lp.sum().backward();
+    for (auto& q : m->named_parameters())
+      if (q.value().grad().defined()) run[on].grads[q.key()] = q.value().grad().clone();
+  }
+  expect_close(run[1].lp, run[0].lp, "log-probs");
+  ASSERT_EQ(run[1].grads.size(), run[0].grads.size());
+  ASSERT_FALSE(run[0].grads.empty());
+  for (const auto& [name, g] : run[0].grads) {
+    ASSERT_TRUE(run[1].grads.count(name)) << name;
+    expect_close(run[1].grads.at(name), g, name);
+  }
+}
+
+std::vector<LayerCase> layer_cases() {
+  std::vector<LayerCase> out;
+  for (const char* model : {"qwen2", "gemma2"})
+    for (bool fast : {false, true})
+      for (int64_t k : {1, 2}) out.push_back({model, fast, k, -1});
+  for (bool fast : {false, true}) {
+    out.push_back({"qwen2", fast, 1, 0.0});  // frozen base: only the adapters need gradients
+    out.push_back({"qwen2", fast, 1, 0.3});  // dropout masks replayed
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, LayerCheckpoint, ::testing::ValuesIn(layer_cases()), layer_case_name);
+
+TEST(LayerCheckpoint, RejectsANegativeSegment) {
+  CausalLM m = tiny_model("qwen2");
+  EXPECT_THROW(m->set_checkpoint_layers(-1), Error);
+}
 
 TEST(LogprobRecompute, RejectsANegativeChunk) {
   CausalLM m = tiny_model("qwen2");
