@@ -34,6 +34,15 @@ variable_list evaluate(const ChunkedState& s, const torch::Tensor& hidden, const
   return out;
 }
 
+// Each output behind its own (view) node: LibTorch 1.13's retain_grad hook
+// fails on an undefined gradient, which one multi-output node would hand it
+// for an output the loss does not read (a retained entropy with a loss of
+// log-probs only); a view that receives no gradient never runs.
+variable_list separate_nodes(variable_list out) {
+  for (auto& o : out) o = o.view_as(o);
+  return out;
+}
+
 struct ChunkedClassifierFn : public torch::autograd::Function<ChunkedClassifierFn> {
   static variable_list forward(AutogradContext* ctx, c10::intrusive_ptr<ChunkedState> state,
                                const torch::Tensor& hidden, const torch::Tensor& weight) {
@@ -90,7 +99,7 @@ std::vector<torch::Tensor> chunked_classifier(const ClassifierHead& head, const 
   state->chunk = chunk;
   if (!torch::GradMode::is_enabled() || !(hidden.requires_grad() || weight.requires_grad()))
     return evaluate(*state, hidden, weight);
-  return ChunkedClassifierFn::apply(state, hidden, weight);
+  return separate_nodes(ChunkedClassifierFn::apply(state, hidden, weight));
 }
 
 }  // namespace rlf

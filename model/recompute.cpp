@@ -122,7 +122,11 @@ std::vector<torch::Tensor> recompute(const RecomputeFn& fn, const std::vector<to
   variable_list tensors = inputs;
   tensors.insert(tensors.end(), params.begin(), params.end());
   // (a TensorList, not a vector: Function::apply sees the tensors of a TensorList only)
-  return RecomputeFunction::apply(state, at::TensorList(tensors));
+  variable_list out = RecomputeFunction::apply(state, at::TensorList(tensors));
+  // Each output behind its own (view) node (model/chunked_classifier.cpp's
+  // separate_nodes says why).
+  for (auto& o : out) o = o.view_as(o);
+  return out;
 }
 
 }  // namespace rlf

@@ -51,6 +51,12 @@ TEST(Recompute, GradientsToInputsAndParametersMatchThePlainGraph) {
   for (auto& p : params) all.push_back(p);
 
   auto loss_of = [&](const std::vector<torch::Tensor>& o) { return (o[0] * o[0]).sum() + 3.0 * o[1].sum(); };
+  {  // an output the loss does not read, its gradient retained (undefined)
+    auto o = recompute(fn, {x, y}, params);
+    o[1].retain_grad();
+    o[0].sum().backward();
+    EXPECT_FALSE(o[1].grad().defined());
+  }
   auto plain = loss_of(fn({x, y}));
   const auto g_plain = torch::autograd::grad({plain}, all);
   const auto out = recompute(fn, {x, y}, params);
@@ -267,6 +273,28 @@ INSTANTIATE_TEST_SUITE_P(Models, LayerCheckpoint, ::testing::ValuesIn(layer_case
 TEST(LayerCheckpoint, RejectsANegativeSegment) {
   CausalLM m = tiny_model("qwen2");
   EXPECT_THROW(m->set_checkpoint_layers(-1), Error);
+}
+
+// A loss reading only one of the outputs (the others' gradients undefined).
+TEST(LogprobRecompute, LossOfOneOutputOnly) {
+  CausalLM m = tiny_model("qwen2");
+  const int64_t B = 2, T = 5, V = m->config().vocab_size;
+  torch::manual_seed(5);
+  auto ids = torch::randint(0, V, {B, T}, torch::kInt64);
+  auto positions = torch::arange(T, torch::kInt64).view({1, T}).expand({B, T}).contiguous();
+  for (int which = 0; which < 2; ++which) {
+    torch::Tensor g[2];
+    for (int again = 0; again < 2; ++again) {
+      m->set_logprob_recompute(again == 1);
+      m->zero_grad();
+      auto [lp, ent] = m->token_logprobs_entropy(m->forward_hidden(ids, positions), ids, true);
+      lp.retain_grad();
+      ent.retain_grad();
+      (which == 0 ? lp : ent).sum().backward();
+      g[again] = m->model->embed_tokens->weight.grad().clone();
+    }
+    expect_close(g[1], g[0], which == 0 ? "log-probs only" : "entropy only");
+  }
 }
 
 TEST(LogprobRecompute, RejectsANegativeChunk) {
