@@ -289,10 +289,11 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     // (autograd functions take defined tensors only: no mask = all valid)
     if (!valid.defined()) valid = torch::ones({B, T}, torch::kUInt8);
     // Autograd graph: embedding, per layer the projections + the fused functions + 2 adds.
-    auto h = embed(ids);  // [N, D]
-    for (int64_t l = 0; l < L; ++l) {
+    // (captures by value: a checkpointed segment runs again in backward)
+    auto layer_fn = [this, pos, valid, rope, B, T, H, K](int64_t l, const torch::Tensor& x) {
       DecoderLayerImpl& layer = this->layer(l);
       AttentionImpl& attn = *layer.self_attn;
+      torch::Tensor h = x;
       auto xa = layer.attn_in ? rms_norm(h, *layer.attn_in) : h;
       auto [q, k, v] = train_qkv(attn, xa);
       const auto& tab = rope[static_cast<size_t>(std::max(attn.spec.rope, 0))];
@@ -304,8 +305,9 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
       auto xm = layer.mlp_in ? rms_norm(h, *layer.mlp_in) : h;
       auto [g, u] = mlp.project_gate_up(xm);
       auto m = lora_project(mlp.down_proj, mlp.down_lora, GluFn::apply(g, u, static_cast<int64_t>(mlp.act)));
-      h = h + (layer.mlp_out ? rms_norm(m, *layer.mlp_out) : m);
-    }
+      return h + (layer.mlp_out ? rms_norm(m, *layer.mlp_out) : m);
+    };
+    const auto h = run_layers(embed(ids), layer_fn);  // [N, D]
     return rms_norm(h, *model->norm).view({B, T, D});
   }
 

@@ -4,6 +4,8 @@
 #include "algorithms/entropy.h"
 #include "model/cpu_fast_forward.h"
 #include "model/cpu_kernels.h"
+#include "model/chunked_classifier.h"
+#include "model/recompute.h"
 
 #include <cmath>
 
@@ -318,14 +320,56 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
     }
   }
   auto h = embed(input_ids);
-  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) h = layer(l).forward(h, ctx, cache, l);
+  if (cache) {
+    for (int64_t l = 0; l < config_.num_hidden_layers; ++l) h = layer(l).forward(h, ctx, cache, l);
+  } else {
+    // (ctx by value: a checkpointed segment runs again in backward)
+    h = run_layers(h, [this, ctx](int64_t l, const torch::Tensor& x) { return layer(l).forward(x, ctx, nullptr, l); });
+  }
   return model->norm(h);
 }
 
-torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
+void CausalLMImpl::set_checkpoint_layers(int64_t layers_per_segment) {
+  check(layers_per_segment >= 0, "set_checkpoint_layers: ", layers_per_segment,
+        " layers per segment (use 0 for off, or a positive count)");
+  checkpoint_layers_ = layers_per_segment;
+}
+
+torch::Tensor CausalLMImpl::run_layers(torch::Tensor h, const LayerFn& layer_fn) {
+  const int64_t L = config_.num_hidden_layers, k = checkpoint_layers_;
+  if (k == 0 || !torch::GradMode::is_enabled()) {
+    for (int64_t l = 0; l < L; ++l) h = layer_fn(l, h);
+    return h;
+  }
+  std::vector<torch::Generator> generators;  // LoRA dropout's masks, replayed by the recomputation
+  if (lora && lora->options.dropout > 0) generators.push_back(lora->dropout_gen);
+  for (int64_t l0 = 0; l0 < L; l0 += k) {
+    const int64_t l1 = std::min(L, l0 + k);
+    std::vector<torch::Tensor> params;
+    for (int64_t l = l0; l < l1; ++l)
+      for (const auto& p : layer(l).parameters()) params.push_back(p);
+    auto segment = [layer_fn, l0, l1](const std::vector<torch::Tensor>& in) {
+      torch::Tensor x = in[0];
+      for (int64_t l = l0; l < l1; ++l) x = layer_fn(l, x);
+      return std::vector<torch::Tensor>{x};
+    };
+    h = recompute(segment, {h}, params, generators)[0];
+  }
+  return h;
+}
+
+const torch::Tensor& CausalLMImpl::classifier_weight() const {
+  return lm_head ? lm_head->weight : model->embed_tokens->weight;
+}
+
+void CausalLMImpl::require_lm_head() const {
   check(!config_.is_classifier(), "this model is a ", config_.architecture,
         " (a reward model with a score head): it scores sequences and cannot generate or give token log-probs");
-  const torch::Tensor& w = lm_head ? lm_head->weight : model->embed_tokens->weight;
+}
+
+torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
+  require_lm_head();
+  const torch::Tensor& w = classifier_weight();
   const int64_t rows = hidden.numel() / std::max<int64_t>(1, hidden.size(-1));
   const double cap = config_.final_logit_softcapping;
   if (hidden.is_cpu() && hidden.scalar_type() == torch::kFloat32 && !torch::GradMode::is_enabled() &&
@@ -342,9 +386,13 @@ torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
       return out.view(out_sizes);
     }
   }
-  auto out = torch::nn::functional::linear(hidden, w);
+  return softcap_logits(torch::nn::functional::linear(hidden, w));
+}
+
+torch::Tensor CausalLMImpl::softcap_logits(const torch::Tensor& z) const {
   // Gemma 2/3: logits / c, tanh, × c, in the model's dtype (as transformers).
-  return cap > 0 ? torch::tanh(out / cap) * cap : out;
+  const double cap = config_.final_logit_softcapping;
+  return cap > 0 ? torch::tanh(z / cap) * cap : z;
 }
 
 torch::Tensor CausalLMImpl::scores(const torch::Tensor& hidden) {
@@ -382,46 +430,101 @@ torch::Tensor CausalLMImpl::token_logprobs_selected(const torch::Tensor& hidden,
   return token_logprobs_impl(hidden, targets, entropy, entropy_grad, from, select_ids, selected);
 }
 
+void CausalLMImpl::set_logprob_recompute(bool on, int64_t chunk_rows) {
+  check(chunk_rows >= 0, "set_logprob_recompute: chunk_rows = ", chunk_rows, " (use 0 for automatic, or a positive count)");
+  logprob_recompute_ = on;
+  logprob_chunk_rows_ = chunk_rows;
+}
+
+CausalLMImpl::LogprobChunk CausalLMImpl::logprob_head(const torch::Tensor& logits, const torch::Tensor& targets,
+                                                      const torch::Tensor& select_ids, bool entropy,
+                                                      bool entropy_grad) {
+  LogprobChunk out;
+  const auto lg = logits.to(torch::kFloat32);  // [B, n, V]
+  if (select_ids.defined()) out.selected = algo::bucket_logprobs(lg, select_ids);
+  const int64_t B = lg.size(0), n = lg.size(1), V = lg.size(2);
+  if (fast_cpu_path_ && lg.device().is_cpu() && !(entropy && entropy_grad)) {
+    // One pass per row forward, one backward (the sampler's normaliser); the entropy as a by-product.
+    out.logprobs = fast_token_logprobs(lg.reshape({B * n, V}), targets.reshape({B * n}),
+                                       entropy ? &out.entropy : nullptr).view({B, n});
+    if (entropy) out.entropy = out.entropy.view({B, n});
+    return out;
+  }
+  auto lse = torch::logsumexp(lg, -1);  // [B, n]
+  out.logprobs = lg.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - lse;
+  if (entropy) {
+    // The entropy's implementation (algorithms/entropy.h; the kernel above is tested against it); the
+    // caller already chunks.
+    if (entropy_grad) {
+      out.entropy = algo::entropy_from_logits(lg, 0);
+    } else {
+      torch::NoGradGuard ng;
+      out.entropy = algo::entropy_from_logits(lg.detach(), 0);
+    }
+  }
+  return out;
+}
+
+CausalLMImpl::LogprobChunk CausalLMImpl::logprobs_recomputed(const torch::Tensor& hidden, const torch::Tensor& targets,
+                                                             const torch::Tensor& select_ids, bool entropy,
+                                                             bool entropy_grad, int64_t chunk) {
+  // Outputs: log-probs, then the entropy and the selected buckets when asked.
+  auto head = [this, targets, select_ids, entropy, entropy_grad](const torch::Tensor& z, int64_t t0, int64_t n) {
+    // The recomputation (grad mode on) skips an entropy that only is logged.
+    const bool again = torch::GradMode::is_enabled();
+    LogprobChunk c = logprob_head(softcap_logits(z), targets.narrow(1, t0, n),
+                                  select_ids.defined() ? select_ids.narrow(1, t0, n) : torch::Tensor(),
+                                  entropy && (entropy_grad || !again), entropy_grad);
+    std::vector<torch::Tensor> out{c.logprobs};
+    if (entropy) out.push_back(c.entropy);
+    if (select_ids.defined()) out.push_back(c.selected);
+    return out;
+  };
+  const auto out = chunked_classifier(head, hidden, classifier_weight(), chunk);
+  LogprobChunk c;
+  c.logprobs = out[0];
+  if (entropy) c.entropy = entropy_grad ? out[1] : out[1].detach();
+  if (select_ids.defined()) c.selected = out.back();
+  return c;
+}
+
 torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets,
                                                 torch::Tensor* entropy, bool entropy_grad, int64_t from,
                                                 const torch::Tensor& select_ids, torch::Tensor* selected) {
-  const int64_t T = hidden.size(1);
+  require_lm_head();
+  const int64_t B = hidden.size(0), T = hidden.size(1);
   check(from >= 0 && from < std::max<int64_t>(T, 1), "token_logprobs: from = ", from, " outside the ", T, " positions");
-  const int64_t chunk = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, hidden.size(0)));
+  const bool again = logprob_recompute_ && torch::GradMode::is_enabled() &&
+                     (hidden.requires_grad() || classifier_weight().requires_grad());
+  // Rows (B x positions) per chunk: without recompute, at most one [B, T, V]
+  // fp32 tensor lives anyway; with it, a chunk of about 2^25 logits (128 MB
+  // in fp32) bounds what backward holds at once.
+  const int64_t V = config_.vocab_size;
+  const int64_t rows = logprob_chunk_rows_ > 0 ? logprob_chunk_rows_
+                       : again                 ? std::max<int64_t>(64, (int64_t{1} << 25) / std::max<int64_t>(1, V))
+                                               : 8192;
+  const int64_t chunk = std::max<int64_t>(1, rows / std::max<int64_t>(1, B));
   std::vector<torch::Tensor> parts, ent_parts, sel_parts;
   if (from > 0) {  // skipped columns: 0, outside the graph
-    parts.push_back(torch::zeros({hidden.size(0), from}, hidden.options().dtype(torch::kFloat32)));
+    parts.push_back(torch::zeros({B, from}, hidden.options().dtype(torch::kFloat32)));
     if (entropy) ent_parts.push_back(parts.back());
-    if (selected)
-      sel_parts.push_back(torch::zeros({hidden.size(0), from, select_ids.size(2) + 1}, parts.back().options()));
+    if (selected) sel_parts.push_back(torch::zeros({B, from, select_ids.size(2) + 1}, parts.back().options()));
   }
-  for (int64_t t0 = from; t0 < T; t0 += chunk) {
+  auto add = [&](const LogprobChunk& c) {
+    parts.push_back(c.logprobs);
+    if (entropy) ent_parts.push_back(c.entropy);
+    if (selected) sel_parts.push_back(c.selected);
+  };
+  if (again) {
+    const int64_t n = T - from;
+    add(logprobs_recomputed(hidden.narrow(1, from, n), targets.narrow(1, from, n),
+                            selected ? select_ids.narrow(1, from, n) : torch::Tensor(), entropy != nullptr,
+                            entropy_grad, chunk));
+  }
+  for (int64_t t0 = from; !again && t0 < T; t0 += chunk) {
     const int64_t n = std::min(chunk, T - t0);
-    auto lg = logits(hidden.narrow(1, t0, n)).to(torch::kFloat32);  // [B, n, V]
-    if (selected) sel_parts.push_back(algo::bucket_logprobs(lg, select_ids.narrow(1, t0, n)));
-    if (fast_cpu_path_ && lg.device().is_cpu() && !(entropy && entropy_grad)) {
-      // One pass per row forward, one backward (the sampler's normaliser); the entropy as a by-product.
-      const int64_t B = lg.size(0), V = lg.size(2);
-      torch::Tensor ent;
-      parts.push_back(fast_token_logprobs(lg.reshape({B * n, V}), targets.narrow(1, t0, n).reshape({B * n}),
-                                          entropy ? &ent : nullptr)
-                          .view({B, n}));
-      if (entropy) ent_parts.push_back(ent.view({B, n}));
-      continue;
-    }
-    auto tgt = targets.narrow(1, t0, n).unsqueeze(-1);
-    auto lse = torch::logsumexp(lg, -1);                             // [B, n]
-    parts.push_back(lg.gather(-1, tgt).squeeze(-1) - lse);
-    if (entropy) {
-      // The entropy's implementation (algorithms/entropy.h; the kernel above is tested against it); this
-      // loop already chunks.
-      if (entropy_grad) {
-        ent_parts.push_back(algo::entropy_from_logits(lg, 0));
-      } else {
-        torch::NoGradGuard ng;
-        ent_parts.push_back(algo::entropy_from_logits(lg.detach(), 0));
-      }
-    }
+    add(logprob_head(logits(hidden.narrow(1, t0, n)), targets.narrow(1, t0, n),
+                     selected ? select_ids.narrow(1, t0, n) : torch::Tensor(), entropy != nullptr, entropy_grad));
   }
   if (entropy) *entropy = ent_parts.size() == 1 ? ent_parts[0] : torch::cat(ent_parts, 1);
   if (selected) *selected = sel_parts.size() == 1 ? sel_parts[0] : torch::cat(sel_parts, 1);

@@ -22,6 +22,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 
 #include "model/config.h"
@@ -171,8 +172,14 @@ class CausalLMImpl : public torch::nn::Module {
   void add_value_head();
   bool has_value_head() const { return !v_head.is_empty(); }
 
-  // log p(targets) [B, T] in fp32, computed chunk by chunk over T so that at
-  // most one [B, T, V] fp32 tensor exists (the one autograd keeps). Columns
+  // log p(targets) [B, T] in fp32, computed chunk by chunk over T. Under
+  // autograd with logprob recompute on (the default, set_logprob_recompute),
+  // each chunk's logits are recomputed in backward (model/recompute.h): what
+  // stays for backward is the hidden states, targets and per-position
+  // results, and one chunk of [rows, V] logits exists at a time
+  // (model/chunked_classifier.h).
+  // Otherwise (recompute off, or no gradient needed) chunks of 8192 rows,
+  // and at most one [B, T, V] fp32 tensor exists (the one autograd keeps). Columns
   // t < `from` are not computed (no logits): they hold 0, for callers whose
   // loss reads nothing there (the prompts of a batch whose completions all
   // start at or after `from`).
@@ -194,6 +201,25 @@ class CausalLMImpl : public torch::nn::Module {
   torch::Tensor token_logprobs_selected(const torch::Tensor& hidden, const torch::Tensor& targets,
                                         const torch::Tensor& select_ids, torch::Tensor* selected,
                                         torch::Tensor* entropy, bool entropy_grad, int64_t from = 0);
+
+  // Vocabulary-chunked log-probs under autograd (token_logprobs*): `on`
+  // (default true) recomputes each chunk's logits in backward instead of
+  // keeping them; same values and gradients (to float rounding where the
+  // chunking differs), one more classifier matmul per chunk. `chunk_rows`:
+  // rows (batch x positions) per chunk, 0 = automatic (with recompute about
+  // 2^25 logits per chunk, at least 64 rows; without, 8192 rows).
+  void set_logprob_recompute(bool on, int64_t chunk_rows = 0);
+  bool logprob_recompute() const { return logprob_recompute_; }
+
+  // Activation checkpointing: with `layers_per_segment` k > 0, a forward
+  // under autograd without a cache (the policy update) keeps only the input
+  // of each segment of k consecutive decoder layers and recomputes the
+  // segment's forward in backward (model/recompute.h; LoRA dropout masks
+  // replayed). 1 = every layer its own segment; 0 = off (default). Same
+  // values and gradients as without it; one more forward of the layers.
+  // Module path and fp32 CPU fast path alike.
+  void set_checkpoint_layers(int64_t layers_per_segment);
+  int64_t checkpoint_layers() const { return checkpoint_layers_; }
 
   // Convenience: logits for input_ids [B, T] at positions 0..T-1.
   torch::Tensor forward(const torch::Tensor& input_ids);
@@ -246,14 +272,36 @@ class CausalLMImpl : public torch::nn::Module {
   std::shared_ptr<LoraRuntime> lora;   // set by add_lora / load_lora_adapter (model/lora.h); null without adapters
 
  private:
+  // One chunk of token_logprobs_impl from its logits [B, n, V] (model
+  // dtype): log-probs [B, n], entropy [B, n] (when asked), selected buckets
+  // [B, n, k + 1] (when select_ids is defined).
+  struct LogprobChunk {
+    torch::Tensor logprobs, entropy, selected;
+  };
+  LogprobChunk logprob_head(const torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& select_ids,
+                            bool entropy, bool entropy_grad);
+  // The same over hidden [B, n, D], `chunk` positions at a time, each chunk's
+  // logits recomputed in backward (model/chunked_classifier.h).
+  LogprobChunk logprobs_recomputed(const torch::Tensor& hidden, const torch::Tensor& targets,
+                                   const torch::Tensor& select_ids, bool entropy, bool entropy_grad, int64_t chunk);
+  torch::Tensor softcap_logits(const torch::Tensor& z) const;  // Gemma's final soft-cap (identity without)
+  const torch::Tensor& classifier_weight() const;  // lm_head's, or the tied embeddings'
+  void require_lm_head() const;                     // errors for a classifier (reward model)
   torch::Tensor token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets, torch::Tensor* entropy,
                                     bool entropy_grad, int64_t from, const torch::Tensor& select_ids = {},
                                     torch::Tensor* selected = nullptr);
+  // h after every decoder layer, `layer_fn(l, h)` giving layer l's output:
+  // segments recomputed in backward when checkpointing applies (grad mode on).
+  using LayerFn = std::function<torch::Tensor(int64_t, const torch::Tensor&)>;
+  torch::Tensor run_layers(torch::Tensor h, const LayerFn& layer_fn);
   torch::Tensor forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache,
                                         const torch::Tensor& key_mask, int64_t max_pos);
   // The embeddings of ids (Gemma: times sqrt(hidden_size) in the model's dtype).
   torch::Tensor embed(const torch::Tensor& ids);
   bool fast_cpu_path_ = true;
+  bool logprob_recompute_ = true;  // set_logprob_recompute
+  int64_t logprob_chunk_rows_ = 0;  // 0 = automatic
+  int64_t checkpoint_layers_ = 0;   // set_checkpoint_layers
   bool pack_weights_ = true;  // set_pack_weights
   PackedWeights packed_;      // pack_for_decoding
   ModelConfig config_;
