@@ -173,7 +173,7 @@ class CausalLMImpl : public torch::nn::Module {
   bool has_value_head() const { return !v_head.is_empty(); }
 
   // log p(targets) [B, T] in fp32, computed chunk by chunk over T. Under
-  // autograd with logprob recompute on (the default, set_logprob_recompute),
+  // autograd with logprob recompute on (set_logprob_recompute; off by default until a run key turns it on),
   // each chunk's logits are recomputed in backward (model/recompute.h): what
   // stays for backward is the hidden states, targets and per-position
   // results, and one chunk of [rows, V] logits exists at a time
@@ -203,7 +203,7 @@ class CausalLMImpl : public torch::nn::Module {
                                         torch::Tensor* entropy, bool entropy_grad, int64_t from = 0);
 
   // Vocabulary-chunked log-probs under autograd (token_logprobs*): `on`
-  // (default true) recomputes each chunk's logits in backward instead of
+  // (default false: today's numerics, bit for bit) recomputes each chunk's logits in backward instead of
   // keeping them; same values and gradients (to float rounding where the
   // chunking differs), one more classifier matmul per chunk. `chunk_rows`:
   // rows (batch x positions) per chunk, 0 = automatic (with recompute about
@@ -299,7 +299,7 @@ class CausalLMImpl : public torch::nn::Module {
   // The embeddings of ids (Gemma: times sqrt(hidden_size) in the model's dtype).
   torch::Tensor embed(const torch::Tensor& ids);
   bool fast_cpu_path_ = true;
-  bool logprob_recompute_ = true;  // set_logprob_recompute
+  bool logprob_recompute_ = false;  // set_logprob_recompute
   int64_t logprob_chunk_rows_ = 0;  // 0 = automatic
   int64_t checkpoint_layers_ = 0;   // set_checkpoint_layers
   bool pack_weights_ = true;  // set_pack_weights
