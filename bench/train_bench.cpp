@@ -1,7 +1,6 @@
 #include "bench/train_bench.h"
 
 #include <ATen/Parallel.h>
-#include <sys/resource.h>
 #include <torch/cuda.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include "model/lora.h"
 #include "train/optimizer.h"
 #include "util/error.h"
+#include "util/memory_usage.h"
 
 namespace rlf {
 
@@ -36,10 +36,16 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
+// Weights, gradients and optimiser state (masters and moments), in MB: what
+// the update needs whatever its activations.
+Json memory_parts_mb(CausalLMImpl& model, const Optimizer& opt) {
+  double weights = 0, grads = 0, state = 0;
+  for (const auto& p : model.parameters()) {
+    weights += static_cast<double>(p.nbytes());
+    if (p.grad().defined()) grads += static_cast<double>(p.grad().nbytes());
+  }
+  for (const auto& [name, t] : opt.state_tensors()) state += static_cast<double>(t.nbytes());
+  return Json{{"weights", weights / 1e6}, {"gradients", grads / 1e6}, {"optimizer_state", state / 1e6}};
 }
 
 struct StepTimes {
@@ -58,6 +64,7 @@ Json run_train_bench(const TrainBenchOptions& o) {
   const torch::Device device = parse_device(o.device);
   auto [model, source] = make_bench_model(o.shape, o.dtype, o.device, o.seed);
   model->set_fast_cpu_path(o.fast_cpu);
+  model->set_memory_levers(with_machine_memory(o.levers, usable_memory_bytes()));
   if (o.lora_rank > 0) {
     LoraOptions lo;
     lo.rank = o.lora_rank;
@@ -115,6 +122,9 @@ Json run_train_bench(const TrainBenchOptions& o) {
   };
 
   for (int64_t i = 0; i < o.warmup; ++i) run_step();
+  PeakRss steps_peak;
+  const double peak_before_steps = steps_peak.peak_mb();  // loading and warm-up
+  steps_peak.begin();
   std::vector<double> fwd, head, bwd, optim, total;
   double loss_first = 0, loss_last = 0;
   for (int64_t i = 0; i < o.steps; ++i) {
@@ -159,7 +169,16 @@ Json run_train_bench(const TrainBenchOptions& o) {
   j["optimizer_ms"] = median(optim);
   j["loss_first"] = loss_first;
   j["loss_last"] = loss_last;
-  j["peak_rss_mb"] = peak_rss_mb();
+  j["peak_rss_mb_steps"] = steps_peak.peak_mb();  // the timed steps' own peak (warm-up excluded)
+  j["peak_rss_mb"] = std::max(peak_before_steps, j["peak_rss_mb_steps"].get<double>());  // the process's
+  j["memory_mb"] = memory_parts_mb(*model, opt);
+  const MemoryLevers& lv = model->memory_levers();
+  const auto& uses = model->memory_lever_uses();
+  j["logprob_recompute"] = lever_mode_names().name(lv.logprob_recompute);
+  j["checkpoint_activations"] = checkpoint_mode_names().name(lv.checkpoint);
+  j["checkpoint_every"] = lv.checkpoint_every;
+  j["logprobs_recomputed"] = uses.recomputed_logprob_calls > 0;  // what auto (or on) did in the steps
+  j["layers_checkpointed"] = uses.checkpointed_forwards > 0;
   j["trainable_params"] = n_trainable;
   j["lora_rank"] = o.lora_rank;
   if (o.lora_rank > 0) j["lora_targets"] = o.lora_targets;

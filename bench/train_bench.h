@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "model/memory_levers.h"
 #include "util/json_util.h"
 
 namespace rlf {
@@ -31,6 +32,7 @@ struct TrainBenchOptions {
   bool fast_cpu = true;               // fp32 CPU fast path (CausalLM::set_fast_cpu_path)
   int64_t lora_rank = 0;              // > 0: train LoRA adapters of this rank (alpha = 2 r) on lora_targets, base frozen
   std::vector<std::string> lora_targets{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  MemoryLevers levers;                // auto, auto, as runs (auto checkpointing's threshold from this machine)
 
   void validate() const;
 };
@@ -39,7 +41,9 @@ struct TrainBenchOptions {
 // returns a JSON object: tokens_per_s (B*T / median step time), ms_per_step,
 // forward_ms, backward_ms, optimizer_ms (medians), forward_logprobs_ms (the
 // part of forward_ms spent in the output head, log-softmax and loss), batch,
-// seq, dtype, params, threads, loss_first/loss_last, peak_rss_mb, ...
+// seq, dtype, params, threads, loss_first/loss_last, peak_rss_mb (the
+// process's), peak_rss_mb_update (the timed steps' own peak), the levers'
+// settings and whether they applied, ...
 Json run_train_bench(const TrainBenchOptions& options);
 
 }  // namespace rlf

@@ -324,7 +324,7 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
     for (int64_t l = 0; l < config_.num_hidden_layers; ++l) h = layer(l).forward(h, ctx, cache, l);
   } else {
     // (ctx by value: a checkpointed segment runs again in backward)
-    h = run_layers(h, [this, ctx](int64_t l, const torch::Tensor& x) { return layer(l).forward(x, ctx, nullptr, l); });
+    h = run_layers(h, T, false, [this, ctx](int64_t l, const torch::Tensor& x) { return layer(l).forward(x, ctx, nullptr, l); });
   }
   return model->norm(h);
 }
@@ -332,15 +332,35 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
 void CausalLMImpl::set_checkpoint_layers(int64_t layers_per_segment) {
   check(layers_per_segment >= 0, "set_checkpoint_layers: ", layers_per_segment,
         " layers per segment (use 0 for off, or a positive count)");
-  checkpoint_layers_ = layers_per_segment;
+  levers_.checkpoint = layers_per_segment > 0 ? CheckpointMode::Layers : CheckpointMode::None;
+  if (layers_per_segment > 0) levers_.checkpoint_every = layers_per_segment;
 }
 
-torch::Tensor CausalLMImpl::run_layers(torch::Tensor h, const LayerFn& layer_fn) {
-  const int64_t L = config_.num_hidden_layers, k = checkpoint_layers_;
-  if (k == 0 || !torch::GradMode::is_enabled()) {
+void CausalLMImpl::set_memory_levers(const MemoryLevers& levers) {
+  levers.validate();
+  levers_ = levers;
+}
+
+int64_t CausalLMImpl::checkpoint_segment(const torch::Tensor& h, int64_t seq_len, bool fused) const {
+  if (!torch::GradMode::is_enabled()) return 0;
+  switch (levers_.checkpoint) {
+    case CheckpointMode::None: return 0;
+    case CheckpointMode::Layers: return levers_.checkpoint_every;
+    case CheckpointMode::Auto: break;
+  }
+  const int64_t tokens = h.numel() / std::max<int64_t>(1, h.size(-1));
+  const int64_t kept =
+      layer_activation_bytes(config_, tokens, seq_len, h.element_size(), fused) * config_.num_hidden_layers;
+  return levers_.auto_activation_bytes > 0 && kept >= levers_.auto_activation_bytes ? levers_.checkpoint_every : 0;
+}
+
+torch::Tensor CausalLMImpl::run_layers(torch::Tensor h, int64_t seq_len, bool fused, const LayerFn& layer_fn) {
+  const int64_t L = config_.num_hidden_layers, k = checkpoint_segment(h, seq_len, fused);
+  if (k == 0) {
     for (int64_t l = 0; l < L; ++l) h = layer_fn(l, h);
     return h;
   }
+  ++lever_uses_.checkpointed_forwards;
   std::vector<torch::Generator> generators;  // LoRA dropout's masks, replayed by the recomputation
   if (lora && lora->options.dropout > 0) generators.push_back(lora->dropout_gen);
   for (int64_t l0 = 0; l0 < L; l0 += k) {
@@ -432,8 +452,8 @@ torch::Tensor CausalLMImpl::token_logprobs_selected(const torch::Tensor& hidden,
 
 void CausalLMImpl::set_logprob_recompute(bool on, int64_t chunk_rows) {
   check(chunk_rows >= 0, "set_logprob_recompute: chunk_rows = ", chunk_rows, " (use 0 for automatic, or a positive count)");
-  logprob_recompute_ = on;
-  logprob_chunk_rows_ = chunk_rows;
+  levers_.logprob_recompute = on ? LeverMode::On : LeverMode::Off;
+  levers_.logprob_chunk_rows = chunk_rows;
 }
 
 CausalLMImpl::LogprobChunk CausalLMImpl::logprob_head(const torch::Tensor& logits, const torch::Tensor& targets,
@@ -494,15 +514,18 @@ torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, con
   require_lm_head();
   const int64_t B = hidden.size(0), T = hidden.size(1);
   check(from >= 0 && from < std::max<int64_t>(T, 1), "token_logprobs: from = ", from, " outside the ", T, " positions");
-  const bool again = logprob_recompute_ && torch::GradMode::is_enabled() &&
+  const int64_t V = config_.vocab_size;
+  const bool wanted = levers_.logprob_recompute == LeverMode::On ||
+                      (levers_.logprob_recompute == LeverMode::Auto && B * (T - from) * V >= levers_.auto_logits);
+  const bool again = wanted && torch::GradMode::is_enabled() &&
                      (hidden.requires_grad() || classifier_weight().requires_grad());
+  if (again) ++lever_uses_.recomputed_logprob_calls;
   // Rows (B x positions) per chunk: without recompute, at most one [B, T, V]
   // fp32 tensor lives anyway; with it, a chunk of about 2^25 logits (128 MB
   // in fp32) bounds what backward holds at once.
-  const int64_t V = config_.vocab_size;
-  const int64_t rows = logprob_chunk_rows_ > 0 ? logprob_chunk_rows_
-                       : again                 ? std::max<int64_t>(64, (int64_t{1} << 25) / std::max<int64_t>(1, V))
-                                               : 8192;
+  const int64_t rows = again                             ? recompute_chunk_rows(config_, levers_.logprob_chunk_rows)
+                       : levers_.logprob_chunk_rows > 0 ? levers_.logprob_chunk_rows
+                                                        : 8192;
   const int64_t chunk = std::max<int64_t>(1, rows / std::max<int64_t>(1, B));
   std::vector<torch::Tensor> parts, ent_parts, sel_parts;
   if (from > 0) {  // skipped columns: 0, outside the graph

@@ -28,6 +28,7 @@
 #include "model/config.h"
 #include "model/cpu_kernels.h"
 #include "model/kv_cache.h"
+#include "model/memory_levers.h"
 #include "model/lora.h"
 #include "model/packed_weights.h"
 #include "model/rope.h"
@@ -173,7 +174,7 @@ class CausalLMImpl : public torch::nn::Module {
   bool has_value_head() const { return !v_head.is_empty(); }
 
   // log p(targets) [B, T] in fp32, computed chunk by chunk over T. Under
-  // autograd with logprob recompute on (set_logprob_recompute; off by default until a run key turns it on),
+  // autograd with logprob recompute on (set_logprob_recompute, or set_memory_levers' auto),
   // each chunk's logits are recomputed in backward (model/recompute.h): what
   // stays for backward is the hidden states, targets and per-position
   // results, and one chunk of [rows, V] logits exists at a time
@@ -209,7 +210,7 @@ class CausalLMImpl : public torch::nn::Module {
   // rows (batch x positions) per chunk, 0 = automatic (with recompute about
   // 2^25 logits per chunk, at least 64 rows; without, 8192 rows).
   void set_logprob_recompute(bool on, int64_t chunk_rows = 0);
-  bool logprob_recompute() const { return logprob_recompute_; }
+  bool logprob_recompute() const { return levers_.logprob_recompute == LeverMode::On; }
 
   // Activation checkpointing: with `layers_per_segment` k > 0, a forward
   // under autograd without a cache (the policy update) keeps only the input
@@ -219,7 +220,20 @@ class CausalLMImpl : public torch::nn::Module {
   // values and gradients as without it; one more forward of the layers.
   // Module path and fp32 CPU fast path alike.
   void set_checkpoint_layers(int64_t layers_per_segment);
-  int64_t checkpoint_layers() const { return checkpoint_layers_; }
+  int64_t checkpoint_layers() const {
+    return levers_.checkpoint == CheckpointMode::Layers ? levers_.checkpoint_every : 0;
+  }
+
+  // Both levers at once, with their "auto" settings (model/memory_levers.h;
+  // a run's [trainer] keys). The model's own default is off and none: today's
+  // numerics, bit for bit. Counts what auto decided (memory_lever_uses).
+  void set_memory_levers(const MemoryLevers& levers);
+  const MemoryLevers& memory_levers() const { return levers_; }
+  struct LeverUses {
+    int64_t recomputed_logprob_calls = 0;  // token_logprobs* calls that recomputed their chunks
+    int64_t checkpointed_forwards = 0;     // forwards whose layers were checkpointed
+  };
+  const LeverUses& memory_lever_uses() const { return lever_uses_; }
 
   // Convenience: logits for input_ids [B, T] at positions 0..T-1.
   torch::Tensor forward(const torch::Tensor& input_ids);
@@ -293,15 +307,22 @@ class CausalLMImpl : public torch::nn::Module {
   // h after every decoder layer, `layer_fn(l, h)` giving layer l's output:
   // segments recomputed in backward when checkpointing applies (grad mode on).
   using LayerFn = std::function<torch::Tensor(int64_t, const torch::Tensor&)>;
-  torch::Tensor run_layers(torch::Tensor h, const LayerFn& layer_fn);
+  // `seq_len`: positions per row (h is [B, T, D] or [B·T, D]); `fused`: the fast path's kernels.
+  torch::Tensor run_layers(torch::Tensor h, int64_t seq_len, bool fused, const LayerFn& layer_fn);
+  // Layers per checkpointed segment for a forward of h over rows of seq_len (0: none).
+  int64_t checkpoint_segment(const torch::Tensor& h, int64_t seq_len, bool fused) const;
   torch::Tensor forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache,
                                         const torch::Tensor& key_mask, int64_t max_pos);
   // The embeddings of ids (Gemma: times sqrt(hidden_size) in the model's dtype).
   torch::Tensor embed(const torch::Tensor& ids);
   bool fast_cpu_path_ = true;
-  bool logprob_recompute_ = false;  // set_logprob_recompute
-  int64_t logprob_chunk_rows_ = 0;  // 0 = automatic
-  int64_t checkpoint_layers_ = 0;   // set_checkpoint_layers
+  MemoryLevers levers_ = [] {  // set_memory_levers; off by default
+    MemoryLevers m;
+    m.logprob_recompute = LeverMode::Off;
+    m.checkpoint = CheckpointMode::None;
+    return m;
+  }();
+  LeverUses lever_uses_;
   bool pack_weights_ = true;  // set_pack_weights
   PackedWeights packed_;      // pack_for_decoding
   ModelConfig config_;

@@ -14,6 +14,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/hash.h"
+#include "util/memory_usage.h"
 
 namespace rlf {
 
@@ -551,10 +552,16 @@ void RlSteps::scale_by_semantic_entropy(std::vector<ScoredGroup>& groups, Json& 
 }
 
 std::vector<Episode> RlSteps::next(int64_t step, int32_t version, Json& metrics) {
+  // Peak memory per phase, where the phases do not overlap (no rollout pipeline).
+  const bool phases = options_.max_staleness == 0;
+  PeakRss peak;
+  if (phases) peak.begin();
   auto groups = collect_and_score(step, version, metrics);
+  if (phases) metrics["mem/rss_peak_mb_rollout"] = peak.peak_mb(), peak.begin();
   add_reference_logprobs(groups);
   if (options_.recompute_old_logprobs) recompute_old_logprobs(groups, metrics);
   if (teacher_) metrics.update(teacher_->add_teacher_logprobs(groups).metrics(reducer_));
+  if (phases) metrics["mem/rss_peak_mb_reference"] = peak.peak_mb();
   assign_credit(groups, metrics);
   reward_metrics(groups, metrics);
   std::vector<Episode> out;

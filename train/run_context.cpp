@@ -5,6 +5,7 @@
 
 #include "data/decontamination.h"
 #include "env/env_registry.h"
+#include "util/memory_usage.h"
 #include "eval/evaluator.h"
 #include "model/loader.h"
 #include "model/lora.h"
@@ -88,6 +89,7 @@ RunContext load_run_context(const TrainConfig& cfg, const TrainRunOptions& opts,
   RunContext r{cfg, opts, reducer, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}, {}};
   r.policy.model()->set_fast_cpu_path(cfg.model.fast_cpu_path);
   r.policy.model()->set_pack_weights(cfg.model.pack_weights);
+  r.policy.model()->set_memory_levers(memory_levers_here(cfg.memory));
   r.chat = tokenizer_chat_of(*r.policy.tokenizer);
   return r;
 }
@@ -202,6 +204,8 @@ void load_prompts_and_sft_pairs(RunContext& r) {
   if (r.cfg.has_data) load_prompts(r, eval_texts);
   if (r.cfg.sft.enabled) load_sft_pairs(r, eval_texts);
 }
+
+MemoryLevers memory_levers_here(const MemoryLevers& levers) { return with_machine_memory(levers, usable_memory_bytes()); }
 
 CausalLM frozen_copy(CausalLMImpl& m) {
   CausalLM c = make_random_model(m.config(), 0, m.dtype(), m.device());

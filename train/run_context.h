@@ -59,6 +59,12 @@ void load_prompts_and_sft_pairs(RunContext& r);
 
 // A frozen copy of `m` (same config, dtype, device, weights).
 CausalLM frozen_copy(CausalLMImpl& m);
+
+// The run's memory levers with auto checkpointing's threshold set from this
+// machine (a quarter of util/memory_usage.h's usable_memory_bytes) where the
+// config leaves it 0.
+MemoryLevers memory_levers_here(const MemoryLevers& levers);
+
 // The model at `path`, frozen, with the config's dtype, device and fast path.
 CausalLM frozen_load(const std::filesystem::path& path, const TrainConfig& cfg);
 

@@ -184,6 +184,7 @@ class RlKind final : public RunKind {
     }
     CausalLM critic = loaded_critic_ ? loaded_critic_ : critic_from_policy(*r.policy.model());
     critic->set_fast_cpu_path(cfg_.model.fast_cpu_path);
+    critic->set_memory_levers(memory_levers_here(cfg_.memory));
     value_ = std::make_unique<ValueModel>(critic, cfg_.value, cfg_.trainer, r.reducer);
     r.say("value model: " + (cfg_.value.model.empty() ? std::string(warmed ? "the warmed policy" : "the policy") +
                                                             " with a zero value head"

@@ -28,6 +28,24 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
              "alone; dpo = offline preference optimisation on [preference.data] (the DPO family, [preference]); rm = a "
              "reward model trained on [preference.data] ([reward_model]), or a process reward model on [process.data]",
              RLF_MEMBER(kind), trainer_kind_name, parse_trainer_kind, {"grpo", "sft", "dpo", "rm"}),
+      choice("trainer.logprob_recompute", "",
+             "token log-probs in vocabulary chunks whose logits are recomputed in backward: never a [batch, tokens, "
+             "vocabulary] tensor, one more classifier matmul per chunk; auto = on for a micro-batch of at least 2^27 "
+             "logits (tokens x vocabulary); off = keep the logits (faster where they fit)",
+             RLF_MEMBER(memory.logprob_recompute), lever_mode_names()),
+      field("trainer.logprob_chunk_rows", "rows",
+            "positions per chunk of recomputed log-probs (0 = about 2^25 logits per chunk)",
+            RLF_MEMBER(memory.logprob_chunk_rows))
+          .in(0, 1e9),
+      choice("trainer.checkpoint_activations", "",
+             "keep only each segment of layers' input in the update and run its forward again in backward (same "
+             "gradients bit for bit, about a third more compute); auto = layers when one micro-batch's kept "
+             "activations would reach a quarter of the memory the run may use (model/memory_levers.h's estimate); "
+             "none = keep everything (fastest where it fits)",
+             RLF_MEMBER(memory.checkpoint), checkpoint_mode_names()),
+      field("trainer.checkpoint_every", "layers", "decoder layers per checkpointed segment",
+            RLF_MEMBER(memory.checkpoint_every))
+          .in(1, 1e6),
       // [model]
       field("model.path", "",
             "policy to train: a Hugging Face directory or a llama2.c .bin (required unless model.random_init)",

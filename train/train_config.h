@@ -68,6 +68,7 @@
 #include "train/rejection_sampling.h"
 #include "train/lessons.h"
 #include "train/replay_buffer.h"
+#include "model/memory_levers.h"
 #include "train/trainer.h"
 #include "train/value_model.h"
 
@@ -230,6 +231,7 @@ struct TrainConfig {
   Json raw;                       // the validated config (defaults filled), saved with the run
   std::string source;             // where it came from (for messages)
   TrainerKind kind = TrainerKind::Grpo;
+  MemoryLevers memory;            // [trainer] logprob_recompute, checkpoint_activations: auto = on where they help
   ModelOptions model;
   bool has_data = false;          // [data] given
   PromptDatasetOptions data;

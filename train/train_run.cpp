@@ -14,6 +14,7 @@
 #include "train/plot.h"
 #include "train/progress.h"
 #include "train/rollout_pipeline.h"
+#include "util/memory_usage.h"
 #include "train/run_context.h"
 #include "train/run_kind.h"
 #include "train/run_preflight.h"
@@ -210,6 +211,15 @@ struct StepLoop {
     return end;
   }
 
+  // mem/rss_peak_mb_update (the run's so far with a rollout pipeline, whose phases overlap) and what the memory
+  // levers' auto settings did so far (model/memory_levers.h).
+  void memory_metrics(const PeakRss& update_peak, Json& m) const {
+    m[pipeline ? "mem/rss_peak_mb_run" : "mem/rss_peak_mb_update"] = update_peak.peak_mb();
+    const auto& uses = r.policy.model()->memory_lever_uses();
+    m["mem/checkpointed_forwards"] = uses.checkpointed_forwards;
+    m["mem/recomputed_logprob_calls"] = uses.recomputed_logprob_calls;
+  }
+
   Json one_step(int64_t step) {
     const TrainConfig& cfg = r.cfg;
     auto t0 = Clock::now();
@@ -230,6 +240,8 @@ struct StepLoop {
       episodes = kind.next(step, version, m);
     }
     auto t_update = Clock::now();
+    PeakRss update_peak;
+    if (!pipeline) update_peak.begin();
     // LoRA dropout masks: drawn from (run.seed, step), so a resumed step draws the same ones.
     if (cfg.lora.enabled && r.policy.model()->lora->options.dropout > 0)
       r.policy.model()->lora->dropout_gen.set_current_seed(cfg.rl.seed * 0x9E3779B97F4A7C15ULL + 0x10AD0ULL +
@@ -238,6 +250,7 @@ struct StepLoop {
     ValueModel* value = kind.value();
     if (value) m.update(value->update(episodes, step));
     m["time/update_s"] = seconds_since(t_update);
+    memory_metrics(update_peak, m);
     m["time/step_s"] = seconds_since(t0);
     const int64_t world = r.reducer.world_size();
     m["dist/world_size"] = world;

@@ -25,6 +25,9 @@ CommandSpec make_bench_train_command() {
       {"fast-cpu", OptKind::String, "on", "on|off: the fp32 CPU fast path (off: LibTorch module path)", "ON|OFF"},
       {"lora-rank", OptKind::Int, "0", "train LoRA adapters of this rank (alpha = 2 x rank), the base frozen; 0 = full fine-tuning", "R", 0, 65536},
       {"lora-targets", OptKind::List, "", "projections given adapters (repeatable; default: all seven)", "NAME"},
+      {"logprob-recompute", OptKind::String, "auto", "auto|on|off: vocabulary-chunked log-probs recomputed in backward (trainer.logprob_recompute)", "MODE"},
+      {"checkpoint", OptKind::String, "auto", "auto|none|layers: activation checkpointing (trainer.checkpoint_activations)", "MODE"},
+      {"checkpoint-every", OptKind::Int, "1", "decoder layers per checkpointed segment (trainer.checkpoint_every)", "N", 1, 1e6},
       {"json", OptKind::Flag, "false", "print one JSON object", ""},
   };
   c.run = [](const Args& a) {
@@ -41,6 +44,9 @@ CommandSpec make_bench_train_command() {
     o.lr = a.number("lr");
     o.seed = static_cast<uint64_t>(a.integer("seed"));
     o.fast_cpu = on_off_option(a, "fast-cpu");
+    o.levers.logprob_recompute = lever_mode_names().parse(a.str("logprob-recompute"));
+    o.levers.checkpoint = checkpoint_mode_names().parse(a.str("checkpoint"));
+    o.levers.checkpoint_every = a.integer("checkpoint-every");
     const CpuThreadPlan plan = configure_threads(a, o.dtype, o.device);
     Json j = run_train_bench(o);
     j["cpu"] = cpu_report(plan);

@@ -12,6 +12,7 @@
 
 #include "model/loader.h"
 #include "model/lora.h"
+#include "model/memory_levers.h"
 #include "model/recompute.h"
 #include "model/transformer.h"
 #include "tests/support/tensors.h"
@@ -295,6 +296,58 @@ TEST(LogprobRecompute, LossOfOneOutputOnly) {
     }
     expect_close(g[1], g[0], which == 0 ? "log-probs only" : "entropy only");
   }
+}
+
+// The auto settings (model/memory_levers.h) turn each lever on from its
+// threshold on, count what they did, and compute what the levers compute.
+TEST(MemoryLevers, AutoTurnsEachLeverOnFromItsThreshold) {
+  CausalLM m = tiny_model("qwen2");
+  const ModelConfig& c = m->config();
+  const int64_t B = 2, T = 6, V = c.vocab_size;
+  torch::manual_seed(6);
+  auto ids = torch::randint(0, V, {B, T}, torch::kInt64);
+  auto positions = torch::arange(T, torch::kInt64).view({1, T}).expand({B, T}).contiguous();
+  const int64_t kept = layer_activation_bytes(c, B * T, T, 4, m->fast_cpu_path()) * c.num_hidden_layers;
+  ASSERT_GT(kept, 0);
+  struct Case {
+    int64_t auto_logits, auto_bytes;
+    int64_t recomputed, checkpointed;  // what auto must do
+  };
+  torch::Tensor reference_grad;
+  for (const Case& k : {Case{B * T * V + 1, kept + 1, 0, 0}, Case{B * T * V, kept, 1, 1}, Case{1, 0, 1, 0}}) {
+    MemoryLevers lv;  // auto, auto
+    lv.auto_logits = k.auto_logits;
+    lv.auto_activation_bytes = k.auto_bytes;  // 0: never
+    m->set_memory_levers(lv);
+    const auto before = m->memory_lever_uses();
+    m->zero_grad();
+    m->token_logprobs(m->forward_hidden(ids, positions), ids).sum().backward();
+    {
+      torch::NoGradGuard ng;  // no autograd: neither lever applies
+      m->token_logprobs(m->forward_hidden(ids, positions), ids);
+    }
+    const auto after = m->memory_lever_uses();
+    EXPECT_EQ(after.recomputed_logprob_calls - before.recomputed_logprob_calls, k.recomputed) << k.auto_logits;
+    EXPECT_EQ(after.checkpointed_forwards - before.checkpointed_forwards, k.checkpointed) << k.auto_bytes;
+    const auto g = m->model->embed_tokens->weight.grad().clone();
+    if (!reference_grad.defined()) reference_grad = g;
+    else expect_close(g, reference_grad, "gradient with the levers auto-on");
+  }
+}
+
+TEST(MemoryLevers, EstimatesGrowWithTheShapeAndShrinkWithRecompute) {
+  ModelConfig c;  // Llama-2-7B's shape: 4096 wide, 32 heads, 11008 MLP, vocabulary 32000
+  // Per position: 6·D + 2·D + 3·D + 4·I + 2·H·T elements.
+  EXPECT_EQ(layer_activation_bytes(c, 1, 1, 2, false), (11 * 4096 + 4 * 11008 + 2 * 32) * 2);
+  EXPECT_EQ(layer_activation_bytes(c, 10, 100, 4, false), 10 * (11 * 4096 + 4 * 11008 + 2 * 32 * 100) * 4);
+  EXPECT_EQ(layer_activation_bytes(c, 10, 100, 4, true), 10 * (11 * 4096 + 2 * 11008) * 4);  // fused kernels
+  EXPECT_EQ(logprob_bytes(c, 1000, false, 0), 1000LL * 32000 * 4 * 3);
+  EXPECT_EQ(recompute_chunk_rows(c, 0), (int64_t{1} << 25) / 32000);
+  EXPECT_EQ(logprob_bytes(c, 5000, true, 0), recompute_chunk_rows(c, 0) * 32000LL * 4 * 2 + 5000 * 16);
+  EXPECT_EQ(logprob_bytes(c, 10, true, 0), 10LL * 32000 * 4 * 2 + 10 * 16);  // fewer rows than a chunk
+  MemoryLevers bad;
+  bad.checkpoint_every = 0;
+  EXPECT_THROW(bad.validate(), Error);
 }
 
 TEST(LogprobRecompute, RejectsANegativeChunk) {
