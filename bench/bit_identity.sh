@@ -2,7 +2,7 @@
 # Do two rlf binaries train identically? Runs every example config for 3
 # steps (SFT warm starts cut to 20 steps, 8 held-out prompts, no warm-up)
 # with the binary RLF, and writes OUT/<example>.metrics: metrics.jsonl
-# without its time, throughput and memory fields. Run it with the binary
+# without its time, throughput, memory and perf/ (MFU) fields. Run it with the binary
 # before and after a refactor and compare the two folders:
 #
 #   bash bench/bit_identity.sh OLD/rlf /tmp/bits-old
@@ -44,6 +44,6 @@ import json, sys
 for line in open(sys.argv[1]):
     d = json.loads(line)
     print(json.dumps({k: v for k, v in d.items() if not (k == "time" or k.startswith("time/") or k.endswith("_s")
-                      or "tokens_per_s" in k or "rss" in k or "mem" in k)}, sort_keys=True))' "$d/metrics.jsonl" > "$out/$name.metrics"
+                      or "tokens_per_s" in k or "rss" in k or "mem" in k or k.startswith("perf/"))}, sort_keys=True))' "$d/metrics.jsonl" > "$out/$name.metrics"
   echo "$name rc=$rc"
 done

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "bench/bench_model.h"
+#include "model/flops.h"
 #include "model/loader.h"
 #include "model/lora.h"
 #include "train/optimizer.h"
@@ -177,6 +178,14 @@ Json run_train_bench(const TrainBenchOptions& o) {
   j["logprob_recompute"] = lever_mode_names().name(lv.logprob_recompute);
   j["checkpoint_activations"] = checkpoint_mode_names().name(lv.checkpoint);
   j["checkpoint_every"] = lv.checkpoint_every;
+  // Model FLOP utilisation against a matmul peak measured now, in the model's dtype (model/flops.h).
+  if (device.is_cpu()) {
+    const double peak = measure_matmul_peak(dtype, 1024, 5);
+    const double flops = training_flops(c, static_cast<double>(o.batch * o.seq), static_cast<double>(o.seq), o.lora_rank == 0);
+    j["peak_gflops"] = peak / 1e9;
+    j["mfu_fwd_bwd"] = flops / ((median(fwd) + median(bwd)) / 1e3 * peak);
+    j["mfu_step"] = flops / (step_ms / 1e3 * peak);
+  }
   j["logprobs_recomputed"] = uses.recomputed_logprob_calls > 0;  // what auto (or on) did in the steps
   j["layers_checkpointed"] = uses.checkpointed_forwards > 0;
   j["trainable_params"] = n_trainable;

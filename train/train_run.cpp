@@ -13,6 +13,8 @@
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/progress.h"
+#include "model/flops.h"
+#include "train/perf_metrics.h"
 #include "train/rollout_pipeline.h"
 #include "util/memory_usage.h"
 #include "train/run_context.h"
@@ -154,12 +156,16 @@ struct StepLoop {
   std::unique_ptr<ProgressBar> bar;
   std::unique_ptr<RolloutPipeline> pipeline;
   FailedStepWatch failed_steps;
+  StepPerf perf;
   int64_t notes_shown = 0;
 
   StepLoop(RunContext& r_, RunKind& kind_, Checkpoints& ckpt_, TrainRunSummary& summary_, int64_t start_, int64_t tokens)
       : r(r_), kind(kind_), ckpt(ckpt_), summary(summary_), start(start_), tokens_used(tokens),
         failed_steps(kind.counts_failed_steps() ? r.cfg.run.max_failed_steps : 0) {
     const TrainConfig& cfg = r.cfg;
+    CausalLMImpl& policy = *r.policy.model();
+    perf = StepPerf{policy.config(), policy.device().is_cpu() ? measure_matmul_peak(policy.dtype()) : 0.0,
+                    !cfg.lora.enabled, kind.needs_reference(), cfg.trainer.epochs};
     if (r.writer()) {
       metrics = std::make_unique<MetricsWriter>(cfg.run.out_dir / "metrics.jsonl", JsonlWriterOptions{start},
                                                 cfg.run.tensorboard ? cfg.run.out_dir : fs::path());
@@ -252,6 +258,7 @@ struct StepLoop {
     m["time/update_s"] = seconds_since(t_update);
     memory_metrics(update_peak, m);
     m["time/step_s"] = seconds_since(t0);
+    perf.add_metrics(episodes, m);
     const int64_t world = r.reducer.world_size();
     m["dist/world_size"] = world;
     m["dist/payload_mb"] = (r.reducer.payload_bytes() - payload0) / 1e6;

@@ -9,6 +9,7 @@
 
 #include "tests/support/test_env.h"
 #include "tests/train/run_fixtures.h"
+#include "model/flops.h"
 #include "model/loader.h"
 #include "model/lora.h"
 #include "train/memory_plan.h"
@@ -45,6 +46,8 @@ TEST(MemoryLeversRun, EachLeverTrainsAsWithoutItAndSaysWhatItDid) {
     EXPECT_EQ(rec[s]["mem/checkpointed_forwards"], 0);
     for (const char* phase : {"mem/rss_peak_mb_rollout", "mem/rss_peak_mb_reference", "mem/rss_peak_mb_update"})
       EXPECT_GT(off[s].value(phase, 0.0), 10.0) << phase;
+    for (const char* perf : {"perf/peak_gflops", "perf/mfu_fwd_bwd", "perf/mfu_wall", "perf/update_tokens_per_s"})
+      EXPECT_GT(off[s].value(perf, 0.0), 0.0) << perf;
     // Checkpointing recomputes the same kernels on the same shapes: the same numbers.
     EXPECT_EQ(ckpt[s]["loss/policy"], off[s]["loss/policy"]) << "step " << s + 1;
     EXPECT_EQ(ckpt[s]["reward/mean"], off[s]["reward/mean"]) << "step " << s + 1;
@@ -132,6 +135,23 @@ TEST(MemoryPlan, CountsMatchTheModelsAndEachLeverLowersItsPart) {
   ASSERT_GE(more.size(), 3u);
   EXPECT_NE(more[1].find("lora.enabled=true"), std::string::npos) << more[1];
   EXPECT_NE(more[2].find("model.dtype=bf16"), std::string::npos) << more[2];
+}
+
+// Model FLOPs: 2 per weight per token forward (the 6·N·T rule for training)
+// plus attention's 4·D_q·L per token per key, counted independently here.
+TEST(ModelFlops, TwoPerWeightPerTokenPlusAttention) {
+  const ModelConfig c = ModelConfig::from_hf_json(
+      {{"vocab_size", 1000}, {"hidden_size", 64}, {"intermediate_size", 160}, {"num_hidden_layers", 3},
+       {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"max_position_embeddings", 512},
+       {"tie_word_embeddings", false}, {"architectures", {"LlamaForCausalLM"}}},
+      "flops");
+  // Weights that multiply every token: all but the embedding table and the norms.
+  const double matmul_weights = static_cast<double>(count_parameters(c)) - 1000.0 * 64 - (2 * 3 + 1) * 64;
+  const double attention = 3 * 4.0 * 64 * 50;  // mean length 100: 50 keys on average
+  EXPECT_NEAR(forward_flops(c, 7, 100), 7 * (2 * matmul_weights + attention), 1e-6);
+  EXPECT_NEAR(training_flops(c, 7, 100, true), 3 * forward_flops(c, 7, 100), 1e-6);
+  EXPECT_NEAR(training_flops(c, 7, 100, false), 2 * forward_flops(c, 7, 100), 1e-6);
+  EXPECT_GT(measure_matmul_peak(torch::kFloat32, 128, 2), 1e8);  // any CPU does 0.1 GFLOP/s
 }
 
 }  // namespace

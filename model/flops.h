@@ -1,0 +1,35 @@
+// Model FLOPs of a decoder's forward and training passes, and the machine's
+// matmul peak to divide them by (model FLOP utilisation, MFU). One formula
+// each; the counts are what the model's arithmetic needs, not what a kernel
+// happens to do (recomputation for checkpointing and padding are not
+// counted, as MFU conventionally does not).
+//
+//   const double peak = measure_matmul_peak(torch::kFloat32);   // FLOP/s
+//   const double f = training_flops(config, tokens, mean_len, true);
+//   double mfu = f / (seconds * peak);
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "model/config.h"
+
+namespace rlf {
+
+// Forward FLOPs over `tokens` positions in sequences of mean length
+// `mean_len`: 2 per weight of every projection and the classifier per token,
+// plus causal attention's scores and weighted sum (2 · 2 · D_q · L per token
+// over on average mean_len / 2 keys).
+double forward_flops(const ModelConfig& c, double tokens, double mean_len);
+
+// Forward and backward: 3 forwards with every weight trained (input and
+// weight gradients), 2 with the base frozen (LoRA: input gradients only).
+double training_flops(const ModelConfig& c, double tokens, double mean_len, bool full);
+
+// The best FLOP/s of a few square matmuls in `dtype` on the CPU with the
+// current thread count (about 20 ms): the peak MFU divides by. The same
+// LibTorch matmul the fallback paths use; rlf's own kernels may beat it.
+double measure_matmul_peak(torch::ScalarType dtype, int64_t n = 512, int repeats = 5);
+
+}  // namespace rlf
