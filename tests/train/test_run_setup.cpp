@@ -17,6 +17,7 @@ namespace {
 Json run_config(const fs::path& out) {
   return {{"model", {{"random_init", "demo"}}},
           {"run", {{"out_dir", out.string()}}},
+          {"rollout", {{"max_new_tokens", 16}}},
           {"data", {{"preset", "arithmetic"}, {"eval_size", 4}, {"arithmetic", {{"n_problems", 12}}}}},
           {"reward", Json::array({{{"type", "math"}, {"name", "correct"}, {"answer_format", "gsm8k"}},
                                   {{"type", "self_certainty"}, {"weight", 0.5}}})}};
@@ -42,7 +43,7 @@ RewardGroup group_of(const PromptExample& task, Policy& policy) {
   g.reference = task.reference;
   g.record = task.record;
   g.max_new_tokens = 8;
-  for (const std::string answer : {" #### " + task.reference, " #### 0"}) {
+  for (const std::string& answer : std::vector<std::string>{" #### " + task.reference, " #### -1"}) {
     RewardSample s;
     s.completion = answer;
     s.prompt_ids = policy.tokenizer->encode(task.prompt, true);
@@ -87,7 +88,7 @@ TEST(RunSetup, TrainReflexionAndEvalBuildTheSameRewardsFromOneConfig) {
 
 TEST(RunSetup, RecordChecksAndTheEnvRewardAreOneRule) {
   // A guessing game gives rewards: every entry point adds it as the component "env", once.
-  const EnvConfig guess = env_config_from_json({{"type", "guess"}, {"reward_weight", 0.25}}, "run.toml [env]");
+  const EnvConfig guess = env_config_from_json({{"type", "guess"}, {"weight", 0.25}}, "run.toml [env]");
   const RewardFactories none = run_reward_factories({}, std::make_shared<CausalLM>(nullptr));
   RunRewards r = make_run_rewards(Json::array({{{"type", "math"}}}), guess, "run.toml", none);
   ASSERT_EQ(r.rewards.size(), 2u);
