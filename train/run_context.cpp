@@ -90,6 +90,13 @@ RunSpec run_spec_of(const TrainConfig& cfg, const ReadEnvironment& read_env) {
   return spec;
 }
 
+RunSpec reflexion_spec_of(const TrainConfig& cfg, const ReadEnvironment& read_env) {
+  RunSpec spec = run_spec_of(cfg, read_env);
+  spec.policy.inference = true;
+  spec.env = EnvConfig{};
+  return spec;
+}
+
 RunContext load_run_context(const TrainConfig& cfg, const TrainRunOptions& opts, Reducer& reducer) {
   if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
     write_demo_policy(cfg.model_path(), cfg.rl.seed);

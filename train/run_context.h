@@ -54,6 +54,9 @@ struct RunContext {
 // (model_path(), no adapter: LoRA training attaches its own), [data],
 // [[reward]], [env]; `read_env` reads a judge's API key.
 RunSpec run_spec_of(const TrainConfig& cfg, const ReadEnvironment& read_env = {});
+// The same for `rlf reflexion` (feedback/reflexion.h): the policy in inference
+// mode, and single-turn whatever [env] says (Reflexion's attempts are single-turn).
+RunSpec reflexion_spec_of(const TrainConfig& cfg, const ReadEnvironment& read_env = {});
 
 // The policy (model.random_init written first when missing), with the
 // config's dtype, device and fast paths; the context around it empty.

@@ -66,12 +66,8 @@ CommandSpec make_reflexion_command() {
     check(cfg.model.random_init.empty() || std::filesystem::exists(cfg.model_path() / "config.json"),
           "the config's model is model.random_init, which exists only after `rlf train`: pass --set ",
           "model.random_init=\"\" --set model.path=RUN_DIR/checkpoints/step-N/model");
-    // The training run's set-up (setup/run_setup.h), the policy in inference
-    // mode; the attempts are single-turn (feedback/reflexion.h) whatever [env] says.
-    RunSpec spec = run_spec_of(cfg, read_process_env);
-    spec.policy.inference = true;
-    spec.env = EnvConfig{};
-    RunSetup setup = load_run_setup(spec);
+    // The training run's set-up (setup/run_setup.h), for inference.
+    RunSetup setup = load_run_setup(reflexion_spec_of(cfg, read_process_env));
     Policy& policy = setup.policy;
     RewardSet& rewards = setup.rewards;
     std::vector<PromptExample> tasks = split == "eval" ? setup.data->eval() : setup.data->train();

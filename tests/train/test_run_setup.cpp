@@ -1,9 +1,9 @@
 // One run set-up for every entry point (setup/run_setup.h): from one config,
-// `rlf train` (RunContext), `rlf reflexion` (run_spec_of + load_run_setup, as
-// apps/cli/cmd_reflexion.cpp takes it) and `rlf eval` (eval_config_from_json
-// + run_eval's set-up) build the same reward set — the self-certainty reward
-// included, which `rlf reflexion` once could not build — bound to the policy
-// each loaded, and check records by one rule.
+// `rlf train` (RunContext), `rlf reflexion` (load_run_setup of
+// reflexion_spec_of, as apps/cli/cmd_reflexion.cpp loads it) and `rlf eval`
+// (run_eval's load_run_setup of run_spec_of) build the same reward set — the
+// self-certainty reward included, which `rlf reflexion` once could not build —
+// bound to the policy each loaded, and check records by one rule.
 #include <gtest/gtest.h>
 
 #include "eval/eval_config.h"
@@ -63,10 +63,7 @@ TEST(RunSetup, TrainReflexionAndEvalBuildTheSameRewardsFromOneConfig) {
   load_rewards_and_env(train);
   load_prompts_and_sft_pairs(train);
 
-  RunSpec spec = run_spec_of(cfg);  // rlf reflexion
-  spec.policy.inference = true;
-  spec.env = EnvConfig{};
-  RunSetup reflexion = load_run_setup(spec);
+  RunSetup reflexion = load_run_setup(reflexion_spec_of(cfg));  // as rlf reflexion loads it
 
   Json eval_json = config;  // rlf eval --config on the same file, at the policy train wrote
   eval_json["model"]["path"] = cfg.model_path().string();
