@@ -410,4 +410,39 @@ std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const Promp
   return groups;
 }
 
+std::vector<Episode> EpisodeProducer::produce_from_ids(const std::vector<TokenPrompt>& prompts, int32_t version) {
+  std::vector<GenerationRequest> requests;
+  for (const TokenPrompt& p : prompts) {
+    GenerationRequest r;
+    r.prompt_ids = p.ids;
+    r.params = p.params;
+    requests.push_back(std::move(r));
+  }
+  std::vector<GeneratedSequence> seqs;
+  {
+    torch::NoGradGuard ng;
+    seqs = engine_.generate(requests);
+    engine_.release_cache();
+  }
+  std::vector<Episode> out(prompts.size());
+  for (const GeneratedSequence& seq : seqs) {
+    const TokenPrompt& p = prompts.at(static_cast<size_t>(seq.request_index));
+    Episode e = Episode::single_turn(0, p.episode_prompt.empty() ? p.ids : p.episode_prompt, seq.completion_ids,
+                                     seq.logprobs, version);
+    if (e.segments.size() > 1) {
+      Segment& pol = e.segments[1];
+      pol.text = seq.text;
+      pol.finish_reason = finish_reason_name(seq.finish_reason);
+      pol.stop = seq.stop;
+    }
+    e.completion_text = seq.text;
+    e.finish_reason = finish_reason_name(seq.finish_reason);
+    e.end_reason = "env";
+    e.turn_rewards.assign(static_cast<size_t>(e.n_turns), std::nullopt);
+    e.turn_feedback.assign(static_cast<size_t>(e.n_turns), "");
+    out[static_cast<size_t>(seq.request_index)] = std::move(e);
+  }
+  return out;
+}
+
 }  // namespace rlf

@@ -91,6 +91,13 @@ struct EpisodeGroup {
   std::vector<Episode> episodes;
 };
 
+// A prompt already tokenized, for EpisodeProducer::produce_from_ids.
+struct TokenPrompt {
+  std::vector<int32_t> ids;             // what the policy reads (non-empty)
+  std::vector<int32_t> episode_prompt;  // the episode's prompt tokens before the sampled ones; empty = ids
+  SamplingParams params;                // its seed set by the caller (params.seed)
+};
+
 class EpisodeProducer {
  public:
   // Borrows the policy (sampled from as it is now) and the environment.
@@ -103,7 +110,17 @@ class EpisodeProducer {
                                     const SamplingParams& params, const std::vector<uint64_t>& seeds,
                                     int32_t policy_version, EpisodeStats* stats);
 
+  // One single-turn episode per prompt, in order, through this producer's
+  // engine and no environment session: prompts fitted to the context by the
+  // caller (a critique or a refinement prompt, feedback/feedback_prompt.h) are
+  // fed as given, never re-encoded. Episode k is prompts[k].episode_prompt
+  // (or its ids) followed by the sampled tokens (group 0, end_reason "env":
+  // the one turn ended it), its policy segment carrying the text, finish
+  // reason and stop. The engine's cache is released afterwards.
+  std::vector<Episode> produce_from_ids(const std::vector<TokenPrompt>& prompts, int32_t policy_version);
+
   RolloutEngine& engine() { return engine_; }
+  Policy& policy() { return policy_; }
   Environment& environment() { return env_; }
   const EpisodeOptions& options() const { return options_; }
 

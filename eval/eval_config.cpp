@@ -4,30 +4,19 @@
 #include <algorithm>
 #include <cmath>
 
-#include "data/prompt_format.h"
+#include "config/toml_config.h"
 #include "model/cpu_features.h"
-#include "rewards/env_reward.h"
 #include "rewards/registry.h"
 #include "rewards/reward_options.h"
-#include "rm/model_reward.h"
-#include "rm/self_certainty_reward.h"
-#include "rollout/policy.h"
-#include "config/toml_config.h"
 #include "util/error.h"
 
 namespace rlf {
 
 namespace {
 
-// The reward types built outside the registry: trained reward models, LLM
-// judges and the evaluated policy's self-certainty (`policy` is filled once
-// the policy loads).
-RewardFactories eval_reward_factories(const ReadEnvironment& read_env,
-                                      std::shared_ptr<CausalLM> policy = std::make_shared<CausalLM>(nullptr)) {
-  RewardFactories extra = model_reward_factories();
-  extra.merge(judge_reward_factories(read_env));
-  extra.merge(self_certainty_factories(std::move(policy)));
-  return extra;
+// The reward types an eval config may name: the registry's and the run set-up's factories.
+std::vector<std::string> eval_reward_types() {
+  return reward_types(run_reward_factories({}, std::make_shared<CausalLM>(nullptr)));
 }
 
 const std::vector<std::string>& eval_sections() {
@@ -135,7 +124,7 @@ Json default_reward_tables(const std::string& preset) {
   if (preset == "gsm8k" || preset == "math500" || preset == "arithmetic") return Json::array({{{"type", "math"}}});
   if (preset == "countdown") return Json::array({{{"type", "countdown"}}});
   fail("no reward configured and preset '", preset, "' has no default reward; add a [[reward]] table or --reward TYPE (",
-       join_names(reward_types(eval_reward_factories({}))), ")");
+       join_names(eval_reward_types()), ")");
 }
 
 const std::vector<PromptExample>& eval_split(const PromptDataset& dataset) {
@@ -158,7 +147,7 @@ Json eval_config_json_from_flags(const EvalFlags& f) {
     check(f.preset.empty() || !is_synthetic_preset(f.preset), "rlf eval: --preset ", f.preset,
           " generates its own problems; remove --data");
   }
-  const std::vector<std::string> types = reward_types(eval_reward_factories({}));
+  const std::vector<std::string> types = eval_reward_types();
   for (const std::string& t : f.rewards)
     check(std::find(types.begin(), types.end(), t) != types.end(), "rlf eval: unknown --reward '", t,
           "' (expected one of ", join_names(types), ")");
@@ -175,30 +164,32 @@ Json eval_config_json_from_flags(const EvalFlags& f) {
   return {{"model", model}, {"data", data}, {"reward", rewards}, {"eval", f.eval}};
 }
 
+RunSpec run_spec_of(const EvalConfig& config, const ReadEnvironment& read_env) {
+  RunSpec spec;
+  spec.policy.path = config.model.path;
+  spec.policy.tokenizer = config.model.tokenizer;
+  spec.policy.dtype = config.model.dtype;
+  spec.policy.device = config.model.device;
+  spec.policy.fast_cpu_path = config.model.fast_cpu_path;
+  spec.policy.pack_weights = config.model.pack_weights;
+  spec.policy.adapter = config.model.adapter;
+  spec.policy.adapter_key = "--adapter (model.adapter)";
+  spec.data = config.data;
+  spec.rewards = config.rewards;
+  spec.env = config.env;
+  spec.source = config.source;
+  spec.read_env = read_env;
+  return spec;
+}
+
 EvalRun run_eval(const EvalConfig& config, const EvalProgress& progress, const ReadEnvironment& read_env) {
-  // Rewards first: a bad reward table fails before the model loads.
-  RewardSet rewards;
-  auto policy_slot = std::make_shared<CausalLM>(nullptr);
-  if (!config.rewards.empty())
-    rewards = make_reward_set(config.rewards, config.source, eval_reward_factories(read_env, policy_slot));
-  std::unique_ptr<Environment> env = make_environment(config.env, config.source + " [env]");
-  if (env->gives_rewards() && std::none_of(rewards.components().begin(), rewards.components().end(),
-                                           [](const RewardComponent& x) { return x.reward->name() == "env"; }))
-    rewards.add("env", config.env.reward_weight, std::make_unique<EnvReward>());
-  LoadOptions load;
-  load.dtype = config.model.dtype;
-  load.device = config.model.device;
-  Policy policy = load_policy(config.model.path, config.model.tokenizer, load);
-  apply_lora_adapter(*policy.model(), config.model.path, config.model.adapter, "--adapter (model.adapter)");
-  policy.model()->set_fast_cpu_path(config.model.fast_cpu_path);
-  policy.model()->set_pack_weights(config.model.pack_weights);
-  *policy_slot = policy.model();
-  const TokenizerChat chat = tokenizer_chat_of(*policy.tokenizer);
-  const PromptDataset dataset = PromptDataset::load(config.data, &chat);
+  RunSetup s = load_run_setup(run_spec_of(config, read_env));
+  const std::vector<PromptExample>& prompts = eval_split(*s.data);
+  check_records(prompts, s.rewards, s.env.get());
   EvalRun run;
-  run.data_summary = dataset.summary();
-  run.result = evaluate(policy, eval_split(dataset), rewards, config.eval, progress,
-                        EvalEnvironment{env.get(), config.env.episode});
+  run.data_summary = s.data->summary();
+  run.result = evaluate(s.policy, prompts, s.rewards, config.eval, progress,
+                        EvalEnvironment{s.env.get(), config.env.episode});
   return run;
 }
 

@@ -25,6 +25,7 @@
 #include "rewards/judge_reward.h"
 #include "rewards/reward_set.h"
 #include "config/config_schema.h"
+#include "setup/run_setup.h"
 #include "util/json_util.h"
 
 namespace rlf {
@@ -91,7 +92,12 @@ struct EvalFlags {
 // an unknown preset or reward type.
 Json eval_config_json_from_flags(const EvalFlags& flags);
 
-// Loads the policy, the dataset and the rewards, then evaluates.
+// The run set-up (setup/run_setup.h) an eval config describes: [model] with
+// its adapter, [data], [[reward]], [env].
+RunSpec run_spec_of(const EvalConfig& config, const ReadEnvironment& read_env = {});
+
+// Loads the policy, the dataset and the rewards (load_run_setup), checks the
+// evaluated records (check_records), then evaluates.
 struct EvalRun {
   EvalResult result;
   std::string data_summary;  // PromptDataset::summary()

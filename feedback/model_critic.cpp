@@ -13,6 +13,18 @@ namespace {
 
 uint64_t text_hash(const std::string& a, const std::string& b) { return fnv1a64(a + '\xff' + b); }
 
+const ModelCriticOptions& validated(const ModelCriticOptions& o) {
+  o.validate("critic.");
+  return o;
+}
+
+EpisodeOptions producer_options(const ModelCriticOptions& o) {
+  EpisodeOptions eo;
+  eo.max_batch_rows = o.max_batch_rows;
+  eo.add_special_tokens = o.add_special_tokens;
+  return eo;
+}
+
 }  // namespace
 
 void ModelCriticOptions::validate(const std::string& prefix) const {
@@ -25,16 +37,12 @@ void ModelCriticOptions::validate(const std::string& prefix) const {
 }
 
 ModelCritic::ModelCritic(Policy& model, ModelCriticOptions options)
-    : model_(model),
-      options_(std::move(options)),
-      engine_(model.model(), model.tokenizer, EngineOptions{options_.max_batch_rows, 0, model.eos_token_ids, 0}) {
-  options_.validate("critic.");
-}
+    : model_(model), options_(validated(options)), producer_(model, env_, producer_options(options_)) {}
 
 std::vector<Critique> ModelCritic::critique(const std::vector<CritiqueRequest>& requests) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Critique> out(requests.size());
-  std::vector<GenerationRequest> gen;
+  std::vector<TokenPrompt> gen;
   std::vector<size_t> index;  // gen[k] belongs to requests[index[k]]
   const int64_t context = model_.loaded.config.max_position_embeddings;
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -44,8 +52,8 @@ std::vector<Critique> ModelCritic::critique(const std::vector<CritiqueRequest>& 
       out[i].error = "the critique prompt does not fit the critic's context";
       continue;
     }
-    GenerationRequest g;
-    g.prompt_ids = std::move(fitted->ids);
+    TokenPrompt g;
+    g.ids = std::move(fitted->ids);
     g.params.temperature = options_.temperature;
     g.params.max_new_tokens = options_.max_new_tokens;
     g.params.stop_strings = options_.stop;
@@ -54,13 +62,11 @@ std::vector<Critique> ModelCritic::critique(const std::vector<CritiqueRequest>& 
     index.push_back(i);
   }
   if (!gen.empty()) {
-    torch::NoGradGuard ng;
-    std::vector<GeneratedSequence> seqs = engine_.generate(gen);
-    engine_.release_cache();
-    for (const GeneratedSequence& s : seqs) {
-      Critique& c = out[index[static_cast<size_t>(s.request_index)]];
-      c = critique_from_text(s.text);
-      c.n_generated_tokens = static_cast<int64_t>(s.completion_ids.size());
+    const std::vector<Episode> written = producer_.produce_from_ids(gen, 0);
+    for (size_t k = 0; k < written.size(); ++k) {
+      Critique& c = out[index[k]];
+      c = critique_from_text(written[k].completion_text);
+      c.n_generated_tokens = static_cast<int64_t>(written[k].tokens.size()) - written[k].n_prompt;
     }
   }
   const double per = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /

@@ -7,12 +7,20 @@
 // Deterministic: greedy by default; with temperature > 0 each request's seed
 // is derived from `seed` and the request's own text, so a resumed run draws
 // the same critiques.
+//
+// Critiques are generated through an episode producer (env/episode_producer.h,
+// produce_from_ids: the fitted prompt's ids as given, one single-turn episode
+// each) on the critic's model with critic.max_batch_rows rows: a producer of
+// its own, not the rollouts', because its model may be another one and its
+// batch rows are its own key (and with asynchronous rollouts the rollouts'
+// producer samples from a copy of the policy, not from the policy).
 #pragma once
 
 #include <memory>
 
+#include "env/episode_producer.h"
+#include "env/single_turn_env.h"
 #include "feedback/critic.h"
-#include "rollout/engine.h"
 #include "rollout/policy.h"
 
 namespace rlf {
@@ -42,7 +50,8 @@ class ModelCritic final : public Critic {
  private:
   Policy& model_;
   ModelCriticOptions options_;
-  RolloutEngine engine_;
+  SingleTurnEnvironment env_;  // the producer's environment (produce_from_ids starts no session)
+  EpisodeProducer producer_;
 };
 
 }  // namespace rlf

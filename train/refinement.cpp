@@ -56,10 +56,11 @@ void RefineOptions::validate() const {
   check(prompt.find("{critique}") != std::string::npos, "refine.prompt must contain {critique}");
 }
 
-Refiner::Refiner(Policy& policy, RewardSet& rewards, Critic& critic, RefineOptions options, SamplingParams sampling,
-                 RewardAggregation aggregation, size_t accuracy_component, bool add_special_tokens,
-                 int64_t max_batch_rows, uint64_t seed)
-    : policy_(policy),
+Refiner::Refiner(EpisodeProducer& producer, RewardSet& rewards, Critic& critic, RefineOptions options,
+                 SamplingParams sampling, RewardAggregation aggregation, size_t accuracy_component,
+                 bool add_special_tokens, uint64_t seed)
+    : producer_(producer),
+      policy_(producer.policy()),
       rewards_(rewards),
       critic_(critic),
       options_(std::move(options)),
@@ -67,8 +68,7 @@ Refiner::Refiner(Policy& policy, RewardSet& rewards, Critic& critic, RefineOptio
       aggregation_(aggregation),
       accuracy_component_(accuracy_component),
       add_special_tokens_(add_special_tokens),
-      seed_(seed),
-      engine_(policy.model(), policy.tokenizer, EngineOptions{max_batch_rows, 0, policy.eos_token_ids, 0}) {
+      seed_(seed) {
   options_.validate();
   check(accuracy_component_ < rewards_.size(), "refine: the accuracy reward is not in the reward set");
 }
@@ -116,7 +116,7 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
 
   // 2. Refinement prompts, fitted to the context.
   const int64_t context = policy_.loaded.config.max_position_embeddings;
-  std::vector<GenerationRequest> gen;
+  std::vector<TokenPrompt> gen;
   std::vector<size_t> gen_pending;  // gen[k] refines pending[gen_pending[k]]
   for (size_t k = 0; k < pending.size(); ++k) {
     Critique& c = critiques[k];
@@ -137,8 +137,11 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
       continue;
     }
     if (fitted->truncated) ++st.n_truncated;
-    GenerationRequest r;
-    r.prompt_ids = std::move(fitted->ids);
+    // Generated from the refinement prompt, recorded as an answer to the original prompt (its ids as sampled).
+    const Episode& failed = groups[pending[k].group].group.episodes[pending[k].episode];
+    TokenPrompt r;
+    r.ids = std::move(fitted->ids);
+    r.episode_prompt.assign(failed.tokens.begin(), failed.tokens.begin() + failed.n_prompt);
     r.params = sampling_;
     r.params.seed = mix_seed(step_seed ^ seed_ ^ kRefineSalt ^
                              mix_seed(static_cast<uint64_t>(pending[k].group) * 1000003u + pending[k].episode));
@@ -149,18 +152,14 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
 
   // 3. Refinements, as answers to the original prompts, scored per group.
   t0 = Clock::now();
-  std::vector<GeneratedSequence> seqs;
-  {
-    torch::NoGradGuard ng;
-    seqs = engine_.generate(gen);
-    engine_.release_cache();
-  }
+  std::vector<Episode> refinements = producer_.produce_from_ids(gen, version);
   st.refine_s = seconds_since(t0);
-  st.n_refinements = static_cast<int64_t>(seqs.size());
-  for (const GeneratedSequence& seq : seqs) st.n_generated_tokens += static_cast<int64_t>(seq.completion_ids.size());
-  std::vector<std::vector<size_t>> by_group(groups.size());  // indices into seqs
-  for (size_t s = 0; s < seqs.size(); ++s)
-    by_group[pending[gen_pending[static_cast<size_t>(seqs[s].request_index)]].group].push_back(s);
+  st.n_refinements = static_cast<int64_t>(refinements.size());
+  std::vector<std::vector<size_t>> by_group(groups.size());  // indices into refinements (= into gen)
+  for (size_t s = 0; s < refinements.size(); ++s) {
+    st.n_generated_tokens += static_cast<int64_t>(refinements[s].tokens.size()) - refinements[s].n_prompt;
+    by_group[pending[gen_pending[s]].group].push_back(s);
+  }
   for (size_t g = 0; g < groups.size(); ++g) {
     if (by_group[g].empty()) continue;
     ScoredGroup& sg = groups[g];
@@ -168,22 +167,8 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
     refined.task = sg.group.task;
     refined.prompt = sg.group.prompt;
     for (size_t s : by_group[g]) {
-      const GeneratedSequence& seq = seqs[s];
-      const Pending& p = pending[gen_pending[static_cast<size_t>(seq.request_index)]];
-      const Episode& failed = sg.group.episodes[p.episode];
-      const std::vector<int32_t> prompt(failed.tokens.begin(), failed.tokens.begin() + failed.n_prompt);
-      Episode e = Episode::single_turn(failed.group, prompt, seq.completion_ids, seq.logprobs, version);
-      if (e.segments.size() > 1) {
-        Segment& pol = e.segments[1];
-        pol.text = seq.text;
-        pol.finish_reason = finish_reason_name(seq.finish_reason);
-        pol.stop = seq.stop;
-      }
-      e.completion_text = seq.text;
-      e.finish_reason = finish_reason_name(seq.finish_reason);
-      e.end_reason = "env";
-      e.turn_rewards.assign(static_cast<size_t>(e.n_turns), std::nullopt);
-      e.turn_feedback.assign(static_cast<size_t>(e.n_turns), "");
+      Episode e = std::move(refinements[s]);
+      e.group = sg.group.episodes[pending[gen_pending[s]].episode].group;
       e.on_policy = false;
       e.source = EpisodeSource::Refinement;
       refined.episodes.push_back(std::move(e));
@@ -212,7 +197,7 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
     for (size_t j : chosen) {
       Episode& e = refined.episodes[j];
       // The critique stays with the refinement (samples log).
-      e.turn_feedback[0] = pending[gen_pending[static_cast<size_t>(seqs[by_group[g][j]].request_index)]].critique;
+      e.turn_feedback[0] = pending[gen_pending[by_group[g][j]]].critique;
       e.reward = totals[j];
       sg.group.episodes.push_back(std::move(e));
       for (size_t c = 0; c < sg.scores.results.size(); ++c) sg.scores.results[c].push_back(scores.results[c][j]);

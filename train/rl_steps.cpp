@@ -115,9 +115,9 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
   }
   if (options_.refine.enabled) {
     check(critic != nullptr, "refine.enabled needs a critic ([critic])");
-    refiner_ = std::make_unique<Refiner>(policy_, rewards_, *critic, options_.refine, options_.sampling,
+    refiner_ = std::make_unique<Refiner>(producer_, rewards_, *critic, options_.refine, options_.sampling,
                                          options_.reward_aggregation, accuracy_component_, options_.add_special_tokens,
-                                         options_.max_batch_rows, options_.seed);
+                                         options_.seed);
   }
   if (options_.replay.enabled) replay_ = std::make_unique<ReplayBuffer>(options_.replay);
   if (options_.lessons.enabled) {

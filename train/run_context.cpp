@@ -9,11 +9,6 @@
 #include "eval/evaluator.h"
 #include "model/loader.h"
 #include "model/lora.h"
-#include "rewards/env_reward.h"
-#include "rewards/judge_reward.h"
-#include "rewards/registry.h"
-#include "rm/model_reward.h"
-#include "rm/self_certainty_reward.h"
 #include "train/demo.h"
 #include "train/heldout_kl.h"
 #include "util/error.h"
@@ -80,34 +75,44 @@ void RunContext::attach_lora() {
       std::to_string(trainable) + " trainable parameters of " + std::to_string(total));
 }
 
+RunSpec run_spec_of(const TrainConfig& cfg, const ReadEnvironment& read_env) {
+  RunSpec spec;
+  spec.policy.path = cfg.model_path();
+  spec.policy.tokenizer = cfg.model.tokenizer;
+  spec.policy.dtype = cfg.model.dtype;
+  spec.policy.device = cfg.model.device;
+  spec.policy.fast_cpu_path = cfg.model.fast_cpu_path;
+  spec.policy.pack_weights = cfg.model.pack_weights;
+  spec.data = cfg.data;
+  spec.rewards = cfg.rewards;
+  spec.env = cfg.rl.env;
+  spec.source = cfg.source;
+  spec.read_env = read_env;
+  return spec;
+}
+
+RunSpec reflexion_spec_of(const TrainConfig& cfg, const ReadEnvironment& read_env) {
+  RunSpec spec = run_spec_of(cfg, read_env);
+  spec.policy.inference = true;
+  spec.env = EnvConfig{};
+  return spec;
+}
+
 RunContext load_run_context(const TrainConfig& cfg, const TrainRunOptions& opts, Reducer& reducer) {
   if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
     write_demo_policy(cfg.model_path(), cfg.rl.seed);
-  LoadOptions lo;
-  lo.dtype = cfg.model.dtype;
-  lo.device = cfg.model.device;
-  RunContext r{cfg, opts, reducer, load_policy(cfg.model_path(), cfg.model.tokenizer, lo), {}, {}, {}, {}, {}, {}, {}};
-  r.policy.model()->set_fast_cpu_path(cfg.model.fast_cpu_path);
-  r.policy.model()->set_pack_weights(cfg.model.pack_weights);
+  RunContext r{cfg, opts, reducer, load_run_policy(run_spec_of(cfg).policy), {}, {}, {}, {}, {}, {}, {}};
   r.policy.model()->set_memory_levers(memory_levers_here(cfg.memory));
   r.chat = tokenizer_chat_of(*r.policy.tokenizer);
   return r;
 }
 
 void load_rewards_and_env(RunContext& r) {
-  const TrainConfig& cfg = r.cfg;
-  if (!cfg.rewards.empty()) {
-    RewardFactories extra = model_reward_factories();
-    extra.merge(judge_reward_factories(r.opts.read_env));
-    extra.merge(self_certainty_factories(std::make_shared<CausalLM>(r.policy.model())));
-    r.rewards = make_reward_set(cfg.rewards, cfg.source, extra);
-  }
-  r.env = make_environment(cfg.rl.env, cfg.source + " [env]");
-  if (r.env->gives_rewards()) {
-    const auto& c = r.rewards.components();
-    if (std::none_of(c.begin(), c.end(), [](const RewardComponent& x) { return x.reward->name() == "env"; }))
-      r.rewards.add("env", cfg.rl.env.reward_weight, std::make_unique<EnvReward>());
-  }
+  const RunSpec spec = run_spec_of(r.cfg, r.opts.read_env);
+  RunRewards rr = make_run_rewards(spec.rewards, spec.env, spec.source,
+                                   run_reward_factories(spec.read_env, std::make_shared<CausalLM>(r.policy.model())));
+  r.rewards = std::move(rr.rewards);
+  r.env = std::move(rr.env);
 }
 
 namespace {
@@ -161,11 +166,7 @@ void load_prompts(RunContext& r, const std::vector<EvalText>& eval_texts) {
   r.train = env_prompts ? fitting_prompts(train, r) : train;
   r.eval = env_prompts ? fitting_prompts(r.data->eval(), r) : r.data->eval();
   check(!r.train.empty(), cfg.source, ": no training prompt fits the model's context");
-  for (const auto* split : {&r.train, &r.eval})
-    for (const auto& ex : *split) {
-      r.rewards.check_record(ex.record, ex.reference, ex.where);
-      r.env->check_record(ex);
-    }
+  for (const auto* split : {&r.train, &r.eval}) check_records(*split, r.rewards, r.env.get());
   r.say("data: " + r.data->summary() +
         (r.n_too_long ? "; " + std::to_string(r.n_too_long) + " prompts too long for the context skipped" : ""));
 }

@@ -1,7 +1,10 @@
 // RunContext: what every kind of training run shares (train/run_kind.h) —
 // the config, the ranks, the policy, the rewards and environment, the
 // prompts (after the context and decontamination checks) and the SFT pairs —
-// and the loading of them, every record checked before any step.
+// and the loading of them, every record checked before any step. The policy,
+// the reward factories, the reward set with the environment and the record
+// checks are the run set-up every entry point shares (setup/run_setup.h),
+// from run_spec_of(cfg).
 #pragma once
 
 #include <filesystem>
@@ -15,6 +18,7 @@
 #include "env/environment.h"
 #include "rewards/reward_set.h"
 #include "rollout/policy.h"
+#include "setup/run_setup.h"
 #include "train/reducer.h"
 #include "train/train_config.h"
 #include "train/train_run.h"
@@ -45,6 +49,14 @@ struct RunContext {
   // LoRA adapters (lora.init_from or fresh) on the policy, the base frozen from here on; logs them.
   void attach_lora();
 };
+
+// The run set-up a training config describes (setup/run_setup.h): [model]
+// (model_path(), no adapter: LoRA training attaches its own), [data],
+// [[reward]], [env]; `read_env` reads a judge's API key.
+RunSpec run_spec_of(const TrainConfig& cfg, const ReadEnvironment& read_env = {});
+// The same for `rlf reflexion` (feedback/reflexion.h): the policy in inference
+// mode, and single-turn whatever [env] says (Reflexion's attempts are single-turn).
+RunSpec reflexion_spec_of(const TrainConfig& cfg, const ReadEnvironment& read_env = {});
 
 // The policy (model.random_init written first when missing), with the
 // config's dtype, device and fast paths; the context around it empty.

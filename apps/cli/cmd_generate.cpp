@@ -10,13 +10,10 @@
 
 #include "apps/cli/commands.h"
 #include "apps/cli/runtime.h"
-#include "model/lora.h"
-#include "rewards/judge_reward.h"
 #include "rewards/registry.h"
-#include "rm/model_reward.h"
-#include "rm/self_certainty_reward.h"
 #include "rollout/engine.h"
 #include "rollout/policy.h"
+#include "setup/run_setup.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json_util.h"
@@ -65,12 +62,7 @@ std::vector<PromptItem> read_prompts(const std::string& path, const PromptItem& 
 int run_generate(const Args& args) {
   const std::string dtype = command_dtype(args, DtypeUse::Decoding);
   configure_threads(args, dtype, args.str("device"));
-  LoadOptions load;
-  load.dtype = dtype;
-  load.device = args.str("device");
-  Policy policy = load_policy(args.str("model"), args.str("tokenizer"), load);
-  apply_lora_adapter(*policy.model(), args.str("model"), args.str("adapter"), "--adapter");
-  policy.model()->set_pack_weights(on_off_option(args, "pack-weights"));
+  Policy policy = load_run_policy(policy_spec_of(args, dtype));
 
   PromptItem defaults;
   SamplingParams& sp = defaults.params;
@@ -100,10 +92,8 @@ int run_generate(const Args& args) {
     Json tables = Json::array();
     for (const std::string& r : args.list("reward"))
       tables.push_back(!r.empty() && r[0] == '{' ? parse_json(r, "--reward") : Json{{"type", r}});
-    RewardFactories extra = model_reward_factories();
-    extra.merge(judge_reward_factories(read_process_env));
-    extra.merge(self_certainty_factories(std::make_shared<CausalLM>(policy.model())));
-    rewards = make_reward_set(tables, "--reward", extra);
+    rewards = make_reward_set(tables, "--reward",
+                              run_reward_factories(read_process_env, std::make_shared<CausalLM>(policy.model())));
     defaults.n = best_of;
   }
 

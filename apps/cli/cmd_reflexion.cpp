@@ -1,5 +1,5 @@
 // rlf reflexion: K attempts per task with reflections in memory and no weight
-// update (train/reflexion.h); accuracy per attempt.
+// update (feedback/reflexion.h); accuracy per attempt.
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -7,12 +7,10 @@
 
 #include "apps/cli/commands.h"
 #include "apps/cli/runtime.h"
-#include "data/prompt_format.h"
 #include "feedback/critic_config.h"
-#include "rewards/judge_reward.h"
-#include "rewards/registry.h"
-#include "rm/model_reward.h"
-#include "train/reflexion.h"
+#include "feedback/reflexion.h"
+#include "setup/run_setup.h"
+#include "train/run_context.h"
 #include "train/train_config.h"
 
 namespace rlf::cli {
@@ -68,23 +66,15 @@ CommandSpec make_reflexion_command() {
     check(cfg.model.random_init.empty() || std::filesystem::exists(cfg.model_path() / "config.json"),
           "the config's model is model.random_init, which exists only after `rlf train`: pass --set ",
           "model.random_init=\"\" --set model.path=RUN_DIR/checkpoints/step-N/model");
-    LoadOptions lo;
-    lo.dtype = cfg.model.dtype;
-    lo.device = cfg.model.device;
-    Policy policy = load_policy(cfg.model_path(), cfg.model.tokenizer, lo);
-    policy.model()->set_fast_cpu_path(cfg.model.fast_cpu_path);
-    policy.model()->set_pack_weights(cfg.model.pack_weights);
-    policy.model()->eval();
-    TokenizerChat chat = tokenizer_chat_of(*policy.tokenizer);
-    PromptDataset data = PromptDataset::load(cfg.data, &chat);
-    std::vector<PromptExample> tasks = split == "eval" ? data.eval() : data.train();
+    // The training run's set-up (setup/run_setup.h), for inference.
+    RunSetup setup = load_run_setup(reflexion_spec_of(cfg, read_process_env));
+    Policy& policy = setup.policy;
+    RewardSet& rewards = setup.rewards;
+    std::vector<PromptExample> tasks = split == "eval" ? setup.data->eval() : setup.data->train();
     check(!tasks.empty(), "the ", split, " split is empty (set data.eval_size for a held-out split)");
     if (a.integer("limit") > 0 && static_cast<int64_t>(tasks.size()) > a.integer("limit"))
       tasks.resize(static_cast<size_t>(a.integer("limit")));
-    RewardFactories extra = model_reward_factories();
-    extra.merge(judge_reward_factories(read_process_env));
-    RewardSet rewards = make_reward_set(cfg.rewards, cfg.source, extra);
-    for (const PromptExample& t : tasks) rewards.check_record(t.record, t.reference, t.where);
+    check_records(tasks, rewards, setup.env.get());
     const EnvLookup read_env = read_process_env;
     const Json critic_table = cfg.raw.at("critic").empty()
                                   ? Json{{"type", "self"}, {"prompt", kSelfReflection}, {"max_new_tokens", 48},

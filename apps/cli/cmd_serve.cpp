@@ -6,9 +6,9 @@
 
 #include "apps/cli/commands.h"
 #include "apps/cli/runtime.h"
-#include "model/lora.h"
 #include "rollout/policy.h"
 #include "serve/server.h"
+#include "setup/run_setup.h"
 #include "util/error.h"
 
 namespace rlf::cli {
@@ -26,12 +26,7 @@ std::string default_model_name(const std::string& path) {
 int run_serve(const Args& args) {
   const std::string dtype = command_dtype(args, DtypeUse::Decoding);
   configure_threads(args, dtype, args.str("device"));
-  LoadOptions load;
-  load.dtype = dtype;
-  load.device = args.str("device");
-  Policy policy = load_policy(args.str("model"), args.str("tokenizer"), load);
-  apply_lora_adapter(*policy.model(), args.str("model"), args.str("adapter"), "--adapter");
-  policy.model()->set_pack_weights(on_off_option(args, "pack-weights"));
+  Policy policy = load_run_policy(policy_spec_of(args, dtype));
 
   EngineOptions eo;
   eo.max_batch_rows = args.integer("max-batch");

@@ -17,6 +17,18 @@ bool on_off_option(const Args& args, const std::string& key) {
   return v == "on";
 }
 
+PolicySpec policy_spec_of(const Args& args, const std::string& dtype) {
+  PolicySpec spec;
+  spec.path = args.str("model");
+  spec.tokenizer = args.str("tokenizer");
+  spec.dtype = dtype;
+  spec.device = args.str("device");
+  spec.adapter = args.str("adapter");
+  spec.adapter_key = "--adapter";
+  spec.pack_weights = on_off_option(args, "pack-weights");
+  return spec;
+}
+
 CpuThreadPlan configure_threads(int threads, const std::string& dtype, const std::string& device) {
   const std::string warning = dtype_speed_warning(dtype, device);
   if (!warning.empty()) std::cerr << warning << "\n";

@@ -13,6 +13,7 @@
 #include "apps/cli/cli.h"
 #include "model/cpu_features.h"
 #include "model/cpu_threads.h"
+#include "setup/run_setup.h"
 #include "util/json_util.h"
 
 namespace rlf::cli {
@@ -32,6 +33,10 @@ CpuThreadPlan configure_threads(int threads, const std::string& dtype, const std
 // {"torch_threads", "blas_threads", "kernel_threads", "avx512", "avx512_bf16", "amx_bf16"}: the
 // thread plan and the CPU features a benchmark ran with.
 Json cpu_report(const CpuThreadPlan& plan);
+
+// The policy a command's --model, --tokenizer, --adapter, --device and
+// --pack-weights describe (rlf generate, rlf serve), computing in `dtype`.
+PolicySpec policy_spec_of(const Args& args, const std::string& dtype);
 
 // The value of a command's `--KEY on|off` option; anything else is an error
 // naming the option.

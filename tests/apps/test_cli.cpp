@@ -389,7 +389,8 @@ TEST(Cli, BenchGenerateReportsTheFields) {
 
 // rlf reflexion on stories260K (converted) over 6 arithmetic tasks: three
 // attempts, accuracy per attempt, a memory file written and read back; a
-// random_init config without a trained model is one clear line.
+// random_init config without a trained model is one clear line. Its rewards
+// come from the run set-up every entry point shares, self-certainty included.
 TEST(Cli, ReflexionReportsAccuracyPerAttemptAndKeepsItsMemory) {
   test::TempDir dir;
   auto c = rlf("convert " + test::shell_quote(test::shared_path("models/stories260K/stories260K.bin").string()) + " " +
@@ -398,6 +399,7 @@ TEST(Cli, ReflexionReportsAccuracyPerAttemptAndKeepsItsMemory) {
   std::ofstream(dir / "run.toml") << "[model]\npath = \"" << (dir / "hf").string() << "\"\n"
                                   << "[data]\npreset = \"arithmetic\"\neval_size = 6\n[data.arithmetic]\nn_problems = 20\n"
                                   << "[[reward]]\ntype = \"math\"\nanswer_format = \"gsm8k\"\n"
+                                  << "[[reward]]\ntype = \"self_certainty\"\nweight = 0\n"
                                   << "[rollout]\nmax_new_tokens = 8\n[critic]\ntype = \"simple_gt\"\n";
   const std::string memory = (dir / "memory.json").string();
   auto r = rlf("reflexion " + test::shell_quote((dir / "run.toml").string()) + " --attempts 3 --memory " +

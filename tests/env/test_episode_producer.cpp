@@ -165,6 +165,43 @@ TEST(EpisodeProducer, SingleTurnEnvironmentGivesWhatTheEngineGives) {
   }
 }
 
+// Prompts already tokenized (a critique or refinement prompt fitted to the
+// context) are fed as given, with no session: each episode is what the engine
+// samples after them, recorded after its episode_prompt when one is given.
+TEST(EpisodeProducer, TokenPromptsGiveWhatTheEngineGivesAfterTheirEpisodePrompt) {
+  test::TempDir dir;
+  Policy policy = tiny_policy(dir);
+  SingleTurnEnvironment env;
+  EpisodeProducer producer(policy, env, {});
+  std::vector<TokenPrompt> prompts(2);
+  prompts[0].ids = policy.tokenizer->encode("Feedback: try 4. What is 2+2?", true);
+  prompts[0].episode_prompt = policy.tokenizer->encode("What is 2+2?", true);
+  prompts[1].ids = policy.tokenizer->encode("Hi", true);
+  for (int i = 0; i < 2; ++i) prompts[i].params = params(9), prompts[i].params.seed = 11 + i;
+  const std::vector<Episode> episodes = producer.produce_from_ids(prompts, 3);
+  RolloutEngine engine(policy.model(), policy.tokenizer, EngineOptions{64, 0, policy.eos_token_ids, 0});
+  std::vector<GenerationRequest> reqs(2);
+  for (int i = 0; i < 2; ++i) reqs[i].prompt_ids = prompts[i].ids, reqs[i].params = prompts[i].params;
+  const auto seqs = engine.generate(reqs);
+  ASSERT_EQ(episodes.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    const Episode& e = episodes[k];
+    const auto& shown = k == 0 ? prompts[0].episode_prompt : prompts[1].ids;
+    EXPECT_EQ(std::vector<int32_t>(e.tokens.begin(), e.tokens.begin() + e.n_prompt), shown);
+    EXPECT_EQ(std::vector<int32_t>(e.tokens.begin() + e.n_prompt, e.tokens.end()), seqs[k].completion_ids);
+    EXPECT_EQ(e.completion_text, seqs[k].text);
+    EXPECT_EQ(e.end_reason, "env");
+    ASSERT_EQ(e.n_turns, 1);
+    EXPECT_EQ(e.segments.at(1).text, seqs[k].text);
+    for (size_t j = 0; j < seqs[k].logprobs.size(); ++j) {
+      EXPECT_EQ(e.old_logprob[e.n_prompt + j], seqs[k].logprobs[j]);
+      EXPECT_EQ(e.policy_version[e.n_prompt + j], 3);
+      EXPECT_EQ(e.loss_weight[e.n_prompt + j], 1.0f);
+    }
+  }
+  EXPECT_EQ(producer.engine().cache_bytes(), 0);  // released
+}
+
 // Turn weights from the environment reach the episode: Reflect-Retry-Reward
 // trains the reflection only (the tiny model never answers right).
 TEST(EpisodeProducer, TurnWeightsFromTheEnvironmentSetTheLossWeights) {

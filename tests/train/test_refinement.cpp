@@ -19,7 +19,7 @@
 #include "train/lessons.h"
 #include "train/micro_batch.h"
 #include "train/refinement.h"
-#include "train/reflexion.h"
+#include "feedback/reflexion.h"
 #include "train/replay_buffer.h"
 #include "train/rl_steps.h"
 
@@ -65,6 +65,8 @@ class FlakyCritic final : public Critic {
 struct Fixture {
   test::TempDir dir;
   Policy policy = test::tiny_policy(dir, 128);
+  SingleTurnEnvironment env;
+  EpisodeProducer producer{policy, env, EpisodeOptions{}};  // rollouts and refinements
   RewardSet rewards;
   std::vector<PromptExample> tasks;
   SamplingParams sampling;
@@ -82,9 +84,6 @@ struct Fixture {
   }
   // Groups of rollouts, scored.
   std::vector<ScoredGroup> groups(int64_t n) {
-    SingleTurnEnvironment env;
-    EpisodeOptions eo;
-    EpisodeProducer producer(policy, env, eo);
     std::vector<const PromptExample*> ts;
     std::vector<uint64_t> seeds;
     for (size_t i = 0; i < tasks.size(); ++i) ts.push_back(&tasks[i]), seeds.push_back(100 + i);
@@ -102,7 +101,7 @@ struct Fixture {
     RefineOptions o;
     o.enabled = true;
     o.select = refine_select_names().parse(select);
-    return Refiner(policy, rewards, critic, o, sampling, RewardAggregation::sum_then_normalize, 0, true, 64, 5);
+    return Refiner(producer, rewards, critic, o, sampling, RewardAggregation::sum_then_normalize, 0, true, 5);
   }
 };
 

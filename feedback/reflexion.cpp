@@ -1,4 +1,4 @@
-#include "train/reflexion.h"
+#include "feedback/reflexion.h"
 
 #include "env/episode_producer.h"
 #include "env/episode_rewards.h"
