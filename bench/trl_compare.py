@@ -24,12 +24,16 @@ message when the binary has no `train` command), then prints wall time per
 step for both, their ratio and both reward curves, and writes
 OUT/summary.json and OUT/summary.html (inline SVG).
 
-TRL runs in its own virtual environment (.venv-trl at the repository root),
-created on first use from Debian's python3 with --system-site-packages, so it
-uses Debian's torch 1.13: trl 0.14.0 (the first release with GRPOTrainer) +
-transformers 4.46.3 + accelerate 0.34.2 (accelerate >= 1.0 needs torch 2) +
-datasets 3.6 / pyarrow 18 (later pyarrow wheels need NumPy 2, which torch 1.13
-cannot use).
+TRL: with --trl peer (the default) the TRL users install today, from the
+peers' virtual environment that scripts/peer_venv.sh creates once per machine
+(TRL 1.x on PyTorch 2.x from PyPI, MKL/oneDNN); TRL 1.x counts
+per_device_train_batch_size in completions (prompts x group) and has no
+max_prompt_length. With --trl legacy, the early-2025 peer of the first
+comparisons: .venv-trl at the repository root, created on first use from
+Debian's python3 with --system-site-packages, so it uses Debian's torch 1.13:
+trl 0.14.0 (the first release with GRPOTrainer) + transformers 4.46.3 +
+accelerate 0.34.2 + datasets 3.6 / pyarrow 18. --dtype bf16 runs TRL with
+bf16=True (CPU autocast) and rlf with model.dtype = "bf16".
 
   /usr/bin/python3 bench/trl_compare.py                       # both sides, defaults
   /usr/bin/python3 bench/trl_compare.py --steps 5 --skip-rlf  # TRL only, short
@@ -74,7 +78,8 @@ JOB = {
     # (what rlf does in fp32, and PyTorch eager's fastest fp32 plan on the
     # 2-core machine: bench/README.md), "torch" = torch `threads` + OpenBLAS's
     # default (all cores; the plan before 2026-11-26).
-    "trl_thread_plan": "blas",
+    "trl_thread_plan": "auto",   # auto = torch with --trl peer (MKL ignores OpenBLAS's variable), blas with legacy
+    "trl": "peer",               # peer = TRL 1.x on PyTorch 2.x (scripts/peer_venv.sh); legacy = TRL 0.14 on torch 1.13
     # TRL's allocator: "reuse" = glibc keeps freed blocks up to 1 GiB for reuse
     # (GLIBC_TUNABLES, set before Python starts: what rlf's main does with
     # mallopt, model/huge_pages.h; PyTorch eager gains as much from it),
@@ -113,12 +118,30 @@ PROMPTS = [
 GLIBC_REUSE = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
 
 
+def arg_value(argv, name, default):
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return default
+
+
+def peer_python():
+    """The peers' venv python (scripts/peer_venv.sh creates it once per machine and prints it)."""
+    return subprocess.run(["bash", str(REPO / "scripts" / "peer_venv.sh")], check=True, capture_output=True,
+                          text=True).stdout.strip().splitlines()[-1]
+
+
 def ensure_venv(argv):
-    """Re-executes this script inside .venv-trl, creating it on first use. The
-    OpenMP wait policy must be in the environment before torch loads, so it is
-    set here (from --omp-wait-policy) for TRL and inherited by rlf."""
-    if Path(sys.prefix).resolve() == VENV.resolve():
+    """Re-executes this script inside the TRL venv (the peers' one, or .venv-trl
+    for --trl legacy, created on first use). The OpenMP wait policy must be in
+    the environment before torch loads, so it is set here (from
+    --omp-wait-policy) for TRL and inherited by rlf."""
+    if os.environ.get("RLF_TRL_COMPARE_VENV") == "1":
         return
+    os.environ["RLF_TRL_COMPARE_VENV"] = "1"
+    legacy = arg_value(argv, "--trl", JOB["trl"]) == "legacy"
     policy = JOB["omp_wait_policy"]
     for i, a in enumerate(argv):
         if a == "--omp-wait-policy" and i + 1 < len(argv):
@@ -127,13 +150,8 @@ def ensure_venv(argv):
             policy = a.split("=", 1)[1]
     if policy:
         os.environ["OMP_WAIT_POLICY"] = policy
-    plan = JOB["trl_thread_plan"]
-    threads = JOB["threads"]
-    for i, a in enumerate(argv[:-1]):
-        if a == "--trl-thread-plan":
-            plan = argv[i + 1]
-        elif a == "--threads":
-            threads = int(argv[i + 1])
+    plan = thread_plan(arg_value(argv, "--trl-thread-plan", JOB["trl_thread_plan"]), legacy)
+    threads = int(arg_value(argv, "--threads", JOB["threads"]))
     if plan == "blas":  # OpenBLAS reads it when torch loads
         os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
     malloc = JOB["trl_malloc"]
@@ -142,6 +160,9 @@ def ensure_venv(argv):
             malloc = argv[i + 1]
     if malloc == "reuse":  # glibc reads it when the process starts
         os.environ["GLIBC_TUNABLES"] = GLIBC_REUSE
+    if not legacy:
+        py = peer_python()
+        os.execv(py, [py, str(Path(__file__).resolve()), *argv])
     stamp = VENV / ".rlf-trl-installed"
     if not stamp.exists():
         print(f"[setup] creating {VENV} (Debian python3 + system torch, {' '.join(TRL_REQUIREMENTS)})", flush=True)
@@ -153,6 +174,10 @@ def ensure_venv(argv):
         subprocess.run([str(VENV / "bin" / "python"), "-c", "from trl import GRPOTrainer"], check=True)
         stamp.write_text(" ".join(TRL_REQUIREMENTS) + "\n")
     os.execv(str(VENV / "bin" / "python"), [str(VENV / "bin" / "python"), str(Path(__file__).resolve()), *argv])
+
+
+def thread_plan(plan, legacy):
+    return plan if plan != "auto" else ("blas" if legacy else "torch")
 
 
 def find_rlf(explicit):
@@ -342,12 +367,14 @@ def run_trl(out, model_dir, job):
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    torch.set_num_threads(1 if job["trl_thread_plan"] == "blas" else job["threads"])
+    plan = thread_plan(job["trl_thread_plan"], job["trl"] == "legacy")
+    torch.set_num_threads(1 if plan == "blas" else job["threads"])
     run_dir = out / "trl_run"
     shutil.rmtree(run_dir, ignore_errors=True)
     dataset = Dataset.from_list([{"prompt": trl_prompt_prefix(job) + text, "keywords": kws} for text, kws in PROMPTS])
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), padding_side="left")
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), torch_dtype=torch.float32)
+    dtype_key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), **{dtype_key: torch.float32})
 
     # Generation time per step: wrap the instance's generate (TRL calls it through
     # unwrap_model_for_generation, which on one CPU process yields this object).
@@ -377,18 +404,32 @@ def run_trl(out, model_dir, job):
                 self.logs.append({"step": state.global_step, **logs})
 
     timer = StepTimer()
+    import inspect
+    accepted = inspect.signature(GRPOConfig).parameters
+    trl_major = int(trl.__version__.split(".")[0])
+    extra = {}
+    if "max_prompt_length" in accepted:
+        extra["max_prompt_length"] = 128
+    if "loss_type" in accepted:  # rlf's policy term: per-sequence token means, then the mean over sequences
+        extra["loss_type"] = "grpo"
+    for k in ("top_k", "top_p"):
+        if k in accepted:
+            extra[k] = job[k]
     args = GRPOConfig(
-        output_dir=str(run_dir), max_steps=job["steps"], per_device_train_batch_size=job["prompts_per_step"],
+        output_dir=str(run_dir), max_steps=job["steps"],
+        # TRL 1.x counts the batch in completions; 0.x in prompts.
+        per_device_train_batch_size=job["prompts_per_step"] * (job["group_size"] if trl_major >= 1 else 1),
         gradient_accumulation_steps=1, num_generations=job["group_size"],
-        max_completion_length=job["max_new_tokens"], max_prompt_length=128, temperature=job["temperature"],
+        max_completion_length=job["max_new_tokens"], temperature=job["temperature"],
         beta=job["kl_beta"], learning_rate=job["lr"], lr_scheduler_type="constant", warmup_steps=0,
         weight_decay=0.0, adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=job["max_grad_norm"],
-        logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, bf16=False, seed=job["seed"],
-        dataloader_num_workers=0, disable_tqdm=True)
+        logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, bf16=job["dtype"] == "bf16",
+        seed=job["seed"], dataloader_num_workers=0, disable_tqdm=True, **extra)
     trainer = GRPOTrainer(model=model, reward_funcs=[keywords], args=args, train_dataset=dataset,
                           processing_class=tokenizer, callbacks=[timer])
-    trainer.generation_config.top_k = job["top_k"]
-    trainer.generation_config.top_p = job["top_p"]
+    if hasattr(trainer, "generation_config"):  # TRL 0.x; 1.x takes top_k / top_p in GRPOConfig
+        trainer.generation_config.top_k = job["top_k"]
+        trainer.generation_config.top_p = job["top_p"]
     t0 = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - t0
@@ -401,7 +442,7 @@ def run_trl(out, model_dir, job):
         for s in steps:
             f.write(json.dumps(s) + "\n")
     return {"impl": f"trl {trl.__version__} (transformers {transformers.__version__}, torch {torch.__version__})",
-            "threads": torch.get_num_threads(), "thread_plan": job["trl_thread_plan"],
+            "threads": torch.get_num_threads(), "thread_plan": plan,
             "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
             "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""), "wall_s": wall, "steps": steps}
 
@@ -559,8 +600,10 @@ def main():
         p.add_argument("--" + k.replace("_", "-"), type=type(v), default=v, help=f"job parameter (default {v})")
     a = p.parse_args()
     job = {k: getattr(a, k) for k in JOB}
-    if job["trl_thread_plan"] not in ("blas", "torch"):
-        p.error(f"--trl-thread-plan {job['trl_thread_plan']}: use blas or torch")
+    if job["trl_thread_plan"] not in ("auto", "blas", "torch"):
+        p.error(f"--trl-thread-plan {job['trl_thread_plan']}: use auto, blas or torch")
+    if job["trl"] not in ("peer", "legacy"):
+        p.error(f"--trl {job['trl']}: use peer or legacy")
     if job["trl_malloc"] not in ("reuse", "default"):
         p.error(f"--trl-malloc {job['trl_malloc']}: use reuse or default")
     if job["model"] not in RANDOM_SHAPES and not (SHARED / "models" / job["model"] / f"{job['model']}.bin").exists():
