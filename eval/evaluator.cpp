@@ -15,6 +15,7 @@
 #include "rollout/engine.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/seed.h"
 
 namespace rlf {
 namespace {
@@ -186,7 +187,7 @@ EvalResult evaluate(Policy& policy, const std::vector<PromptExample>& examples, 
     std::vector<uint64_t> seeds;
     for (size_t i = begin; i < end; ++i) {
       tasks.push_back(&examples[i]);
-      seeds.push_back(mix_seed(options.seed ^ mix_seed(uint64_t(i))));
+      seeds.push_back(derive_seed(options.seed, uint64_t(i)));
     }
     const auto t0 = Clock::now();
     std::vector<EpisodeGroup> groups = producer.produce(tasks, options.n_samples, params, seeds, 0, nullptr);

@@ -7,6 +7,7 @@
 #include "feedback/feedback_prompt.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -15,7 +16,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxNotes = 5;
-constexpr uint64_t kRefineSalt = 0x5EF1E5EF1E5ULL;
 
 void note(RefineStats& s, std::string text) {
   if (s.notes.size() < kMaxNotes) s.notes.push_back(std::move(text));
@@ -140,8 +140,8 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
     GenerationRequest r;
     r.prompt_ids = std::move(fitted->ids);
     r.params = sampling_;
-    r.params.seed = mix_seed(step_seed ^ seed_ ^ kRefineSalt ^
-                             mix_seed(static_cast<uint64_t>(pending[k].group) * 1000003u + pending[k].episode));
+    r.params.seed = derive_seed(step_seed ^ derive_seed(seed_, SeedStream::Refinement),
+                                static_cast<uint64_t>(pending[k].group) * 1000003u + pending[k].episode);
     gen.push_back(std::move(r));
     gen_pending.push_back(k);
   }

@@ -4,6 +4,7 @@
 #include "env/episode_rewards.h"
 #include "env/single_turn_env.h"
 #include "util/error.h"
+#include "util/seed.h"
 #include "util/strings.h"
 
 namespace rlf {
@@ -75,7 +76,7 @@ ReflexionResult run_reflexion(Policy& policy, const std::vector<PromptExample>& 
     std::vector<const PromptExample*> ptrs;
     std::vector<uint64_t> seeds;
     for (size_t k = 0; k < shown.size(); ++k)
-      ptrs.push_back(&shown[k]), seeds.push_back(mix_seed(o.seed ^ mix_seed(index[k] * 7919u + attempt)));
+      ptrs.push_back(&shown[k]), seeds.push_back(derive_seed(o.seed, index[k] * 7919u + attempt));
     std::vector<EpisodeGroup> groups;
     {
       torch::NoGradGuard ng;

@@ -14,6 +14,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/hash.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -173,7 +174,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
       if (!shard.owns(r)) continue;
       positions.push_back(r);
       tasks.push_back(&examples_[idx[r]]);
-      seeds.push_back(mix_seed(options_.seed ^ mix_seed(static_cast<uint64_t>(step) * 1000003u + rounds * 1009u + r)));
+      seeds.push_back(derive_seed(options_.seed, static_cast<uint64_t>(step) * 1000003u + rounds * 1009u + r));
     }
     const std::vector<const PromptExample*> originals = tasks;
     if (lessons_) {
@@ -212,7 +213,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
     // 2b. refine (before the filter: a group rescued by a refinement is no longer flat)
     if (refiner_)
       refine_stats += refiner_->refine(
-          groups, mix_seed(options_.seed ^ mix_seed(static_cast<uint64_t>(step) * 1000003u + rounds * 1009u)), version);
+          groups, derive_seed(options_.seed, static_cast<uint64_t>(step) * 1000003u + rounds * 1009u), version);
 
     // 2c. replay (before the filter: a group given a stored success is no longer flat)
     if (replay_) {

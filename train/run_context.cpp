@@ -17,6 +17,7 @@
 #include "train/heldout_kl.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/seed.h"
 #include "util/write_target.h"
 
 namespace rlf {
@@ -64,7 +65,7 @@ void RunContext::attach_lora() {
   if (!cfg.lora.init_from.empty())
     with_context("lora.adapter", [&] { load_lora_adapter(pm, cfg.lora.init_from); });
   else
-    add_lora(pm, cfg.lora.adapter, cfg.rl.seed ^ 0x10A0ULL);
+    add_lora(pm, cfg.lora.adapter, derive_seed(cfg.rl.seed, SeedStream::LoraInit));
   set_lora_merged_inference(pm, cfg.lora.merge_rollout);
   int64_t trainable = 0, total = 0;
   for (const auto& p : pm.parameters()) {

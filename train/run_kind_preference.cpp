@@ -9,6 +9,7 @@
 #include "train/preference_steps.h"
 #include "train/run_kind.h"
 #include "util/error.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -72,7 +73,7 @@ PreferenceSource::PreferenceSource(RunContext& r, const std::vector<PreferenceEx
             std::to_string(s) + " s");
   }
   source_ = std::make_unique<DatasetSource>(
-      pairs.size(), r.cfg.preference.batch_size, r.cfg.rl.seed ^ 0xD70ULL, shard_of(r.reducer),
+      pairs.size(), r.cfg.preference.batch_size, derive_seed(r.cfg.rl.seed, SeedStream::PreferenceOrder), shard_of(r.reducer),
       [this, &policy = r.policy, &pairs, add_special, attributes = std::move(attributes)](size_t index, int64_t position) {
         auto pair = preference_episodes(policy, pairs[index], add_special, position, attributes);
         if (!ref_logprobs_.empty()) {

@@ -4,6 +4,7 @@
 #include "config/toml_config.h"
 #include "model/cpu_features.h"
 #include "util/error.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -669,7 +670,7 @@ void derive(TrainConfig& c) {
   if (c.preference.enabled) c.preference.data.seed = r.seed;  // the synthetic problems and the shuffle
   if (c.process.enabled) c.process.data.seed = r.seed;
   t.seed = r.seed;
-  c.reward_model.gating_options.seed = r.seed ^ 0x6A7EULL;
+  c.reward_model.gating_options.seed = derive_seed(r.seed, SeedStream::GatingFit);
   if (c.process.enabled) c.process.data.labels_optional = c.process.labels == "monte_carlo";
   c.value.enabled = r.credit.mode == algo::CreditMode::Gae;
   c.loss.aggregation.max_tokens = r.env.episode.episode_budget(r.sampling.max_new_tokens, r.env.type == "single_turn");

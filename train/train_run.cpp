@@ -21,6 +21,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/seed.h"
 #include "util/write_target.h"
 
 namespace rlf {
@@ -232,7 +233,7 @@ struct StepLoop {
     auto t_update = Clock::now();
     // LoRA dropout masks: drawn from (run.seed, step), so a resumed step draws the same ones.
     if (cfg.lora.enabled && r.policy.model()->lora->options.dropout > 0)
-      r.policy.model()->lora->dropout_gen.set_current_seed(cfg.rl.seed * 0x9E3779B97F4A7C15ULL + 0x10AD0ULL +
+      r.policy.model()->lora->dropout_gen.set_current_seed(derive_seed(cfg.rl.seed, SeedStream::LoraDropoutStep) +
                                                            static_cast<uint64_t>(step));
     m.update(kind.trainer().update(episodes, step));
     ValueModel* value = kind.value();

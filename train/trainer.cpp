@@ -9,6 +9,7 @@
 
 #include "rollout/sampling.h"
 #include "util/error.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -222,7 +223,7 @@ Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
   reducer_.max(std::span<double>(&n_slots, 1));
   std::vector<int64_t> order(static_cast<size_t>(n_slots));
   std::iota(order.begin(), order.end(), 0);
-  Rng rng(mix_seed(options_.seed ^ 0xA5A5A5A5ULL ^ static_cast<uint64_t>(step_index)));
+  Rng rng(mix_seed(derive_seed(options_.seed, SeedStream::MiniBatchOrder) ^ static_cast<uint64_t>(step_index)));
 
   double loss = 0, grad_norm = 0, lr = 0, logprob_diff_first = 0;
   int64_t applied = 0, skipped = 0, n_steps = 0;

@@ -5,6 +5,7 @@
 #include "rm/reward_model.h"
 #include "train/micro_batch.h"
 #include "util/error.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -33,7 +34,7 @@ ValueModel::ValueModel(CausalLM critic, ValueOptions options, TrainerOptions tra
   // [optim]'s schedule, scaled to the critic's peak rate.
   if (trainer.lr.lr > 0) trainer.lr.lr_min *= options_.lr / trainer.lr.lr;
   trainer.lr.lr = options_.lr;
-  trainer.seed ^= 0x7A1BEULL;
+  trainer.seed = derive_seed(trainer.seed, SeedStream::ValueTrainer);
   std::vector<std::unique_ptr<LossTerm>> terms;
   terms.push_back(std::make_unique<ValueTerm>(options_.clip));
   trainer_ = std::make_unique<Trainer>(critic_, std::move(terms), trainer, reducer_);

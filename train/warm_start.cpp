@@ -14,6 +14,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/json_util.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -95,7 +96,7 @@ void train_warm_start(RunContext& r, WarmStart& w) {
   std::vector<std::unique_ptr<LossTerm>> terms;
   terms.push_back(std::make_unique<CrossEntropyTerm>());
   w.trainer = std::make_unique<Trainer>(r.policy.model(), std::move(terms), to, r.reducer);
-  w.source = std::make_unique<SftSource>(r, cfg.sft.batch_size, cfg.rl.seed ^ 0x5F7ULL, /*one_group=*/true);
+  w.source = std::make_unique<SftSource>(r, cfg.sft.batch_size, derive_seed(cfg.rl.seed, SeedStream::SftOrder), /*one_group=*/true);
   ProgressOptions po;
   po.total_steps = cfg.sft.steps;
   po.plain_every = std::max<int64_t>(1, cfg.sft.steps / 20);  // logs (no TTY): ~20 lines
