@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "train/scored_group.h"
+#include "env/scored_group.h"
 #include "util/json_util.h"
 
 namespace rlf {

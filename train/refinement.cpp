@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cmath>
 
-#include "env/episode_rewards.h"
 #include "feedback/feedback_prompt.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -188,16 +187,13 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
       e.source = EpisodeSource::Refinement;
       refined.episodes.push_back(std::move(e));
     }
-    GroupScores scores = with_context(sg.group.task->where, [&] {
-      return rewards_.score(reward_group_of(refined, sampling_.max_new_tokens));
-    });
-    std::vector<std::optional<double>> totals = scores.totals(aggregation_);
+    ScoredGroup scored = score_group(std::move(refined), rewards_, sampling_.max_new_tokens, aggregation_);
+    const std::vector<std::optional<double>>& totals = scored.totals;
 
     // 4. Selection.
     std::vector<size_t> chosen;
-    for (size_t j = 0; j < refined.episodes.size(); ++j) {
-      const auto& acc = scores.results[accuracy_component_][j].score;
-      if (!(acc && *acc > 0.5) || !totals[j]) continue;
+    for (size_t j = 0; j < scored.group.episodes.size(); ++j) {
+      if (!is_correct(scored, accuracy_component_, j) || !totals[j]) continue;
       ++st.n_correct;
       chosen.push_back(j);
     }
@@ -210,12 +206,12 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
     if (options_.max_per_group > 0 && static_cast<int64_t>(chosen.size()) > options_.max_per_group)
       chosen.resize(static_cast<size_t>(options_.max_per_group));
     for (size_t j : chosen) {
-      Episode& e = refined.episodes[j];
+      Episode& e = scored.group.episodes[j];
       // The critique stays with the refinement (samples log).
       e.turn_feedback[0] = pending[gen_pending[static_cast<size_t>(seqs[by_group[g][j]].request_index)]].critique;
       e.reward = totals[j];
       sg.group.episodes.push_back(std::move(e));
-      for (size_t c = 0; c < sg.scores.results.size(); ++c) sg.scores.results[c].push_back(scores.results[c][j]);
+      for (size_t c = 0; c < sg.scores.results.size(); ++c) sg.scores.results[c].push_back(scored.scores.results[c][j]);
       sg.totals.push_back(totals[j]);
       ++st.n_added;
     }

@@ -37,7 +37,7 @@
 #include "rollout/engine.h"
 #include "rollout/policy.h"
 #include "train/reducer.h"
-#include "train/scored_group.h"
+#include "env/scored_group.h"
 #include "util/json_util.h"
 
 namespace rlf {

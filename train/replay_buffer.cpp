@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "env/episode_rewards.h"
 #include "util/error.h"
 #include "util/hash.h"
 
@@ -150,16 +149,13 @@ ReplayStats ReplayBuffer::step(std::vector<ScoredGroup>& groups, RewardSet& rewa
       injected.episodes.push_back(std::move(e));
     }
     if (injected.episodes.empty()) continue;
-    GroupScores scores = with_context(g.group.task->where, [&] {
-      return rewards.score(reward_group_of(injected, max_new_tokens));
-    });
-    std::vector<std::optional<double>> totals = scores.totals(aggregation);
-    for (size_t j = 0; j < injected.episodes.size(); ++j) {
-      Episode& e = injected.episodes[j];
-      e.reward = totals[j];
+    ScoredGroup scored = score_group(std::move(injected), rewards, max_new_tokens, aggregation);
+    for (size_t j = 0; j < scored.group.episodes.size(); ++j) {
+      Episode& e = scored.group.episodes[j];
+      e.reward = scored.totals[j];
       g.group.episodes.push_back(std::move(e));
-      for (size_t c = 0; c < g.scores.results.size(); ++c) g.scores.results[c].push_back(scores.results[c][j]);
-      g.totals.push_back(totals[j]);
+      for (size_t c = 0; c < g.scores.results.size(); ++c) g.scores.results[c].push_back(scored.scores.results[c][j]);
+      g.totals.push_back(scored.totals[j]);
       ++st.n_injected;
     }
     ++st.n_hits;

@@ -8,7 +8,6 @@
 #include "algorithms/semantic_entropy.h"
 #include "rewards/math/majority_vote.h"
 #include "algorithms/kl.h"
-#include "env/episode_rewards.h"
 #include "train/diagnostics.h"
 #include "train/micro_batch.h"
 #include "util/clock.h"
@@ -107,12 +106,8 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
   check(options_.kl_beta == 0 || reference_, "algorithm.kl_beta > 0 needs a reference model");
   check(options_.credit.mode != algo::CreditMode::Gae || value_ != nullptr,
         "algorithm.credit = \"gae\" needs a value model (train/value_model.h)");
-  if (!options_.accuracy_reward.empty()) {
-    const auto& c = rewards_.components();
-    auto it = std::find_if(c.begin(), c.end(), [&](const RewardComponent& x) { return x.name == options_.accuracy_reward; });
-    check(it != c.end(), "algorithm.accuracy_reward '", options_.accuracy_reward, "' is not a reward name");
-    accuracy_component_ = static_cast<size_t>(it - c.begin());
-  }
+  if (!options_.accuracy_reward.empty())
+    accuracy_component_ = rewards_.index_of(options_.accuracy_reward, "algorithm.accuracy_reward");
   if (options_.refine.enabled) {
     check(critic != nullptr, "refine.enabled needs a critic ([critic])");
     refiner_ = std::make_unique<Refiner>(policy_, rewards_, *critic, options_.refine, options_.sampling,
@@ -133,13 +128,8 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
     std::vector<std::string> ids;
     for (const PromptExample& e : examples_) ids.push_back(e.id);
     pool_ = std::make_unique<PromptPool>(ids, options_.pool);
-    if (options_.pool.reward_disagreement > 0) {
-      const auto& c = rewards_.components();
-      auto it = std::find_if(c.begin(), c.end(), [&](const RewardComponent& x) { return x.name == options_.gold_reward; });
-      check(it != c.end(), "curation.reward_disagreement: algorithm.gold_reward '", options_.gold_reward,
-            "' is not a reward name");
-      gold_component_ = static_cast<size_t>(it - c.begin());
-    }
+    if (options_.pool.reward_disagreement > 0)
+      gold_component_ = rewards_.index_of(options_.gold_reward, "curation.reward_disagreement: algorithm.gold_reward");
   }
   if (options_.distill.enabled)
     teacher_ = std::make_unique<DistillTeacher>(policy_, options_.distill, accuracy_component_,
@@ -191,11 +181,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
     std::vector<int64_t> group_ids;
     for (size_t g = 0; g < produced.size(); ++g) {
       ScoredGroup& sg = groups[g];
-      sg.group = std::move(produced[g]);
-      sg.scores = with_context(sg.group.task->where, [&] {
-        return rewards_.score(reward_group_of(sg.group, options_.sampling.max_new_tokens));
-      });
-      sg.totals = sg.scores.totals(options_.reward_aggregation);
+      sg = score_group(std::move(produced[g]), rewards_, options_.sampling.max_new_tokens, options_.reward_aggregation);
       for (size_t i = 0; i < sg.group.episodes.size(); ++i) {
         // An episode whose environment failed has no reward: it teaches nothing and is in no baseline.
         if (!sg.group.episodes[i].env_error.empty()) sg.totals[i].reset();
@@ -290,8 +276,7 @@ int64_t RlSteps::record_in_pool(const std::vector<size_t>& batch, const std::vec
     double* row = &v[positions[g] * K];
     for (size_t i = 0; i < sg.group.episodes.size(); ++i) {
       if (sg.group.episodes[i].source != EpisodeSource::Rollout) continue;
-      const auto& s = sg.scores.results[accuracy_component_][i].score;
-      if (s) row[1] += 1, row[0] += (*s > 0.5);
+      if (sg.scores.results[accuracy_component_][i].score) row[1] += 1, row[0] += is_correct(sg, accuracy_component_, i);
       if (!check_rewards) continue;
       if (sg.totals[i]) row[2] += *sg.totals[i], row[3] += 1;
       if (const auto& gold = sg.scores.results[gold_component_][i].score) row[4] += *gold, row[5] += 1;
@@ -459,8 +444,7 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) {
           token_sums[c].push_back(sum);
         }
       }
-      const auto& s = g.scores.results[accuracy_component_][i].score;
-      if (s) counts[2] += 1, counts[1] += (*s > 0.5);
+      if (g.scores.results[accuracy_component_][i].score) counts[2] += 1, counts[1] += is_correct(g, accuracy_component_, i);
     }
   }
   reducer_.sum(counts);

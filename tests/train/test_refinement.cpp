@@ -91,9 +91,7 @@ struct Fixture {
     auto produced = producer.produce(ts, n, sampling, seeds, 0, nullptr);
     std::vector<ScoredGroup> out(produced.size());
     for (size_t g = 0; g < produced.size(); ++g) {
-      out[g].group = std::move(produced[g]);
-      out[g].scores = rewards.score(reward_group_of(out[g].group, sampling.max_new_tokens));
-      out[g].totals = out[g].scores.totals(RewardAggregation::sum_then_normalize);
+      out[g] = score_group(std::move(produced[g]), rewards, sampling.max_new_tokens, RewardAggregation::sum_then_normalize);
       for (auto& e : out[g].group.episodes) e.group = static_cast<int64_t>(g);
     }
     return out;
