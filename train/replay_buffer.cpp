@@ -83,15 +83,20 @@ void ReplayOptions::validate() const {
 }
 
 Json ReplayStats::metrics(Reducer& reducer, int64_t buffer_size) const {
-  double v[5] = {static_cast<double>(n_stored), static_cast<double>(n_groups_without), static_cast<double>(n_hits),
-                 static_cast<double>(n_injected), static_cast<double>(buffer_size)};
-  reducer.sum(v);
-  return Json{{"replay/stored", v[0]},
-              {"replay/groups_without_success", v[1]},
-              {"replay/hits", v[2]},
-              {"replay/hit_rate", v[1] > 0 ? v[2] / v[1] : 0.0},
-              {"replay/injected", v[3]},
-              {"replay/size", v[4]}};
+  struct {
+    double stored, groups_without, hits, injected, size;
+  } v{.stored = static_cast<double>(n_stored),
+      .groups_without = static_cast<double>(n_groups_without),
+      .hits = static_cast<double>(n_hits),
+      .injected = static_cast<double>(n_injected),
+      .size = static_cast<double>(buffer_size)};
+  reducer.sum_fields(v);
+  return Json{{"replay/stored", v.stored},
+              {"replay/groups_without_success", v.groups_without},
+              {"replay/hits", v.hits},
+              {"replay/hit_rate", v.groups_without > 0 ? v.hits / v.groups_without : 0.0},
+              {"replay/injected", v.injected},
+              {"replay/size", v.size}};
 }
 
 ReplayBuffer::ReplayBuffer(ReplayOptions options) : options_(options) { options_.validate(); }
