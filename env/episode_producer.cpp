@@ -292,7 +292,7 @@ std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const Promp
   std::vector<ResetRequest> resets;
   for (size_t g = 0; g < tasks.size(); ++g)
     for (int64_t j = 0; j < n; ++j)
-      resets.push_back({tasks[g], derive_seed(seeds[g], static_cast<uint64_t>(j) + kEnvResetItem)});
+      resets.push_back({.task = tasks[g], .seed = derive_seed(seeds[g], static_cast<uint64_t>(j) + kEnvResetItem)});
   std::vector<ResetResult> started = env_.reset_all(resets);
   check(started.size() == resets.size(), "environment '", env_.name(), "': reset_all returned ", started.size(),
         " sessions for ", resets.size(), " episodes");

@@ -58,7 +58,11 @@ void RewardSet::add(std::string name, double weight, std::unique_ptr<Reward> rew
     lambda = shaping.lambda_init;
     weight = -lambda;
   }
-  components_.push_back({std::move(name), weight, std::move(reward), std::move(shaping), lambda});
+  components_.push_back({.name = std::move(name),
+                         .weight = weight,
+                         .reward = std::move(reward),
+                         .shaping = std::move(shaping),
+                         .lambda = lambda});
 }
 
 size_t RewardSet::index_of(const std::string& name, const std::string& key) const {

@@ -67,7 +67,7 @@ Refiner::Refiner(Policy& policy, RewardSet& rewards, Critic& critic, RefineOptio
       accuracy_component_(accuracy_component),
       add_special_tokens_(add_special_tokens),
       seed_(seed),
-      engine_(policy.model(), policy.tokenizer, EngineOptions{max_batch_rows, 0, policy.eos_token_ids, 0}) {
+      engine_(policy.model(), policy.tokenizer, EngineOptions{.max_batch_rows = max_batch_rows, .max_seq_len = 0, .eos_token_ids = policy.eos_token_ids, .seed = 0}) {
   options_.validate();
   check(accuracy_component_ < rewards_.size(), "refine: the accuracy reward is not in the reward set");
 }

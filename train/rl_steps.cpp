@@ -96,7 +96,8 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
       reducer_(reducer),
       reference_(std::move(reference)),
       value_(value),
-      kl_(algo::KlControllerOptions{options_.kl_beta, options_.kl_target, options_.kl_horizon}),
+      kl_(algo::KlControllerOptions{
+          .initial_beta = options_.kl_beta, .target = options_.kl_target, .horizon = options_.kl_horizon}),
       producer_(policy, env,
                 [&] {
                   EpisodeOptions eo = options_.env.episode;
@@ -104,7 +105,8 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
                   eo.add_special_tokens = options_.add_special_tokens;
                   return eo;
                 }()),
-      cursor_(examples.size(), DataCursorOptions{static_cast<size_t>(options_.prompts_per_step), true, options_.seed}) {
+      cursor_(examples.size(), DataCursorOptions{
+          .batch_size = static_cast<size_t>(options_.prompts_per_step), .shuffle = true, .seed = options_.seed}) {
   options_.validate();
   check(!rewards_.empty(), "no reward configured: add at least one [[reward]] table");
   check(options_.kl_beta == 0 || reference_, "algorithm.kl_beta > 0 needs a reference model");

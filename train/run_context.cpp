@@ -65,7 +65,7 @@ void RunContext::attach_lora() {
   if (!cfg.lora.init_from.empty())
     with_context("lora.adapter", [&] { load_lora_adapter(pm, cfg.lora.init_from); });
   else
-    add_lora(pm, cfg.lora.adapter, derive_seed(cfg.rl.seed, SeedStream::LoraInit));
+    add_lora(pm, cfg.lora.adapter, derive_seed(cfg.run.seed, SeedStream::LoraInit));
   set_lora_merged_inference(pm, cfg.lora.merge_rollout);
   int64_t trainable = 0, total = 0;
   for (const auto& p : pm.parameters()) {
@@ -82,7 +82,7 @@ void RunContext::attach_lora() {
 
 RunContext load_run_context(const TrainConfig& cfg, const TrainRunOptions& opts, Reducer& reducer) {
   if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
-    write_demo_policy(cfg.model_path(), cfg.rl.seed);
+    write_demo_policy(cfg.model_path(), cfg.run.seed);
   LoadOptions lo;
   lo.dtype = cfg.model.dtype;
   lo.device = cfg.model.device;

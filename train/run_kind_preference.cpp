@@ -73,7 +73,7 @@ PreferenceSource::PreferenceSource(RunContext& r, const std::vector<PreferenceEx
             std::to_string(s) + " s");
   }
   source_ = std::make_unique<DatasetSource>(
-      pairs.size(), r.cfg.preference.batch_size, derive_seed(r.cfg.rl.seed, SeedStream::PreferenceOrder), shard_of(r.reducer),
+      pairs.size(), r.cfg.preference.batch_size, derive_seed(r.cfg.run.seed, SeedStream::PreferenceOrder), shard_of(r.reducer),
       [this, &policy = r.policy, &pairs, add_special, attributes = std::move(attributes)](size_t index, int64_t position) {
         auto pair = preference_episodes(policy, pairs[index], add_special, position, attributes);
         if (!ref_logprobs_.empty()) {

@@ -76,7 +76,7 @@ class ProcessKind final : public RunKind {
     const bool add_special = cfg_.rl.add_special_tokens;
     for (const StepExample& ex : train_) process_input(*r.policy.tokenizer, ex, delimiter, add_special);
     source_ = std::make_unique<DatasetSource>(
-        train_.size(), cfg_.process.batch_size, derive_seed(cfg_.rl.seed, SeedStream::ProcessOrder), shard_of(r.reducer),
+        train_.size(), cfg_.process.batch_size, derive_seed(cfg_.run.seed, SeedStream::ProcessOrder), shard_of(r.reducer),
         [this, &policy = r.policy, &delimiter, add_special](size_t index, int64_t position) {
           Episode e = process_episode(policy, train_[index], delimiter, add_special);
           e.group = position;
@@ -145,7 +145,7 @@ class ProcessKind final : public RunKind {
     eo.accuracy_reward = cfg_.rl.accuracy_reward;
     eo.add_special_tokens = cfg_.rl.add_special_tokens;
     eo.max_batch_rows = cfg_.rl.max_batch_rows;
-    eo.seed = derive_seed(cfg_.rl.seed, SeedStream::ProcessEval);
+    eo.seed = derive_seed(cfg_.run.seed, SeedStream::ProcessEval);
     const MonteCarloReport rep = monte_carlo_step_labels(r.policy, train_, r.rewards, cfg_.process.data.delimiter, eo);
     mc_report_ = rep.to_json();
     r.say("process: Monte-Carlo step labels " + mc_report_.dump());

@@ -15,7 +15,7 @@ std::vector<std::string> names_of_estimators() {
 }
 
 TrainerKind parse_trainer_kind(const std::string& name) {
-  return name == "sft" ? TrainerKind::Sft : name == "dpo" ? TrainerKind::Dpo : name == "rm" ? TrainerKind::Rm : TrainerKind::Grpo;
+  return name == "sft" ? TrainerKind::Sft : name == "dpo" ? TrainerKind::Dpo : name == "rm" ? TrainerKind::Rm : TrainerKind::Rl;
 }
 
 // Every key of a run config, bound to the member it sets, in the order of
@@ -393,7 +393,7 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       field("run.steps", "steps", "trainer steps (RL steps, or SFT steps with trainer.kind = \"sft\")",
             RLF_MEMBER(run.steps))
           .in(1, 1e12),
-      field("run.seed", "", "seeds sampling, data order and mini-batches (>= 0)", RLF_MEMBER(rl.seed)).in(0, 9.2e18),
+      field("run.seed", "", "seeds sampling, data order and mini-batches (>= 0)", RLF_MEMBER(run.seed)).in(0, 9.2e18),
       field("run.out_dir", "", "metrics, samples, checkpoints and the plot go here", RLF_MEMBER(run.out_dir)),
       field("run.checkpoint_every", "steps", "checkpoint period (0 = only at the end)",
             RLF_MEMBER(run.checkpoint_every))
@@ -624,7 +624,7 @@ void RlStepOptions::validate() const {
   check(std::isfinite(kl_beta) && kl_beta >= 0, "algorithm.kl_beta must be >= 0 (got ", kl_beta, "; 0 = no reference model)");
   sampling.validate("rollout.");
   credit.validate();
-  algo::KlControllerOptions{kl_beta, kl_target, kl_horizon}.validate();
+  algo::KlControllerOptions{.initial_beta = kl_beta, .target = kl_target, .horizon = kl_horizon}.validate();
   check(kl_target == 0 || kl_in_reward, "algorithm.kl_target adapts the KL-in-reward coefficient: set "
         "algorithm.kl_placement = \"reward\" (or kl_target = 0)");
   refine.validate();
@@ -665,12 +665,13 @@ void derive(TrainConfig& c) {
   if (c.preference.enabled && !c.has_data && !c.sft.enabled)
     r.add_special_tokens = c.preference.data.chat_template.empty();
   if (c.process.enabled && !c.has_data && !c.sft.enabled) r.add_special_tokens = c.process.data.chat_template.empty();
-  // run.seed seeds the data, the trainer and the gating fit.
-  if (c.has_data) c.data.seed = r.seed;
-  if (c.preference.enabled) c.preference.data.seed = r.seed;  // the synthetic problems and the shuffle
-  if (c.process.enabled) c.process.data.seed = r.seed;
-  t.seed = r.seed;
-  c.reward_model.gating_options.seed = derive_seed(r.seed, SeedStream::GatingFit);
+  // run.seed seeds the RL steps, the data, the trainer and the gating fit.
+  r.seed = c.run.seed;
+  if (c.has_data) c.data.seed = c.run.seed;
+  if (c.preference.enabled) c.preference.data.seed = c.run.seed;  // the synthetic problems and the shuffle
+  if (c.process.enabled) c.process.data.seed = c.run.seed;
+  t.seed = c.run.seed;
+  c.reward_model.gating_options.seed = derive_seed(c.run.seed, SeedStream::GatingFit);
   if (c.process.enabled) c.process.data.labels_optional = c.process.labels == "monte_carlo";
   c.value.enabled = r.credit.mode == algo::CreditMode::Gae;
   c.loss.aggregation.max_tokens = r.env.episode.episode_budget(r.sampling.max_new_tokens, r.env.type == "single_turn");
@@ -727,14 +728,14 @@ void check_kind_sections(const TrainConfig& c, const Json& config) {
   if (c.kind != TrainerKind::Dpo && c.kind != TrainerKind::Rm && c.preference.enabled)
     fail_at("[preference.data] is the data of trainer.kind = \"dpo\" or \"rm\" (got \"", trainer_kind_name(c.kind),
             "\"); set trainer.kind or remove it");
-  if (c.preference.online && c.kind != TrainerKind::Grpo)
+  if (c.preference.online && c.kind != TrainerKind::Rl)
     fail_at("preference.online trains on rollout groups: it needs trainer.kind = \"grpo\" (offline pairs: "
             "trainer.kind = \"dpo\" with [preference.data])");
-  if (c.rl.raft.enabled && c.kind != TrainerKind::Grpo)
+  if (c.rl.raft.enabled && c.kind != TrainerKind::Rl)
     fail_at("raft.enabled samples and filters rollouts: it needs trainer.kind = \"grpo\"");
   if (c.rl.raft.enabled && c.preference.online)
     fail_at("raft.enabled and preference.online both replace the policy-gradient term; keep one");
-  if (c.value.enabled && c.kind != TrainerKind::Grpo)
+  if (c.value.enabled && c.kind != TrainerKind::Rl)
     fail_at("algorithm.credit = \"gae\" is PPO's credit from a critic over sampled episodes: it needs trainer.kind = "
             "\"grpo\"");
   if (c.value.enabled && (c.preference.online || c.rl.raft.enabled))
@@ -747,7 +748,7 @@ void check_kind_sections(const TrainConfig& c, const Json& config) {
     fail_at("preference.online pairs each group's best and worst episode: set rollout.group_size >= 2");
 }
 
-void check_grpo(const TrainConfig& c) {
+void check_rl(const TrainConfig& c) {
   auto fail_at = [&](const auto&... args) { fail(c.source, ": ", args...); };
   if (!c.has_data) fail_at("missing required key 'data' (the prompt dataset; docs/data.md)");
   const bool env_rewards = c.rl.env.gives_rewards;
@@ -838,7 +839,7 @@ void check_sft(const TrainConfig& c, const Json& config) {
 void check_combinations(const TrainConfig& c, const Json& config) {
   const std::string& source = c.source;
   auto fail_at = [&](const auto&... args) { fail(source, ": ", args...); };
-  if (c.rl.pool.enabled() && c.kind != TrainerKind::Grpo)
+  if (c.rl.pool.enabled() && c.kind != TrainerKind::Rl)
     fail_at("curation.difficulty_pool and curation.reward_disagreement decide which prompts RL samples: they need "
             "trainer.kind = \"grpo\"");
   if (c.decontamination.enabled() && !c.has_data && !c.sft.enabled)
@@ -860,7 +861,7 @@ void check_combinations(const TrainConfig& c, const Json& config) {
       fail("algorithm.policy_loss = \"nft\" replaces the policy term; raft.enabled and online preference training "
            "replace it too: choose one");
     if (c.rl.max_staleness > 0) {
-      const char* why = c.kind != TrainerKind::Grpo ? "trainer.kind must be \"grpo\" (rollouts are RL's)"
+      const char* why = c.kind != TrainerKind::Rl ? "trainer.kind must be \"grpo\" (rollouts are RL's)"
                         : c.value.enabled           ? "[value] trains a critic that the rollouts also read"
                         : c.rl.refine.enabled       ? "refine.enabled: critiques and refinements read the live policy"
                         : c.rl.lessons.enabled      ? "lessons.enabled: lesson critiques read the live policy"
@@ -870,7 +871,7 @@ void check_combinations(const TrainConfig& c, const Json& config) {
                     "; set rollout.max_staleness = 0");
     }
     // Critiques need a critic: the [critic] section, given (its type defaults to simple_gt once given).
-    const bool critiques = c.kind == TrainerKind::Grpo && (c.rl.refine.enabled || c.rl.lessons.enabled);
+    const bool critiques = c.kind == TrainerKind::Rl && (c.rl.refine.enabled || c.rl.lessons.enabled);
     if (critiques && !config.contains("critic"))
       fail(c.rl.refine.enabled ? "refine.enabled" : "lessons.enabled", " = true needs a [critic] section: who writes "
            "the critiques (type = \"simple_gt\", \"simple\", \"text\", \"template\", \"self\", \"model\" or "
@@ -909,7 +910,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   check_sections(c);
   check_kind_sections(c, config);
   switch (c.kind) {
-    case TrainerKind::Grpo: check_grpo(c); break;
+    case TrainerKind::Rl: check_rl(c); break;
     case TrainerKind::Dpo: check_dpo(c); break;
     case TrainerKind::Rm: check_rm(c); break;
     case TrainerKind::Sft: check_sft(c, config); break;

@@ -77,7 +77,11 @@ namespace rlf {
 // [critic] are validated by their own libraries' parsers).
 const ConfigSchema& train_config_schema();
 
-enum class TrainerKind { Grpo, Sft, Dpo, Rm };
+// What a run trains (trainer.kind). Rl is every method that learns from the
+// policy's own rollouts — GRPO, PPO, RAFT, NFT, online DPO, ... — whose
+// trainer.kind is "grpo" for history; Sft, Dpo (offline preference pairs) and
+// Rm (reward and process reward models) learn from datasets.
+enum class TrainerKind { Rl, Sft, Dpo, Rm };
 const char* trainer_kind_name(TrainerKind kind);  // "grpo", "sft", "dpo", "rm"
 
 // What the RL step source needs ([rollout] and the RL part of [algorithm]).
@@ -108,7 +112,7 @@ struct RlStepOptions {
   double seed_alpha = 0.0;               // SEED-GRPO: advantages times 1 - alpha * SE / log G (0 = off;
                                          // algorithms/semantic_entropy.h)
   int64_t dynamic_sampling_max_rounds = 4;
-  uint64_t seed = 0;                     // seeds sampling and the data order
+  uint64_t seed = 0;                     // seeds sampling and the data order (= run.seed, set by the config)
   bool add_special_tokens = true;        // add BOS when encoding prompts (false when a chat template wrote it)
   int64_t reference_micro_batch_size = 8;  // sequences per reference forward (= algorithm.micro_batch_size)
   EnvConfig env;                         // [env]
@@ -188,6 +192,7 @@ struct RewardModelOptions {
 
 struct RunOptions {
   int64_t steps = 100;           // trainer steps
+  uint64_t seed = 0;             // run.seed: every random stream of the run derives from it (util/seed.h)
   std::filesystem::path out_dir = "runs/rlf";
   int64_t checkpoint_every = 0;  // 0 = only at the end
   int64_t keep_checkpoints = 3;
@@ -229,7 +234,7 @@ struct LoraTrainOptions {
 struct TrainConfig {
   Json raw;                       // the validated config (defaults filled), saved with the run
   std::string source;             // where it came from (for messages)
-  TrainerKind kind = TrainerKind::Grpo;
+  TrainerKind kind = TrainerKind::Rl;
   ModelOptions model;
   bool has_data = false;          // [data] given
   PromptDatasetOptions data;

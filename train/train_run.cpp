@@ -233,7 +233,7 @@ struct StepLoop {
     auto t_update = Clock::now();
     // LoRA dropout masks: drawn from (run.seed, step), so a resumed step draws the same ones.
     if (cfg.lora.enabled && r.policy.model()->lora->options.dropout > 0)
-      r.policy.model()->lora->dropout_gen.set_current_seed(derive_seed(cfg.rl.seed, SeedStream::LoraDropoutStep) +
+      r.policy.model()->lora->dropout_gen.set_current_seed(derive_seed(cfg.run.seed, SeedStream::LoraDropoutStep) +
                                                            static_cast<uint64_t>(step));
     m.update(kind.trainer().update(episodes, step));
     ValueModel* value = kind.value();
@@ -343,7 +343,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   // 1. Load everything and check every record before any step; the paths first, before anything is written.
   check_run_paths(cfg, !opts.reducer || opts.reducer->writes());
   if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
-    write_demo_policy(cfg.model_path(), cfg.rl.seed);
+    write_demo_policy(cfg.model_path(), cfg.run.seed);
   LocalReducer one_process;
   Reducer& reducer = opts.reducer ? *opts.reducer : one_process;
   summary.world_size = reducer.world_size();

@@ -135,7 +135,7 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
       }
       if (entropy.defined()) st.entropy_sum += (entropy.detach() * mb[Stream::loss_weight]).sum().item<double>();
     }
-    TermInput in{mb, logp, entropy, scores, teacher_buckets};
+    TermInput in{.mb = mb, .logp = logp, .entropy = entropy, .scores = scores, .teacher_buckets = teacher_buckets};
     std::vector<torch::Tensor> group_sum(K);  // per lead term: the summed per-token losses of its group
     std::vector<double> parts(K, 0.0);
     for (size_t k = 0; k < K; ++k) {

@@ -115,7 +115,7 @@ CommandSpec make_reflexion_command() {
     o.add_special_tokens = cfg.rl.add_special_tokens;
     o.max_batch_rows = cfg.rl.max_batch_rows;
     o.aggregation = cfg.rl.reward_aggregation;
-    o.seed = cfg.rl.seed;
+    o.seed = cfg.run.seed;
     if (!cfg.rl.accuracy_reward.empty())
       o.accuracy_component = rewards.index_of(cfg.rl.accuracy_reward, "algorithm.accuracy_reward");
     ReflexionResult r = run_reflexion(policy, tasks, rewards, *critic, *memory, o);
