@@ -14,6 +14,7 @@
 #include "rm/model_reward.h"
 #include "rm/self_certainty_reward.h"
 #include "train/demo.h"
+#include "train/fitting_records.h"
 #include "train/heldout_kl.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -127,19 +128,16 @@ std::vector<PromptExample> fitting_prompts(const std::vector<PromptExample>& in,
   const TrainConfig& cfg = r.cfg;
   const int64_t limit = r.policy.model()->config().max_position_embeddings;
   const int64_t need = cfg.rl.sampling.max_new_tokens;
-  std::vector<PromptExample> out;
-  for (const PromptExample& ex : in) {
-    const int64_t n = static_cast<int64_t>(r.policy.tokenizer->encode(ex.prompt, cfg.rl.add_special_tokens).size());
-    if (n + need <= limit) {
-      out.push_back(ex);
-      continue;
-    }
-    check(cfg.data.on_bad_record == "skip", ex.where, ": the prompt has ", n, " tokens; with rollout.max_new_tokens = ",
-          need, " it does not fit the model's context of ", limit,
-          " tokens (shorten it, lower rollout.max_new_tokens, or set data.on_bad_record = \"skip\")");
-    ++r.n_too_long;
-  }
-  return out;
+  return fitting_records(
+      in, limit, cfg.data.on_bad_record == "skip", r.n_too_long,
+      [&](const PromptExample& ex) {
+        return static_cast<int64_t>(r.policy.tokenizer->encode(ex.prompt, cfg.rl.add_special_tokens).size()) + need;
+      },
+      [&](const PromptExample& ex, int64_t n) {
+        return str(ex.where, ": the prompt has ", n - need, " tokens; with rollout.max_new_tokens = ", need,
+                   " it does not fit the model's context of ", limit,
+                   " tokens (shorten it, lower rollout.max_new_tokens, or set data.on_bad_record = \"skip\")");
+      });
 }
 
 void load_prompts(RunContext& r, const std::vector<EvalText>& eval_texts) {

@@ -10,6 +10,7 @@
 #include "data/step_dataset.h"
 #include "eval/eval_options.h"
 #include "rm/process_reward.h"
+#include "train/fitting_records.h"
 #include "train/loss_terms.h"
 #include "train/process_steps.h"
 #include "train/run_kind.h"
@@ -28,20 +29,17 @@ namespace {
 // are bad records, as preference pairs are.
 std::vector<StepExample> fitting_solutions(const std::vector<StepExample>& in, RunContext& r, int64_t* n_dropped) {
   const int64_t limit = r.policy.model()->config().max_position_embeddings;
-  std::vector<StepExample> out;
-  for (const StepExample& e : in) {
-    const int64_t n = static_cast<int64_t>(r.policy.tokenizer->encode(e.prompt, r.cfg.rl.add_special_tokens).size() +
-                                           r.policy.tokenizer->encode(e.response(r.cfg.process.data.delimiter)).size());
-    if (n + 1 <= limit) {
-      out.push_back(e);
-      continue;
-    }
-    check(r.cfg.process.data.on_bad_record == "skip", e.where, ": the prompt and solution (", n,
-          " tokens) do not fit the model's context of ", limit,
-          " tokens; shorten it, or set process.data.on_bad_record = \"skip\"");
-    ++*n_dropped;
-  }
-  return out;
+  return fitting_records(
+      in, limit, r.cfg.process.data.on_bad_record == "skip", *n_dropped,
+      [&](const StepExample& e) {
+        return static_cast<int64_t>(r.policy.tokenizer->encode(e.prompt, r.cfg.rl.add_special_tokens).size() +
+                                    r.policy.tokenizer->encode(e.response(r.cfg.process.data.delimiter)).size()) +
+               1;
+      },
+      [&](const StepExample& e, int64_t n) {
+        return str(e.where, ": the prompt and solution (", n - 1, " tokens) do not fit the model's context of ", limit,
+                   " tokens; shorten it, or set process.data.on_bad_record = \"skip\"");
+      });
 }
 
 class ProcessKind final : public RunKind {

@@ -88,7 +88,7 @@ class RlKind final : public RunKind {
 
   void load_models(RunContext& r) override {
     // The critic starts (and an endpoint is probed) before anything long runs.
-    if (cfg_.rl.refine.enabled || cfg_.rl.lessons.enabled)
+    if (cfg_.asks_critic())
       critic_ = make_critic(cfg_.rl.critic, r.policy, r.opts.read_env, cfg_.source + " [critic]");
     // A held-out gold reward watched against the trained one (the watch restarts empty after a resume).
     if (cfg_.rl.gold_reward.empty()) return;

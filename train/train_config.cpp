@@ -871,8 +871,7 @@ void check_combinations(const TrainConfig& c, const Json& config) {
                     "; set rollout.max_staleness = 0");
     }
     // Critiques need a critic: the [critic] section, given (its type defaults to simple_gt once given).
-    const bool critiques = c.kind == TrainerKind::Rl && (c.rl.refine.enabled || c.rl.lessons.enabled);
-    if (critiques && !config.contains("critic"))
+    if (c.asks_critic() && !config.contains("critic"))
       fail(c.rl.refine.enabled ? "refine.enabled" : "lessons.enabled", " = true needs a [critic] section: who writes "
            "the critiques (type = \"simple_gt\", \"simple\", \"text\", \"template\", \"self\", \"model\" or "
            "\"endpoint\"; docs/feedback.md)");

@@ -254,6 +254,8 @@ struct TrainConfig {
 
   // The model directory the run loads (model.path, or out_dir/init with random_init).
   std::filesystem::path model_path() const;
+  // An RL run whose refinement or lessons ask a critic ([critic]) for critiques.
+  bool asks_critic() const { return kind == TrainerKind::Rl && (rl.refine.enabled || rl.lessons.enabled); }
 };
 
 // Reads a TOML file, applies --set overrides, validates everything and builds
