@@ -59,7 +59,7 @@ class ProcessKind final : public RunKind {
   bool needs_reference() const override { return cfg_.rl.kl_beta > 0; }
 
   void start(RunContext& r, CausalLM, bool warmed, bool resumed) override {
-    if (cfg_.process.labels == "monte_carlo") monte_carlo_labels(r, resumed);
+    if (cfg_.process.labels == ProcessLabels::MonteCarlo) monte_carlo_labels(r, resumed);
     for (const StepExample& e : eval_)
       check(e.labels.size() == e.steps.size(), e.where, ": a held-out solution needs its labels (the gold standard "
             "the PRM is measured against); give them, or set process.data.eval_size = 0");

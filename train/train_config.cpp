@@ -221,9 +221,9 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       field("algorithm.kl_horizon", "episodes",
             "adaptive KL: episodes over which a full error (20%) moves kl_beta by 20%", RLF_MEMBER(rl.kl_horizon))
           .in(1, 1e12),
-      field("algorithm.kl_reference", "",
-            "the KL reference: the policy as RL starts (after the SFT warm start) or the model as loaded",
-            RLF_MEMBER(loss.kl_reference), {"rl_start", "initial"}),
+      choice("algorithm.kl_reference", "",
+             "the KL reference: the policy as RL starts (after the SFT warm start) or the model as loaded",
+             RLF_MEMBER(loss.kl_reference), kl_reference_names()),
       field("algorithm.entropy_coef", "", "entropy bonus weight (0 = off)", RLF_MEMBER(loss.entropy_coef))
           .in(-1e6, 1e6),
       field("algorithm.epochs", "", "optimisation passes over each step's episodes", RLF_MEMBER(trainer.epochs))
@@ -496,11 +496,11 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
               }),
       field("process.batch_size", "solutions", "step-labelled solutions per step", RLF_MEMBER(process.batch_size))
           .in(1, 1e6),
-      field("process.labels", "",
-            "\"given\": the records' labels; \"monte_carlo\": each training step's label is the share of the policy's "
-            "rollouts from it that the [[reward]] judges right (Math-Shepherd); held-out solutions keep their given "
-            "labels",
-            RLF_MEMBER(process.labels), {"given", "monte_carlo"}),
+      choice("process.labels", "",
+             "\"given\": the records' labels; \"monte_carlo\": each training step's label is the share of the policy's "
+             "rollouts from it that the [[reward]] judges right (Math-Shepherd); held-out solutions keep their given "
+             "labels",
+             RLF_MEMBER(process.labels), process_labels_names()),
       field("process.mc_rollouts", "rollouts", "monte_carlo: rollouts per step", RLF_MEMBER(process.mc_rollouts))
           .in(1, 4096),
       field("process.mc_temperature", "", "monte_carlo: the rollouts' sampling temperature",
@@ -597,6 +597,18 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
 
 }  // namespace
 
+const EnumNames<KlReference>& kl_reference_names() {
+  static const EnumNames<KlReference> names{"algorithm.kl_reference",
+                                            {{KlReference::RlStart, "rl_start"}, {KlReference::Initial, "initial"}}};
+  return names;
+}
+
+const EnumNames<ProcessLabels>& process_labels_names() {
+  static const EnumNames<ProcessLabels> names{
+      "process.labels", {{ProcessLabels::Given, "given"}, {ProcessLabels::MonteCarlo, "monte_carlo"}}};
+  return names;
+}
+
 const char* trainer_kind_name(TrainerKind kind) {
   switch (kind) {
     case TrainerKind::Sft: return "sft";
@@ -672,7 +684,7 @@ void derive(TrainConfig& c) {
   if (c.process.enabled) c.process.data.seed = c.run.seed;
   t.seed = c.run.seed;
   c.reward_model.gating_options.seed = derive_seed(c.run.seed, SeedStream::GatingFit);
-  if (c.process.enabled) c.process.data.labels_optional = c.process.labels == "monte_carlo";
+  if (c.process.enabled) c.process.data.labels_optional = c.process.labels == ProcessLabels::MonteCarlo;
   c.value.enabled = r.credit.mode == algo::CreditMode::Gae;
   c.loss.aggregation.max_tokens = r.env.episode.episode_budget(r.sampling.max_new_tokens, r.env.type == "single_turn");
   r.reference_micro_batch_size = t.micro_batch_size;
@@ -788,7 +800,7 @@ void check_rm(const TrainConfig& c) {
     fail_at("trainer.kind = \"rm\" needs ", c.process.enabled ? "one of " : "",
             "[preference.data] (the (prompt, chosen, rejected) pairs of an outcome reward model) or [process.data] "
             "(the step-labelled solutions of a process reward model)", c.process.enabled ? ", not both" : "");
-  if (c.process.enabled && c.process.labels == "monte_carlo" && c.rewards.empty())
+  if (c.process.enabled && c.process.labels == ProcessLabels::MonteCarlo && c.rewards.empty())
     fail_at("process.labels = \"monte_carlo\" judges the policy's rollouts with the run's [[reward]] (its accuracy "
             "component, e.g. type = \"math\"); add one");
   if (c.process.enabled && (!c.reward_model.attributes.empty() || c.reward_model.margin > 0))
@@ -883,7 +895,7 @@ void check_combinations(const TrainConfig& c, const Json& config) {
                             ? "value.shared puts the critic's head on the policy's trunk; use a separate critic "
                               "(value.shared = false)"
                         : c.rl.max_staleness > 0 ? "rollout.max_staleness > 0 samples with a copy of the policy"
-                        : c.loss.kl_reference == "initial" && c.sft.enabled && c.kind != TrainerKind::Sft
+                        : c.loss.kl_reference == KlReference::Initial && c.sft.enabled && c.kind != TrainerKind::Sft
                             ? "the KL reference is the base with the adapters off (after the warm start); "
                               "algorithm.kl_reference = \"initial\" would need a second copy of the weights"
                                                  : nullptr;

@@ -63,6 +63,7 @@
 #include "rm/gating.h"
 #include "train/c10d_reducer.h"
 #include "config/config_schema.h"
+#include "config/enum_names.h"
 #include "train/distillation.h"
 #include "train/refinement.h"
 #include "train/rejection_sampling.h"
@@ -83,6 +84,17 @@ const ConfigSchema& train_config_schema();
 // Rm (reward and process reward models) learn from datasets.
 enum class TrainerKind { Rl, Sft, Dpo, Rm };
 const char* trainer_kind_name(TrainerKind kind);  // "grpo", "sft", "dpo", "rm"
+
+// algorithm.kl_reference: "rl_start", the policy as RL starts (after any SFT
+// warm start); "initial", the model as loaded (model.path).
+enum class KlReference { RlStart, Initial };
+const EnumNames<KlReference>& kl_reference_names();
+
+// process.labels: "given", the records' labels; "monte_carlo", the training
+// solutions' labels estimated by the policy's rollouts (train/process_steps.h),
+// scored by the [[reward]]s.
+enum class ProcessLabels { Given, MonteCarlo };
+const EnumNames<ProcessLabels>& process_labels_names();
 
 // What the RL step source needs ([rollout] and the RL part of [algorithm]).
 struct RlStepOptions {
@@ -136,8 +148,7 @@ struct RlLossOptions {
   algo::NftOptions nft_options;          // its negative weight and clamp
   algo::AggregationOptions aggregation;  // token_mean | seq_mean_token_mean | seq_mean_token_sum_norm
   double entropy_coef = 0.0;             // entropy bonus (0 = off)
-  std::string kl_reference = "rl_start"; // "rl_start": the policy as RL starts (after any SFT warm start);
-                                         // "initial": the model as loaded (model.path)
+  KlReference kl_reference = KlReference::RlStart;  // algorithm.kl_reference
 };
 
 struct SftOptions {
@@ -174,8 +185,7 @@ struct ProcessOptions {
   bool enabled = false;               // process.data present
   StepDatasetOptions data;            // [process.data]
   int64_t batch_size = 32;            // solutions per step
-  std::string labels = "given";       // "given" | "monte_carlo": the training solutions' labels estimated by the
-                                      // policy's rollouts (train/process_steps.h), scored by the [[reward]]s
+  ProcessLabels labels = ProcessLabels::Given;  // process.labels
   int64_t mc_rollouts = 8;            // monte_carlo: rollouts per step
   double mc_temperature = 1.0;        // monte_carlo: their sampling temperature
 };

@@ -65,14 +65,14 @@ CausalLM make_reference(RunContext& r, bool needed, bool warmed, bool resumed) {
   if (r.writer() && !resumed && fs::exists(ref_dir)) fs::remove_all(ref_dir);  // a fresh run never reuses another run's
   if (!needed) return nullptr;
   if (cfg.lora.enabled) return lora_base_view(*r.policy.model());
-  if (warmed && cfg.loss.kl_reference == "rl_start") {
+  if (warmed && cfg.loss.kl_reference == KlReference::RlStart) {
     CausalLM reference = frozen_copy(*r.policy.model());
     SaveOptions so;
     so.tokenizer_source = r.policy.tokenizer_path;
     if (r.writer()) save_model(*reference, ref_dir, so);
     return reference;
   }
-  if (resumed && cfg.loss.kl_reference == "rl_start" && fs::exists(ref_dir / "config.json"))
+  if (resumed && cfg.loss.kl_reference == KlReference::RlStart && fs::exists(ref_dir / "config.json"))
     return frozen_load(ref_dir, cfg);
   return frozen_load(cfg.model_path(), cfg);
 }
