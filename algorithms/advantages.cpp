@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "algorithms/names.h"
+#include "util/double_fields.h"
 #include "util/error.h"
 
 namespace rlf::algo {
@@ -71,14 +72,16 @@ std::unordered_map<int64_t, Moments> group_moments(std::span<const std::optional
 // rank (two passes through batch_sum, so the sums are the same as one
 // process would form: each rank's partial sums in its own order, then added).
 Moments batch_moments(const std::vector<double>& x, const std::vector<bool>& include, const BatchSum& batch_sum) {
-  double first[2] = {0.0, 0.0};  // n, sum
+  struct {
+    double n = 0, sum = 0;
+  } first;
   for (std::size_t i = 0; i < x.size(); ++i) {
-    if (include[i]) first[0] += 1.0, first[1] += x[i];
+    if (include[i]) first.n += 1.0, first.sum += x[i];
   }
-  if (batch_sum) batch_sum(std::span<double>(first, 2));
+  if (batch_sum) over_fields(first, batch_sum);
   Moments m;
-  m.n = static_cast<int64_t>(first[0]);
-  m.sum = first[1];
+  m.n = static_cast<int64_t>(first.n);
+  m.sum = first.sum;
   if (m.n == 0) return m;
   m.mean = m.sum / static_cast<double>(m.n);
   double sq = 0.0;

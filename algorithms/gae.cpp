@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "util/double_fields.h"
 #include "util/error.h"
 
 namespace rlf::algo {
@@ -30,22 +31,24 @@ GaeResult gae(std::span<const double> rewards, std::span<const double> values, d
 void whiten(std::vector<std::vector<float>>& values, const std::vector<std::vector<uint8_t>>& mask,
             const BatchSum& batch_sum) {
   check(values.size() == mask.size(), "whiten: ", values.size(), " rows of values for ", mask.size(), " of mask");
-  double first[2] = {0.0, 0.0};  // count, sum
+  struct {
+    double n = 0, sum = 0;
+  } first;
   for (std::size_t i = 0; i < values.size(); ++i) {
     check(values[i].size() == mask[i].size() || mask[i].empty(), "whiten: row ", i, " has ", values[i].size(),
           " values for ", mask[i].size(), " mask entries");
     for (std::size_t t = 0; t < mask[i].size(); ++t)
-      if (mask[i][t]) first[0] += 1, first[1] += values[i][t];
+      if (mask[i][t]) first.n += 1, first.sum += values[i][t];
   }
-  if (batch_sum) batch_sum(first);
-  if (first[0] == 0) return;
-  const double mean = first[1] / first[0];
+  if (batch_sum) over_fields(first, batch_sum);
+  if (first.n == 0) return;
+  const double mean = first.sum / first.n;
   double sq = 0.0;
   for (std::size_t i = 0; i < values.size(); ++i)
     for (std::size_t t = 0; t < mask[i].size(); ++t)
       if (mask[i][t]) sq += (values[i][t] - mean) * (values[i][t] - mean);
   if (batch_sum) batch_sum(std::span<double>(&sq, 1));
-  const double scale = first[0] >= 2 ? 1.0 / std::sqrt(sq / (first[0] - 1) + 1e-8) : 1.0;
+  const double scale = first.n >= 2 ? 1.0 / std::sqrt(sq / (first.n - 1) + 1e-8) : 1.0;
   for (std::size_t i = 0; i < values.size(); ++i)
     for (std::size_t t = 0; t < mask[i].size(); ++t)
       if (mask[i][t]) values[i][t] = static_cast<float>((values[i][t] - mean) * scale);

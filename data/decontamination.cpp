@@ -83,7 +83,7 @@ std::vector<EvalText> load_eval_texts(const DecontaminationOptions& options) {
     PromptDataset ds = with_context(key, [&] { return PromptDataset::load(o); });
     const std::string source = o.path.empty() ? o.preset : o.path;  // how the report names the set
     for (const auto* split : {&ds.train(), &ds.eval()})
-      for (const PromptExample& e : *split) out.push_back({source, e.id, e.raw_prompt});
+      for (const PromptExample& e : *split) out.push_back({.source = source, .id = e.id, .text = e.raw_prompt});
   }
   return out;
 }

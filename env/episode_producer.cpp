@@ -7,6 +7,7 @@
 
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -291,7 +292,7 @@ std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const Promp
   std::vector<ResetRequest> resets;
   for (size_t g = 0; g < tasks.size(); ++g)
     for (int64_t j = 0; j < n; ++j)
-      resets.push_back({tasks[g], mix_seed(seeds[g] ^ mix_seed(static_cast<uint64_t>(j) + 0x5EED))});
+      resets.push_back({.task = tasks[g], .seed = derive_seed(seeds[g], static_cast<uint64_t>(j) + kEnvResetItem)});
   std::vector<ResetResult> started = env_.reset_all(resets);
   check(started.size() == resets.size(), "environment '", env_.name(), "': reset_all returned ", started.size(),
         " sessions for ", resets.size(), " episodes");
@@ -354,7 +355,7 @@ std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const Promp
       req.prompt_ids = prompt_ids[static_cast<size_t>(j)];
       req.n = 1;
       req.params = params;
-      req.params.seed = mix_seed(seeds[g] ^ mix_seed(static_cast<uint64_t>(j) + 1));
+      req.params.seed = derive_seed(seeds[g], static_cast<uint64_t>(j) + 1);
       req.max_total_tokens = single ? 0 : budget;
       handler.request_slots.emplace_back(g, j);
       requests.push_back(std::move(req));

@@ -23,7 +23,7 @@ TurnVerdict TurnVerifier::judge(const PromptExample& task, const std::string& an
   g.samples.push_back(s);
   const RewardResult r = reward_->score(g).at(0);
   TurnVerdict v;
-  v.right = r.score && *r.score > 0.5;
+  v.right = is_correct(r.score);
   v.explanation = r.score ? r.explanation : "no score: " + r.missing_reason;
   return v;
 }

@@ -13,8 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "rollout/sampling.h"
 #include "config/config_binding.h"
+#include "rewards/reward.h"
+#include "rollout/sampling.h"
 #include "util/json_util.h"
 
 namespace rlf {
@@ -30,7 +31,7 @@ struct EvalOptions {
   int64_t max_prompts = 0;                // evaluate the first N prompts only; 0 = all
   uint64_t seed = 0;                      // seeds every sample: same seed, same completions
   std::string accuracy_reward;            // component deciding correctness; "" = the first one
-  double correct_threshold = 0.5;         // score > threshold counts as correct
+  double correct_threshold = kCorrectThreshold;        // score > threshold counts as correct
   std::string best_of;                    // a reward component that picks one sample per prompt (best-of-n with a
                                           // reward model, a judge...): best_of_n = share of picks that are correct;
                                           // "" = off

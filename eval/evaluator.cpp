@@ -15,6 +15,7 @@
 #include "rollout/engine.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/seed.h"
 
 namespace rlf {
 namespace {
@@ -27,14 +28,7 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 size_t component_index(const RewardSet& rewards, const std::string& name, const char* key) {
   check(!rewards.empty(), "evaluate: no reward components; configure at least one reward");
   if (name.empty()) return 0;
-  std::vector<std::string> names;
-  for (size_t c = 0; c < rewards.size(); ++c) {
-    if (rewards.components()[c].name == name) return c;
-    names.push_back(rewards.components()[c].name);
-  }
-  std::string list;
-  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-  fail("eval option ", key, " = '", name, "': no reward component has that name (components: ", list, ")");
+  return rewards.index_of(name, str("eval option ", key));
 }
 
 // Scores groups one at a time and accumulates what the metrics need.
@@ -72,8 +66,7 @@ class Tally {
       e.finish_reason = s.finish_reason;
       e.reward = totals[i];
       for (const auto& component : scores.results) e.scores.push_back(component[i].score);
-      const auto& acc = scores.results[accuracy_][i].score;
-      e.correct = acc && *acc > options_.correct_threshold;
+      e.correct = is_correct(scores.results[accuracy_][i].score, options_.correct_threshold);
       e.answer = math::extract_answer(s.completion, format_);
       e.explanation = scores.describe(i);
       p.n_correct += e.correct;
@@ -186,7 +179,7 @@ EvalResult evaluate(Policy& policy, const std::vector<PromptExample>& examples, 
     std::vector<uint64_t> seeds;
     for (size_t i = begin; i < end; ++i) {
       tasks.push_back(&examples[i]);
-      seeds.push_back(mix_seed(options.seed ^ mix_seed(uint64_t(i))));
+      seeds.push_back(derive_seed(options.seed, uint64_t(i)));
     }
     const auto t0 = Clock::now();
     std::vector<EpisodeGroup> groups = producer.produce(tasks, options.n_samples, params, seeds, 0, nullptr);

@@ -29,7 +29,7 @@ LessonPool::LessonPool(LessonPoolOptions options, std::string source)
 void LessonPool::add(const std::string& task_id, const std::string& prompt, const std::string& lesson) {
   auto same = std::find_if(lessons_.begin(), lessons_.end(), [&](const Lesson& l) { return l.text == lesson; });
   if (same != lessons_.end()) lessons_.erase(same);
-  lessons_.push_back({task_id, prompt, lesson});
+  lessons_.push_back({.task = task_id, .prompt = prompt, .text = lesson});
   while (static_cast<int64_t>(lessons_.size()) > options_.capacity) lessons_.pop_front();
 }
 

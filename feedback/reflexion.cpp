@@ -1,9 +1,10 @@
 #include "feedback/reflexion.h"
 
 #include "env/episode_producer.h"
-#include "env/episode_rewards.h"
+#include "env/scored_group.h"
 #include "env/single_turn_env.h"
 #include "util/error.h"
+#include "util/seed.h"
 #include "util/strings.h"
 
 namespace rlf {
@@ -75,7 +76,7 @@ ReflexionResult run_reflexion(Policy& policy, const std::vector<PromptExample>& 
     std::vector<const PromptExample*> ptrs;
     std::vector<uint64_t> seeds;
     for (size_t k = 0; k < shown.size(); ++k)
-      ptrs.push_back(&shown[k]), seeds.push_back(mix_seed(o.seed ^ mix_seed(index[k] * 7919u + attempt)));
+      ptrs.push_back(&shown[k]), seeds.push_back(derive_seed(o.seed, index[k] * 7919u + attempt));
     std::vector<EpisodeGroup> groups;
     {
       torch::NoGradGuard ng;
@@ -87,21 +88,18 @@ ReflexionResult run_reflexion(Policy& policy, const std::vector<PromptExample>& 
     for (size_t k = 0; k < groups.size(); ++k) {
       const size_t i = index[k];
       // Scored against the task as given (its record and reference), the answer as written.
-      GroupScores scores = with_context(tasks[i].where, [&] {
-        return rewards.score(reward_group_of(groups[k], o.sampling.max_new_tokens));
-      });
-      const auto& s = scores.results[o.accuracy_component][0].score;
-      if (s && *s > 0.5) {
+      const ScoredGroup scored = score_group(std::move(groups[k]), rewards, o.sampling.max_new_tokens, o.aggregation);
+      if (is_correct(scored, o.accuracy_component, 0)) {
         solved[i] = 1, ++a.n_solved, ++n_solved_total;
         continue;
       }
       CritiqueRequest r;
       r.task = &tasks[i];
       r.prompt = shown[k].prompt;
-      r.response = groups[k].episodes[0].transcript();
-      r.reward = scores.totals(o.aggregation)[0];
+      r.response = scored.group.episodes[0].transcript();
+      r.reward = scored.totals[0];
       r.correct = false;
-      r.explanation = scores.describe(0);
+      r.explanation = scored.scores.describe(0);
       requests.push_back(std::move(r));
       failed.push_back(i);
     }

@@ -4,7 +4,7 @@
 // (matmul_wt) and the sampler's normalisers (softmax_rows).
 // model/cpu_fast_forward.cpp composes them with LibTorch matmuls into the
 // inference path and, wrapped as autograd functions, into the fp32 CPU
-// training path (see transformer.h, set_fast_cpu_path); rollout/engine.cpp
+// training path (see transformer.h, set_fast_cpu_path); rollout/batch_sampler.cpp
 // samples with softmax_rows.
 //
 // Shapes: N = B*T token rows, H query heads, K kv heads (G = H / K per kv

@@ -36,8 +36,8 @@ CpuThreadPlan plan_cpu_threads(int threads, const std::string& dtype, const std:
   const int n = threads == 0 ? available_cores() : threads;
   const bool fp32 = dtype.empty() || dtype == "fp32" || dtype == "float32";
   const bool cpu = device.empty() || device == "cpu";
-  if (fp32 && cpu && openblas_present()) return {1, n, n};
-  return {n, 1, n};
+  if (fp32 && cpu && openblas_present()) return {.torch_threads = 1, .blas_threads = n, .kernel_threads = n};
+  return {.torch_threads = n, .blas_threads = 1, .kernel_threads = n};
 }
 
 CpuThreadPlan apply_cpu_threads(const CpuThreadPlan& plan) {

@@ -11,6 +11,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json_util.h"
+#include "util/seed.h"
 #include "util/write_target.h"
 
 namespace rlf {
@@ -70,7 +71,7 @@ void attach(CausalLMImpl& model, const LayerProjection& p, int64_t r, const std:
 std::shared_ptr<LoraRuntime> make_runtime(const LoraOptions& options, uint64_t seed) {
   auto rt = std::make_shared<LoraRuntime>();
   rt->options = options;
-  rt->dropout_gen = at::detail::createCPUGenerator(seed ^ 0x10AADULL);
+  rt->dropout_gen = at::detail::createCPUGenerator(derive_seed(seed, SeedStream::LoraDropoutInit));
   return rt;
 }
 

@@ -59,6 +59,15 @@ struct RewardResult {
   std::string explanation;            // optional short text: why this score
 };
 
+// The one correctness rule: a score above `threshold` is correct, a missing
+// score is not. Training decides at kCorrectThreshold (refinement, replay,
+// distillation, lessons, curation, NFT's group accuracy, reflexion, turn
+// verifiers); eval.correct_threshold may move it for an evaluation.
+constexpr double kCorrectThreshold = 0.5;
+inline bool is_correct(const std::optional<double>& score, double threshold = kCorrectThreshold) {
+  return score && *score > threshold;
+}
+
 class Reward {
  public:
   virtual ~Reward() = default;

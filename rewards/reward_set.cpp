@@ -58,18 +58,30 @@ void RewardSet::add(std::string name, double weight, std::unique_ptr<Reward> rew
     lambda = shaping.lambda_init;
     weight = -lambda;
   }
-  components_.push_back({std::move(name), weight, std::move(reward), std::move(shaping), lambda});
+  components_.push_back({.name = std::move(name),
+                         .weight = weight,
+                         .reward = std::move(reward),
+                         .shaping = std::move(shaping),
+                         .lambda = lambda});
+}
+
+size_t RewardSet::index_of(const std::string& name, const std::string& key) const {
+  std::string names;
+  for (size_t c = 0; c < components_.size(); ++c) {
+    if (components_[c].name == name) return c;
+    names += (names.empty() ? "" : ", ") + components_[c].name;
+  }
+  fail(key, " = \"", name, "\" names no [[reward]] component (components: ",
+       names.empty() ? "none configured" : names, ")");
 }
 
 void RewardSet::resolve_gates() {
-  for (RewardComponent& c : components_) {
+  for (size_t k = 0; k < components_.size(); ++k) {
+    RewardComponent& c = components_[k];
     if (c.shaping.gate.empty()) continue;
-    auto it = std::find_if(components_.begin(), components_.end(),
-                           [&](const RewardComponent& x) { return x.name == c.shaping.gate; });
-    check(it != components_.end(), "reward '", c.name, "': gate = \"", c.shaping.gate,
-          "\" is not a reward component's name");
-    check(&*it != &c, "reward '", c.name, "': gate names the component itself");
-    c.shaping.gate_index = it - components_.begin();
+    const size_t gate = index_of(c.shaping.gate, str("reward '", c.name, "': gate"));
+    check(gate != k, "reward '", c.name, "': gate names the component itself");
+    c.shaping.gate_index = static_cast<int64_t>(gate);
   }
 }
 

@@ -44,6 +44,8 @@ struct GroupScores {
   // One line per sample for logs and critiques:
   // "correct=1 (expected 42, got 42); format=missing (regex failed...)".
   std::string describe(size_t sample) const;
+  // Whether component c scored sample i correct (is_correct at kCorrectThreshold).
+  bool correct(size_t c, size_t sample) const { return is_correct(results[c][sample].score); }
 };
 
 class RewardSet {
@@ -57,6 +59,10 @@ class RewardSet {
   void resolve_gates();
 
   size_t size() const { return components_.size(); }
+  // The index of the component named `name`; throws rlf::Error naming `key`
+  // (the option that named it, e.g. "algorithm.gold_reward") and the
+  // components there are. Also for an empty set.
+  size_t index_of(const std::string& name, const std::string& key) const;
   bool empty() const { return components_.empty(); }
   const std::vector<RewardComponent>& components() const { return components_; }
 

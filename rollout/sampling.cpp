@@ -17,13 +17,6 @@ void SamplingParams::validate(const std::string& k) const {
   for (const auto& s : stop_strings) check(!s.empty(), k, "stop must not contain an empty string");
 }
 
-uint64_t mix_seed(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 Rng::Rng(uint64_t seed) {
   uint64_t x = seed;
   for (auto& s : s_) s = x = mix_seed(x);

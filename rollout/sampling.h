@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "util/seed.h"  // mix_seed, derive_seed
+
 namespace rlf {
 
 struct SamplingParams {
@@ -42,8 +44,6 @@ class Rng {
   uint64_t s_[4];
 };
 
-// splitmix64 step: mixes a 64-bit value (used to derive per-sample seeds).
-uint64_t mix_seed(uint64_t x);
 
 struct SampledToken {
   int32_t id = 0;

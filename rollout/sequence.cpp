@@ -21,7 +21,7 @@ Sequence Sequence::start(int64_t request, int64_t sample, const GenerationReques
   s.req = &req;
   s.limit = row_limit(req, context_limit);
   const uint64_t base = req.params.seed ? *req.params.seed : 0;
-  s.rng = Rng(mix_seed(base ^ mix_seed(static_cast<uint64_t>(sample) + 1)));
+  s.rng = Rng(derive_seed(base, static_cast<uint64_t>(sample) + 1));
   if (tokenizer) {
     const int64_t P = static_cast<int64_t>(req.prompt_ids.size());
     s.decoder = std::make_unique<StreamDecoder>(*tokenizer, /*skip_special=*/true);

@@ -90,7 +90,7 @@ CompareResult compare_configs(const std::vector<std::filesystem::path>& configs,
   result.seeds = o.seeds;
   for (size_t i = 0; i < configs.size(); ++i) {
     TrainConfig c = load_train_config(configs[i], o.overrides);
-    check(c.kind == TrainerKind::Grpo, configs[i].string(), ": rlf compare compares RL methods (trainer.kind = \"grpo\")");
+    check(c.kind == TrainerKind::Rl, configs[i].string(), ": rlf compare compares RL methods (trainer.kind = \"grpo\")");
     check(c.has_data && !c.rewards.empty(), configs[i].string(),
           ": rlf compare reports held-out pass@1: the config needs [data] with an eval split and a [[reward]]");
     const std::string name = configs[i].stem().string();

@@ -4,32 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
-#include <tuple>
 #include <string>
 
 namespace rlf {
-
-namespace {
-
-// Indices into DiagnosticSums.
-enum : size_t {
-  kN,          // episodes with a reward
-  kX,          // sum of rewards
-  kY,          // sum of lengths
-  kXY,
-  kXX,
-  kYY,
-  kGroups,     // groups with at least two rewarded episodes
-  kStdSum,     // sum of their reward standard deviations (population)
-  kZeroVar,    // of those, groups whose rewards are all equal
-  kJudged,     // groups with at least one judged episode
-  kAnyCorrect, // of those, groups with a correct episode
-  kDistinct,   // sum over groups of (distinct completions / rollout episodes)
-  kWithEpisodes,  // groups with at least one rollout episode
-};
-static_assert(kWithEpisodes + 1 == std::tuple_size<DiagnosticSums>::value);
-
-}  // namespace
 
 DiagnosticSums diagnostic_sums(const std::vector<ScoredGroup>& groups, size_t accuracy_component) {
   DiagnosticSums s{};
@@ -50,7 +27,7 @@ DiagnosticSums diagnostic_sums(const std::vector<ScoredGroup>& groups, size_t ac
       if (!g.totals[i]) continue;
       const double x = *g.totals[i], y = static_cast<double>(e.n_completion());
       rewards.push_back(x);
-      s[kN] += 1, s[kX] += x, s[kY] += y, s[kXY] += x * y, s[kXX] += x * x, s[kYY] += y * y;
+      s.n += 1, s.x += x, s.y += y, s.xy += x * y, s.xx += x * x, s.yy += y * y;
     }
     if (rewards.size() >= 2) {
       double mean = 0, var = 0;
@@ -58,16 +35,16 @@ DiagnosticSums diagnostic_sums(const std::vector<ScoredGroup>& groups, size_t ac
       mean /= static_cast<double>(rewards.size());
       for (double r : rewards) var += (r - mean) * (r - mean);
       var /= static_cast<double>(rewards.size());
-      s[kGroups] += 1;
-      s[kStdSum] += std::sqrt(var);
+      s.groups += 1;
+      s.std_sum += std::sqrt(var);
       bool equal = true;
       for (double r : rewards) equal &= r == rewards.front();
-      s[kZeroVar] += equal;
+      s.zero_var += equal;
     }
-    if (judged) s[kJudged] += 1, s[kAnyCorrect] += correct;
+    if (judged) s.judged += 1, s.any_correct += correct;
     if (n_rollout > 0) {
-      s[kDistinct] += static_cast<double>(texts.size()) / static_cast<double>(n_rollout);
-      s[kWithEpisodes] += 1;
+      s.distinct += static_cast<double>(texts.size()) / static_cast<double>(n_rollout);
+      s.with_episodes += 1;
     }
   }
   return s;
@@ -98,19 +75,19 @@ std::optional<std::string> GoldRewardWatch::add(int64_t step, double proxy, doub
 
 Json diagnostics_from_sums(const DiagnosticSums& s) {
   Json m = Json::object();
-  const double n = s[kN];
+  const double n = s.n;
   if (n >= 2) {
-    const double cov = s[kXY] / n - (s[kX] / n) * (s[kY] / n);
-    const double vx = s[kXX] / n - (s[kX] / n) * (s[kX] / n), vy = s[kYY] / n - (s[kY] / n) * (s[kY] / n);
+    const double cov = s.xy / n - (s.x / n) * (s.y / n);
+    const double vx = s.xx / n - (s.x / n) * (s.x / n), vy = s.yy / n - (s.y / n) * (s.y / n);
     // Constant rewards or constant lengths: no correlation to speak of (0, not NaN).
     m["diag/reward_length_corr"] = vx > 1e-12 && vy > 1e-12 ? cov / std::sqrt(vx * vy) : 0.0;
   }
-  if (s[kGroups] > 0) {
-    m["diag/group_reward_std"] = s[kStdSum] / s[kGroups];
-    m["diag/zero_variance_frac"] = s[kZeroVar] / s[kGroups];
+  if (s.groups > 0) {
+    m["diag/group_reward_std"] = s.std_sum / s.groups;
+    m["diag/zero_variance_frac"] = s.zero_var / s.groups;
   }
-  if (s[kJudged] > 0) m["diag/pass_at_group"] = s[kAnyCorrect] / s[kJudged];
-  if (s[kWithEpisodes] > 0) m["diag/distinct_frac"] = s[kDistinct] / s[kWithEpisodes];
+  if (s.judged > 0) m["diag/pass_at_group"] = s.any_correct / s.judged;
+  if (s.with_episodes > 0) m["diag/distinct_frac"] = s.distinct / s.with_episodes;
   return m;
 }
 

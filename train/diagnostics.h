@@ -31,12 +31,26 @@
 #include <string>
 #include <vector>
 
-#include "train/scored_group.h"
+#include "env/scored_group.h"
 #include "util/json_util.h"
 
 namespace rlf {
 
-using DiagnosticSums = std::array<double, 13>;
+// A rank's sums over its groups, summed across ranks in one call
+// (Reducer::sum_fields) before diagnostics_from_sums.
+struct DiagnosticSums {
+  double n = 0;              // episodes with a reward
+  double x = 0;              // sum of rewards
+  double y = 0;              // sum of lengths
+  double xy = 0, xx = 0, yy = 0;
+  double groups = 0;         // groups with at least two rewarded episodes
+  double std_sum = 0;        // sum of their reward standard deviations (population)
+  double zero_var = 0;       // of those, groups whose rewards are all equal
+  double judged = 0;         // groups with at least one judged episode
+  double any_correct = 0;    // of those, groups with a correct episode
+  double distinct = 0;       // sum over groups of (distinct completions / rollout episodes)
+  double with_episodes = 0;  // groups with at least one rollout episode
+};
 
 // This rank's sums over `groups`; `accuracy_component` decides correctness (is_correct).
 DiagnosticSums diagnostic_sums(const std::vector<ScoredGroup>& groups, size_t accuracy_component);

@@ -44,11 +44,15 @@ std::string DistillOptions::teacher_context() const {
 }
 
 Json DistillStats::metrics(Reducer& reducer) const {
-  double v[4] = {static_cast<double>(n_episodes), static_cast<double>(n_skipped), static_cast<double>(n_truncated),
-                 teacher_s};
-  reducer.sum(v);
-  return Json{{"distill/episodes", v[0]}, {"distill/skipped", v[1]}, {"distill/truncated", v[2]},
-              {"time/teacher_s", v[3]}};
+  struct {
+    double episodes, skipped, truncated, teacher_s;
+  } v{.episodes = static_cast<double>(n_episodes),
+      .skipped = static_cast<double>(n_skipped),
+      .truncated = static_cast<double>(n_truncated),
+      .teacher_s = teacher_s};
+  reducer.sum_fields(v);
+  return Json{{"distill/episodes", v.episodes}, {"distill/skipped", v.skipped}, {"distill/truncated", v.truncated},
+              {"time/teacher_s", v.teacher_s}};
 }
 
 DistillTeacher::DistillTeacher(Policy& policy, DistillOptions options, size_t accuracy_component,

@@ -45,7 +45,7 @@
 #include "config/enum_names.h"
 #include "rollout/policy.h"
 #include "train/reducer.h"
-#include "train/scored_group.h"
+#include "env/scored_group.h"
 #include "util/json_util.h"
 
 namespace rlf {

@@ -42,22 +42,29 @@ LessonStats& LessonStats::operator+=(const LessonStats& o) {
 }
 
 Json LessonStats::metrics(Reducer& reducer, int64_t pool_size) const {
-  double v[] = {static_cast<double>(n_prompts),         static_cast<double>(n_with_lessons),
-                static_cast<double>(n_shown),           static_cast<double>(n_cut),
-                static_cast<double>(n_requests),        static_cast<double>(n_written),
-                static_cast<double>(n_critic_failures), static_cast<double>(n_generated_tokens),
-                critic_s};
-  reducer.sum(v);
+  auto d = [](int64_t n) { return static_cast<double>(n); };
+  struct {
+    double prompts, with_lessons, shown, cut, requests, written, critic_failures, generated_tokens, critic_s;
+  } v{.prompts = d(n_prompts),
+      .with_lessons = d(n_with_lessons),
+      .shown = d(n_shown),
+      .cut = d(n_cut),
+      .requests = d(n_requests),
+      .written = d(n_written),
+      .critic_failures = d(n_critic_failures),
+      .generated_tokens = d(n_generated_tokens),
+      .critic_s = critic_s};
+  reducer.sum_fields(v);
   Json m;
-  m["lessons/prompts_with_lessons"] = v[0] > 0 ? v[1] / v[0] : 0.0;
-  m["lessons/shown_per_prompt"] = v[0] > 0 ? v[2] / v[0] : 0.0;
-  m["lessons/cut"] = v[3];
-  m["lessons/critiques"] = v[4];
-  m["lessons/written"] = v[5];
-  m["lessons/critic_failures"] = v[6];
-  m["lessons/generated_tokens"] = v[7];
+  m["lessons/prompts_with_lessons"] = v.prompts > 0 ? v.with_lessons / v.prompts : 0.0;
+  m["lessons/shown_per_prompt"] = v.prompts > 0 ? v.shown / v.prompts : 0.0;
+  m["lessons/cut"] = v.cut;
+  m["lessons/critiques"] = v.requests;
+  m["lessons/written"] = v.written;
+  m["lessons/critic_failures"] = v.critic_failures;
+  m["lessons/generated_tokens"] = v.generated_tokens;
   m["lessons/pool_size"] = pool_size;
-  m["time/lessons_critic_s"] = v[8];
+  m["time/lessons_critic_s"] = v.critic_s;
   return m;
 }
 

@@ -27,7 +27,7 @@
 #include "feedback/lesson_pool.h"
 #include "tokenizer/tokenizer.h"
 #include "train/reducer.h"
-#include "train/scored_group.h"
+#include "env/scored_group.h"
 #include "util/json_util.h"
 
 namespace rlf {

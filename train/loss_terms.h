@@ -215,7 +215,7 @@ class PreferenceTerm final : public LossTerm {
   // The loss weights of the rows that take part (a pair's two rows; SPPO:
   // rows of groups with two or more rewarded episodes); 0 elsewhere.
   torch::Tensor weights(const MicroBatch& mb) const override;
-  algo::AggregationOptions aggregation() const override { return {algo::LossAggregation::SeqMeanTokenMean, 0}; }
+  algo::AggregationOptions aggregation() const override { return {.mode = algo::LossAggregation::SeqMeanTokenMean, .max_tokens = 0}; }
   // Diagnostics (per pair): pref/accuracy (implicit reward of chosen >
   // rejected), pref/margin, pref/chosen_reward, pref/rejected_reward,
   // pref/chosen_logp, pref/rejected_logp (mean log-prob per token).
@@ -236,7 +236,7 @@ class RewardModelTerm final : public LossTerm {
   bool sums_per_sequence() const override { return true; }
   // The loss weights of a pair's two rows; 0 elsewhere.
   torch::Tensor weights(const MicroBatch& mb) const override;
-  algo::AggregationOptions aggregation() const override { return {algo::LossAggregation::SeqMeanTokenMean, 0}; }
+  algo::AggregationOptions aggregation() const override { return {.mode = algo::LossAggregation::SeqMeanTokenMean, .max_tokens = 0}; }
   // Diagnostics (per pair): rm/accuracy (r_c > r_r), rm/margin (r_c - r_r),
   // rm/chosen_score, rm/rejected_score.
   torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
@@ -259,7 +259,7 @@ class RatingTerm final : public LossTerm {
   bool sums_per_sequence() const override { return true; }
   // The loss weights of rows with at least one rating; 0 elsewhere.
   torch::Tensor weights(const MicroBatch& mb) const override;
-  algo::AggregationOptions aggregation() const override { return {algo::LossAggregation::SeqMeanTokenMean, 0}; }
+  algo::AggregationOptions aggregation() const override { return {.mode = algo::LossAggregation::SeqMeanTokenMean, .max_tokens = 0}; }
   // Diagnostics (per rated sequence): rm/rating_mse.
   torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
 };
@@ -277,7 +277,7 @@ class ProcessRewardTerm final : public LossTerm {
   bool needs_scores() const override { return true; }
   // The loss weights of labelled step ends; 0 elsewhere.
   torch::Tensor weights(const MicroBatch& mb) const override;
-  algo::AggregationOptions aggregation() const override { return {algo::LossAggregation::TokenMean, 0}; }
+  algo::AggregationOptions aggregation() const override { return {.mode = algo::LossAggregation::TokenMean, .max_tokens = 0}; }
   // Diagnostics (per labelled step): prm/accuracy ((p > 0.5) == (label > 0.5)), prm/p_mean, prm/label_mean.
   torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;
 };

@@ -39,7 +39,7 @@ Layout plan_padded(const std::vector<const Episode*>& eps) {
   for (size_t b = 0; b < eps.size(); ++b) {
     check(eps[b]->tokens.size() >= 2, "an episode needs at least two tokens");
     const int64_t length = static_cast<int64_t>(eps[b]->tokens.size()) - 1;
-    l.at.push_back({static_cast<int64_t>(b), 0, length});
+    l.at.push_back({.row = static_cast<int64_t>(b), .column = 0, .length = length});
     l.columns = std::max(l.columns, length);
   }
   return l;

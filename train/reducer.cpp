@@ -27,10 +27,12 @@ void check_replicas_agree(Reducer& reducer, const std::vector<torch::Tensor>& pa
   }
   const uint64_t h = fnv1a64(hashes);
   // Two exact 32-bit halves; max and -min equal everywhere iff every rank has the same value.
-  double v[4] = {static_cast<double>(h >> 32), static_cast<double>(h & 0xFFFFFFFFULL), -static_cast<double>(h >> 32),
-                 -static_cast<double>(h & 0xFFFFFFFFULL)};
-  reducer.max(v);
-  check(v[0] == -v[2] && v[1] == -v[3], "data-parallel run: the ranks' parameters differ after step ", step,
+  const double high = static_cast<double>(h >> 32), low = static_cast<double>(h & 0xFFFFFFFFULL);
+  struct {
+    double high, low, minus_high, minus_low;
+  } v{.high = high, .low = low, .minus_high = -high, .minus_low = -low};
+  reducer.max_fields(v);
+  check(v.high == -v.minus_high && v.low == -v.minus_low, "data-parallel run: the ranks' parameters differ after step ", step,
         " (the replicas diverged: a rank computed a different update, e.g. another device or LibTorch build)");
 }
 

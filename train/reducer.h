@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "algorithms/advantages.h"
+#include "util/double_fields.h"
 
 namespace rlf {
 
@@ -34,6 +35,14 @@ class Reducer {
   virtual void sum(std::span<double> values) = 0;
   // The element-wise maximum across ranks, in place (minima: negate first).
   virtual void max(std::span<double> values) = 0;
+  // Sums (maxima of) every field of a struct of named doubles across ranks in
+  // one call (util/double_fields.h): statistics by name, not by index.
+  template <DoubleFields S>
+  void sum_fields(S& s) { over_fields(s, [this](std::span<double> v) { sum(v); }); }
+  template <DoubleFields S>
+  void sum_fields(std::vector<S>& rows) { over_fields(rows, [this](std::span<double> v) { sum(v); }); }
+  template <DoubleFields S>
+  void max_fields(S& s) { over_fields(s, [this](std::span<double> v) { max(v); }); }
   // Sums the gradients of `params` across ranks, in place (before the optimizer
   // step). A parameter with a gradient on some rank gets the sum on every rank
   // (zeros from the others); one with none anywhere keeps none.

@@ -3,10 +3,10 @@
 #include <chrono>
 #include <cmath>
 
-#include "env/episode_rewards.h"
 #include "feedback/feedback_prompt.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -15,7 +15,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxNotes = 5;
-constexpr uint64_t kRefineSalt = 0x5EF1E5EF1E5ULL;
 
 void note(RefineStats& s, std::string text) {
   if (s.notes.size() < kMaxNotes) s.notes.push_back(std::move(text));
@@ -143,8 +142,8 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
     r.ids = std::move(fitted->ids);
     r.episode_prompt.assign(failed.tokens.begin(), failed.tokens.begin() + failed.n_prompt);
     r.params = sampling_;
-    r.params.seed = mix_seed(step_seed ^ seed_ ^ kRefineSalt ^
-                             mix_seed(static_cast<uint64_t>(pending[k].group) * 1000003u + pending[k].episode));
+    r.params.seed = derive_seed(step_seed ^ derive_seed(seed_, SeedStream::Refinement),
+                                static_cast<uint64_t>(pending[k].group) * 1000003u + pending[k].episode);
     gen.push_back(std::move(r));
     gen_pending.push_back(k);
   }
@@ -173,16 +172,13 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
       e.source = EpisodeSource::Refinement;
       refined.episodes.push_back(std::move(e));
     }
-    GroupScores scores = with_context(sg.group.task->where, [&] {
-      return rewards_.score(reward_group_of(refined, sampling_.max_new_tokens));
-    });
-    std::vector<std::optional<double>> totals = scores.totals(aggregation_);
+    ScoredGroup scored = score_group(std::move(refined), rewards_, sampling_.max_new_tokens, aggregation_);
+    const std::vector<std::optional<double>>& totals = scored.totals;
 
     // 4. Selection.
     std::vector<size_t> chosen;
-    for (size_t j = 0; j < refined.episodes.size(); ++j) {
-      const auto& acc = scores.results[accuracy_component_][j].score;
-      if (!(acc && *acc > 0.5) || !totals[j]) continue;
+    for (size_t j = 0; j < scored.group.episodes.size(); ++j) {
+      if (!is_correct(scored, accuracy_component_, j) || !totals[j]) continue;
       ++st.n_correct;
       chosen.push_back(j);
     }
@@ -195,12 +191,12 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
     if (options_.max_per_group > 0 && static_cast<int64_t>(chosen.size()) > options_.max_per_group)
       chosen.resize(static_cast<size_t>(options_.max_per_group));
     for (size_t j : chosen) {
-      Episode& e = refined.episodes[j];
+      Episode& e = scored.group.episodes[j];
       // The critique stays with the refinement (samples log).
       e.turn_feedback[0] = pending[gen_pending[by_group[g][j]]].critique;
       e.reward = totals[j];
       sg.group.episodes.push_back(std::move(e));
-      for (size_t c = 0; c < sg.scores.results.size(); ++c) sg.scores.results[c].push_back(scores.results[c][j]);
+      for (size_t c = 0; c < sg.scores.results.size(); ++c) sg.scores.results[c].push_back(scored.scores.results[c][j]);
       sg.totals.push_back(totals[j]);
       ++st.n_added;
     }
@@ -210,39 +206,48 @@ RefineStats Refiner::refine(std::vector<ScoredGroup>& groups, uint64_t step_seed
 }
 
 Json Refiner::metrics(const RefineStats& s, Reducer& reducer) {
-  double v[15] = {static_cast<double>(s.n_failed),          static_cast<double>(s.n_critiques),
-                  static_cast<double>(s.n_critic_failures), static_cast<double>(s.n_refinements),
-                  static_cast<double>(s.n_correct),         static_cast<double>(s.n_added),
-                  static_cast<double>(s.n_skipped_context), static_cast<double>(s.n_truncated),
-                  static_cast<double>(s.n_groups_failed),   static_cast<double>(s.n_groups_rescued),
-                  static_cast<double>(s.n_correct),         static_cast<double>(s.n_rollouts),
-                  static_cast<double>(s.n_rollouts_correct), s.critique_chars,
-                  s.critic_s};
-  reducer.sum(v);
-  double tokens[1] = {static_cast<double>(s.n_generated_tokens)};
-  reducer.sum(tokens);
-  double t[1] = {s.refine_s};
-  reducer.max(t);
-  const double ok_critiques = v[1] - v[2];
+  auto d = [](int64_t n) { return static_cast<double>(n); };
+  struct {
+    double failed, critiques, critic_failures, refinements, correct, added, skipped_context, truncated, groups_failed,
+        groups_rescued, rollouts, rollouts_correct, generated_tokens, critique_chars, critic_s;
+  } v{.failed = d(s.n_failed),
+      .critiques = d(s.n_critiques),
+      .critic_failures = d(s.n_critic_failures),
+      .refinements = d(s.n_refinements),
+      .correct = d(s.n_correct),
+      .added = d(s.n_added),
+      .skipped_context = d(s.n_skipped_context),
+      .truncated = d(s.n_truncated),
+      .groups_failed = d(s.n_groups_failed),
+      .groups_rescued = d(s.n_groups_rescued),
+      .rollouts = d(s.n_rollouts),
+      .rollouts_correct = d(s.n_rollouts_correct),
+      .generated_tokens = d(s.n_generated_tokens),
+      .critique_chars = s.critique_chars,
+      .critic_s = s.critic_s};
+  reducer.sum_fields(v);
+  double refine_s = s.refine_s;
+  reducer.max(std::span<double>(&refine_s, 1));
+  const double ok_critiques = v.critiques - v.critic_failures;
   Json m;
-  m["refine/failed"] = v[0];
-  m["refine/critiques"] = v[1];
-  m["refine/critic_failures"] = v[2];
-  m["refine/refinements"] = v[3];
-  m["refine/success_rate"] = v[3] > 0 ? v[4] / v[3] : 0.0;
-  m["refine/added"] = v[5];
-  m["refine/skipped_context"] = v[6];
-  m["refine/truncated"] = v[7];
-  m["refine/groups_failed"] = v[8];
-  m["refine/groups_rescued"] = v[9];
-  m["refine/critique_chars_mean"] = ok_critiques > 0 ? v[13] / ok_critiques : 0.0;
-  m["refine/critic_latency_s"] = v[1] > 0 ? v[14] / v[1] : 0.0;
-  m["refine/generated_tokens"] = tokens[0];
-  m["time/critic_s"] = v[14];
-  m["time/refine_s"] = t[0];
-  if (v[11] > 0) {
-    m["accuracy/first_attempt"] = v[12] / v[11];
-    m["accuracy/after_feedback"] = (v[12] + v[10]) / v[11];
+  m["refine/failed"] = v.failed;
+  m["refine/critiques"] = v.critiques;
+  m["refine/critic_failures"] = v.critic_failures;
+  m["refine/refinements"] = v.refinements;
+  m["refine/success_rate"] = v.refinements > 0 ? v.correct / v.refinements : 0.0;
+  m["refine/added"] = v.added;
+  m["refine/skipped_context"] = v.skipped_context;
+  m["refine/truncated"] = v.truncated;
+  m["refine/groups_failed"] = v.groups_failed;
+  m["refine/groups_rescued"] = v.groups_rescued;
+  m["refine/critique_chars_mean"] = ok_critiques > 0 ? v.critique_chars / ok_critiques : 0.0;
+  m["refine/critic_latency_s"] = v.critiques > 0 ? v.critic_s / v.critiques : 0.0;
+  m["refine/generated_tokens"] = v.generated_tokens;
+  m["time/critic_s"] = v.critic_s;
+  m["time/refine_s"] = refine_s;
+  if (v.rollouts > 0) {
+    m["accuracy/first_attempt"] = v.rollouts_correct / v.rollouts;
+    m["accuracy/after_feedback"] = (v.rollouts_correct + v.correct) / v.rollouts;
   }
   for (const std::string& n : s.notes) m["notes"].push_back(n);
   return m;

@@ -36,7 +36,7 @@
 #include "rewards/reward_set.h"
 #include "env/episode_producer.h"
 #include "train/reducer.h"
-#include "train/scored_group.h"
+#include "env/scored_group.h"
 #include "util/json_util.h"
 
 namespace rlf {

@@ -1,9 +1,12 @@
 #include "train/replay_buffer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <type_traits>
 
-#include "env/episode_rewards.h"
+#include "env/token_streams.h"
 #include "util/error.h"
 #include "util/hash.h"
 
@@ -22,6 +25,52 @@ SegmentRole role_of(const std::string& name, const std::string& where) {
   fail(where, ": unknown segment role '", name, "'");
 }
 
+// A per-token stream as JSON: NaN (no value, e.g. no target) as null.
+template <class T>
+Json stream_to_json(const std::vector<T>& v) {
+  Json out = Json::array();
+  for (T x : v) out.push_back(std::isnan(static_cast<double>(x)) ? Json(nullptr) : Json(x));
+  return out;
+}
+
+template <class T>
+std::vector<T> stream_from_json(const Json& j, const char* name, const std::string& where) {
+  check(j.is_array(), where, ": the episode's '", name, "' is not an array");
+  std::vector<T> out;
+  out.reserve(j.size());
+  for (const Json& x : j) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (x.is_null()) {
+        out.push_back(std::numeric_limits<T>::quiet_NaN());
+        continue;
+      }
+    }
+    check(x.is_number(), where, ": the episode's '", name, "' holds a non-number");
+    out.push_back(x.get<T>());
+  }
+  return out;
+}
+
+// Every per-token stream of the episode (env/token_streams.h) that it has,
+// under its name; on load, the streams every episode has (Batch::Always) are
+// required and the others read when present. Buffers saved before the walk
+// (loss_weight, old_logprob, policy_version) load as they did.
+void streams_to_json(const Episode& e, Json& j) {
+#define RLF_SAVE_STREAM(type, name, batch, ...)                                            \
+  if (token_stream::Batch::batch == token_stream::Batch::Always || !e.name.empty()) \
+    j[#name] = stream_to_json(e.name);
+  RLF_TOKEN_STREAMS(RLF_SAVE_STREAM)
+#undef RLF_SAVE_STREAM
+}
+
+void streams_from_json(const Json& j, Episode& e, const std::string& where) {
+#define RLF_LOAD_STREAM(type, name, batch, ...)                                           \
+  if (token_stream::Batch::batch == token_stream::Batch::Always || j.contains(#name)) \
+    e.name = stream_from_json<type>(json_require<Json>(j, #name, where), #name, where);
+  RLF_TOKEN_STREAMS(RLF_LOAD_STREAM)
+#undef RLF_LOAD_STREAM
+}
+
 Json episode_to_json(const Episode& e) {
   Json segs = Json::array();
   for (const Segment& s : e.segments)
@@ -30,18 +79,17 @@ Json episode_to_json(const Episode& e) {
                     {"truncated", s.truncated}});
   Json turn_rewards = Json::array();
   for (const auto& r : e.turn_rewards) turn_rewards.push_back(r ? Json(*r) : Json(nullptr));
-  return {{"tokens", e.tokens},
-          {"n_prompt", e.n_prompt},
-          {"segments", segs},
-          {"loss_weight", e.loss_weight},
-          {"old_logprob", e.old_logprob},
-          {"policy_version", e.policy_version},
-          {"n_turns", e.n_turns},
-          {"turn_rewards", turn_rewards},
-          {"turn_feedback", e.turn_feedback},
-          {"finish_reason", e.finish_reason},
-          {"end_reason", e.end_reason},
-          {"completion_text", e.completion_text}};
+  Json j = {{"tokens", e.tokens},
+            {"n_prompt", e.n_prompt},
+            {"segments", segs},
+            {"n_turns", e.n_turns},
+            {"turn_rewards", turn_rewards},
+            {"turn_feedback", e.turn_feedback},
+            {"finish_reason", e.finish_reason},
+            {"end_reason", e.end_reason},
+            {"completion_text", e.completion_text}};
+  streams_to_json(e, j);
+  return j;
 }
 
 Episode episode_from_json(const Json& j, const std::string& where) {
@@ -60,9 +108,7 @@ Episode episode_from_json(const Json& j, const std::string& where) {
     g.truncated = json_require<bool>(s, "truncated", where);
     e.segments.push_back(std::move(g));
   }
-  e.loss_weight = json_require<std::vector<float>>(j, "loss_weight", where);
-  e.old_logprob = json_require<std::vector<float>>(j, "old_logprob", where);
-  e.policy_version = json_require<std::vector<int32_t>>(j, "policy_version", where);
+  streams_from_json(j, e, where);
   e.n_turns = json_require<int64_t>(j, "n_turns", where);
   for (const Json& r : json_require<Json>(j, "turn_rewards", where))
     e.turn_rewards.push_back(r.is_null() ? std::nullopt : std::optional<double>(r.get<double>()));
@@ -84,15 +130,20 @@ void ReplayOptions::validate() const {
 }
 
 Json ReplayStats::metrics(Reducer& reducer, int64_t buffer_size) const {
-  double v[5] = {static_cast<double>(n_stored), static_cast<double>(n_groups_without), static_cast<double>(n_hits),
-                 static_cast<double>(n_injected), static_cast<double>(buffer_size)};
-  reducer.sum(v);
-  return Json{{"replay/stored", v[0]},
-              {"replay/groups_without_success", v[1]},
-              {"replay/hits", v[2]},
-              {"replay/hit_rate", v[1] > 0 ? v[2] / v[1] : 0.0},
-              {"replay/injected", v[3]},
-              {"replay/size", v[4]}};
+  struct {
+    double stored, groups_without, hits, injected, size;
+  } v{.stored = static_cast<double>(n_stored),
+      .groups_without = static_cast<double>(n_groups_without),
+      .hits = static_cast<double>(n_hits),
+      .injected = static_cast<double>(n_injected),
+      .size = static_cast<double>(buffer_size)};
+  reducer.sum_fields(v);
+  return Json{{"replay/stored", v.stored},
+              {"replay/groups_without_success", v.groups_without},
+              {"replay/hits", v.hits},
+              {"replay/hit_rate", v.groups_without > 0 ? v.hits / v.groups_without : 0.0},
+              {"replay/injected", v.injected},
+              {"replay/size", v.size}};
 }
 
 ReplayBuffer::ReplayBuffer(ReplayOptions options) : options_(options) { options_.validate(); }
@@ -150,16 +201,13 @@ ReplayStats ReplayBuffer::step(std::vector<ScoredGroup>& groups, RewardSet& rewa
       injected.episodes.push_back(std::move(e));
     }
     if (injected.episodes.empty()) continue;
-    GroupScores scores = with_context(g.group.task->where, [&] {
-      return rewards.score(reward_group_of(injected, max_new_tokens));
-    });
-    std::vector<std::optional<double>> totals = scores.totals(aggregation);
-    for (size_t j = 0; j < injected.episodes.size(); ++j) {
-      Episode& e = injected.episodes[j];
-      e.reward = totals[j];
+    ScoredGroup scored = score_group(std::move(injected), rewards, max_new_tokens, aggregation);
+    for (size_t j = 0; j < scored.group.episodes.size(); ++j) {
+      Episode& e = scored.group.episodes[j];
+      e.reward = scored.totals[j];
       g.group.episodes.push_back(std::move(e));
-      for (size_t c = 0; c < g.scores.results.size(); ++c) g.scores.results[c].push_back(scores.results[c][j]);
-      g.totals.push_back(totals[j]);
+      for (size_t c = 0; c < g.scores.results.size(); ++c) g.scores.results[c].push_back(scored.scores.results[c][j]);
+      g.totals.push_back(scored.totals[j]);
       ++st.n_injected;
     }
     ++st.n_hits;

@@ -27,7 +27,7 @@
 
 #include "rewards/reward_set.h"
 #include "train/reducer.h"
-#include "train/scored_group.h"
+#include "env/scored_group.h"
 #include "util/json_util.h"
 
 namespace rlf {

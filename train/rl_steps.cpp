@@ -8,13 +8,13 @@
 #include "algorithms/semantic_entropy.h"
 #include "rewards/math/majority_vote.h"
 #include "algorithms/kl.h"
-#include "env/episode_rewards.h"
 #include "train/diagnostics.h"
 #include "train/micro_batch.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/hash.h"
 #include "util/memory_usage.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -38,9 +38,11 @@ void reduce_episode_stats(EpisodeStats& s, Reducer& reducer) {
   for (const int64_t* f : fields) v.push_back(static_cast<double>(*f));
   reducer.sum(v);
   for (size_t i = 0; i < fields.size(); ++i) *fields[i] = static_cast<int64_t>(v[i]);
-  double t[2] = {s.rollout_s, s.env_s};
-  reducer.max(t);
-  s.rollout_s = t[0], s.env_s = t[1];
+  struct {
+    double rollout_s, env_s;
+  } t{.rollout_s = s.rollout_s, .env_s = s.env_s};
+  reducer.max_fields(t);
+  s.rollout_s = t.rollout_s, s.env_s = t.env_s;
 }
 
 // Mean and sample std of values over every rank (two passes through the reducer).
@@ -48,13 +50,15 @@ struct GlobalMoments {
   double n = 0, mean = 0, std = 0;
 };
 GlobalMoments global_moments(const std::vector<double>& v, Reducer& reducer) {
-  double first[2] = {static_cast<double>(v.size()), 0.0};
-  for (double x : v) first[1] += x;
-  reducer.sum(first);
+  struct {
+    double n, sum;
+  } first{.n = static_cast<double>(v.size()), .sum = 0.0};
+  for (double x : v) first.sum += x;
+  reducer.sum_fields(first);
   GlobalMoments m;
-  m.n = first[0];
+  m.n = first.n;
   if (m.n == 0) return m;
-  m.mean = first[1] / m.n;
+  m.mean = first.sum / m.n;
   double sq = 0;
   for (double x : v) sq += (x - m.mean) * (x - m.mean);
   reducer.sum(std::span<double>(&sq, 1));
@@ -93,7 +97,8 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
       reducer_(reducer),
       reference_(std::move(reference)),
       value_(value),
-      kl_(algo::KlControllerOptions{options_.kl_beta, options_.kl_target, options_.kl_horizon}),
+      kl_(algo::KlControllerOptions{
+          .initial_beta = options_.kl_beta, .target = options_.kl_target, .horizon = options_.kl_horizon}),
       producer_(policy, env,
                 [&] {
                   EpisodeOptions eo = options_.env.episode;
@@ -101,18 +106,15 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
                   eo.add_special_tokens = options_.add_special_tokens;
                   return eo;
                 }()),
-      cursor_(examples.size(), DataCursorOptions{static_cast<size_t>(options_.prompts_per_step), true, options_.seed}) {
+      cursor_(examples.size(), DataCursorOptions{
+          .batch_size = static_cast<size_t>(options_.prompts_per_step), .shuffle = true, .seed = options_.seed}) {
   options_.validate();
   check(!rewards_.empty(), "no reward configured: add at least one [[reward]] table");
   check(options_.kl_beta == 0 || reference_, "algorithm.kl_beta > 0 needs a reference model");
   check(options_.credit.mode != algo::CreditMode::Gae || value_ != nullptr,
         "algorithm.credit = \"gae\" needs a value model (train/value_model.h)");
-  if (!options_.accuracy_reward.empty()) {
-    const auto& c = rewards_.components();
-    auto it = std::find_if(c.begin(), c.end(), [&](const RewardComponent& x) { return x.name == options_.accuracy_reward; });
-    check(it != c.end(), "algorithm.accuracy_reward '", options_.accuracy_reward, "' is not a reward name");
-    accuracy_component_ = static_cast<size_t>(it - c.begin());
-  }
+  if (!options_.accuracy_reward.empty())
+    accuracy_component_ = rewards_.index_of(options_.accuracy_reward, "algorithm.accuracy_reward");
   if (options_.refine.enabled) {
     check(critic != nullptr, "refine.enabled needs a critic ([critic])");
     refiner_ = std::make_unique<Refiner>(producer_, rewards_, *critic, options_.refine, options_.sampling,
@@ -133,13 +135,8 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
     std::vector<std::string> ids;
     for (const PromptExample& e : examples_) ids.push_back(e.id);
     pool_ = std::make_unique<PromptPool>(ids, options_.pool);
-    if (options_.pool.reward_disagreement > 0) {
-      const auto& c = rewards_.components();
-      auto it = std::find_if(c.begin(), c.end(), [&](const RewardComponent& x) { return x.name == options_.gold_reward; });
-      check(it != c.end(), "curation.reward_disagreement: algorithm.gold_reward '", options_.gold_reward,
-            "' is not a reward name");
-      gold_component_ = static_cast<size_t>(it - c.begin());
-    }
+    if (options_.pool.reward_disagreement > 0)
+      gold_component_ = rewards_.index_of(options_.gold_reward, "curation.reward_disagreement: algorithm.gold_reward");
   }
   if (options_.distill.enabled)
     teacher_ = std::make_unique<DistillTeacher>(policy_, options_.distill, accuracy_component_,
@@ -174,7 +171,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
       if (!shard.owns(r)) continue;
       positions.push_back(r);
       tasks.push_back(&examples_[idx[r]]);
-      seeds.push_back(mix_seed(options_.seed ^ mix_seed(static_cast<uint64_t>(step) * 1000003u + rounds * 1009u + r)));
+      seeds.push_back(derive_seed(options_.seed, static_cast<uint64_t>(step) * 1000003u + rounds * 1009u + r));
     }
     const std::vector<const PromptExample*> originals = tasks;
     if (lessons_) {
@@ -191,11 +188,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
     std::vector<int64_t> group_ids;
     for (size_t g = 0; g < produced.size(); ++g) {
       ScoredGroup& sg = groups[g];
-      sg.group = std::move(produced[g]);
-      sg.scores = with_context(sg.group.task->where, [&] {
-        return rewards_.score(reward_group_of(sg.group, options_.sampling.max_new_tokens));
-      });
-      sg.totals = sg.scores.totals(options_.reward_aggregation);
+      sg = score_group(std::move(produced[g]), rewards_, options_.sampling.max_new_tokens, options_.reward_aggregation);
       for (size_t i = 0; i < sg.group.episodes.size(); ++i) {
         // An episode whose environment failed has no reward: it teaches nothing and is in no baseline.
         if (!sg.group.episodes[i].env_error.empty()) sg.totals[i].reset();
@@ -213,7 +206,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
     // 2b. refine (before the filter: a group rescued by a refinement is no longer flat)
     if (refiner_)
       refine_stats += refiner_->refine(
-          groups, mix_seed(options_.seed ^ mix_seed(static_cast<uint64_t>(step) * 1000003u + rounds * 1009u)), version);
+          groups, derive_seed(options_.seed, static_cast<uint64_t>(step) * 1000003u + rounds * 1009u), version);
 
     // 2c. replay (before the filter: a group given a stored success is no longer flat)
     if (replay_) {
@@ -240,19 +233,19 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
   // A group's slot in the step, the same numbering on every rank (the trainer's mini-batches).
   for (size_t k = 0; k < kept.size(); ++k) kept[k].slot = rank + world * static_cast<int64_t>(k);
   producer_.engine().release_cache();  // training reclaims the cache memory
-  double counts[2] = {static_cast<double>(n_dropped), static_cast<double>(rounds)};
+  double groups_dropped = static_cast<double>(n_dropped), max_rounds = static_cast<double>(rounds);
   if (world > 1) {
     reduce_episode_stats(stats, reducer_);
-    reducer_.sum(std::span<double>(counts, 1));
-    reducer_.max(std::span<double>(counts + 1, 1));
+    reducer_.sum(std::span<double>(&groups_dropped, 1));
+    reducer_.max(std::span<double>(&max_rounds, 1));
   }
   metrics.update(stats.to_metrics());
   metrics["time/rollout_s"] = stats.rollout_s;
   metrics["time/reward_s"] = reward_s;
   metrics["rollout/generated_tokens"] = stats.n_policy_tokens;
   metrics["rollout/tokens_per_s"] = stats.rollout_s > 0 ? stats.n_policy_tokens / stats.rollout_s : 0.0;
-  metrics["rollout/rounds"] = counts[1];
-  metrics["rollout/groups_dropped"] = counts[0];
+  metrics["rollout/rounds"] = max_rounds;
+  metrics["rollout/groups_dropped"] = groups_dropped;
   for (const std::string& note : stats.notes) metrics["notes"].push_back(note);
   if (pool_) {
     // Every rank drew the same indices and recorded the same outcomes: these are global already.
@@ -280,32 +273,36 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
 
 int64_t RlSteps::record_in_pool(const std::vector<size_t>& batch, const std::vector<size_t>& positions,
                                 const std::vector<ScoredGroup>& groups, int64_t step) {
-  // Per batch position: correct, judged, trained-reward sum and count, gold sum and count. Only the
-  // owning rank fills a position, so the sums over ranks are exact and every rank records the same.
-  constexpr size_t K = 6;
-  std::vector<double> v(batch.size() * K, 0.0);
+  // Per batch position. Only the owning rank fills a position, so the sums
+  // over ranks are exact and every rank records the same.
+  struct Row {
+    double n_correct = 0, n_judged = 0;
+    double trained_sum = 0, n_trained = 0;  // the trained reward's totals
+    double gold_sum = 0, n_gold = 0;        // the gold reward's scores
+  };
+  std::vector<Row> rows(batch.size());
   const bool check_rewards = options_.pool.reward_disagreement > 0;
   for (size_t g = 0; g < groups.size(); ++g) {
     const ScoredGroup& sg = groups[g];
-    double* row = &v[positions[g] * K];
+    Row& row = rows[positions[g]];
     for (size_t i = 0; i < sg.group.episodes.size(); ++i) {
       if (sg.group.episodes[i].source != EpisodeSource::Rollout) continue;
-      const auto& s = sg.scores.results[accuracy_component_][i].score;
-      if (s) row[1] += 1, row[0] += (*s > 0.5);
+      if (sg.scores.results[accuracy_component_][i].score)
+        row.n_judged += 1, row.n_correct += is_correct(sg, accuracy_component_, i);
       if (!check_rewards) continue;
-      if (sg.totals[i]) row[2] += *sg.totals[i], row[3] += 1;
-      if (const auto& gold = sg.scores.results[gold_component_][i].score) row[4] += *gold, row[5] += 1;
+      if (sg.totals[i]) row.trained_sum += *sg.totals[i], row.n_trained += 1;
+      if (const auto& gold = sg.scores.results[gold_component_][i].score) row.gold_sum += *gold, row.n_gold += 1;
     }
   }
-  if (reducer_.world_size() > 1) reducer_.sum(v);
+  if (reducer_.world_size() > 1) reducer_.sum_fields(rows);
   int64_t n_disagree = 0;
   for (size_t r = 0; r < batch.size(); ++r) {
-    const double* row = &v[r * K];
+    const Row& row = rows[r];
     PromptOutcome o;
-    o.n_correct = static_cast<int64_t>(row[0]);
-    o.n_judged = static_cast<int64_t>(row[1]);
-    o.reward_checked = check_rewards && row[3] > 0 && row[5] > 0;
-    if (o.reward_checked) o.trained_mean = row[2] / row[3], o.gold_mean = row[4] / row[5];
+    o.n_correct = static_cast<int64_t>(row.n_correct);
+    o.n_judged = static_cast<int64_t>(row.n_judged);
+    o.reward_checked = check_rewards && row.n_trained > 0 && row.n_gold > 0;
+    if (o.reward_checked) o.trained_mean = row.trained_sum / row.n_trained, o.gold_mean = row.gold_sum / row.n_gold;
     n_disagree += pool_->record(batch[r], o, step);
   }
   return n_disagree;
@@ -421,19 +418,23 @@ void RlSteps::assign_credit(std::vector<ScoredGroup>& groups, Json& metrics) {
   metrics["reward/missing"] = missing;
   if (kl_in_reward) {
     // The penalty's KL per episode (summed over its tokens), averaged over every rank's episodes.
-    double kl_sums[2] = {beta > 0 ? kl_penalty_sum / beta : 0.0, static_cast<double>(n_kl)};
-    reducer_.sum(kl_sums);
-    const double kl_episode = kl_sums[1] > 0 ? kl_sums[0] / kl_sums[1] : 0.0;
-    metrics["kl/reward_penalty_mean"] = kl_sums[1] > 0 ? beta * kl_episode : 0.0;
+    struct {
+      double kl_sum, n_episodes;
+    } kl{.kl_sum = beta > 0 ? kl_penalty_sum / beta : 0.0, .n_episodes = static_cast<double>(n_kl)};
+    reducer_.sum_fields(kl);
+    const double kl_episode = kl.n_episodes > 0 ? kl.kl_sum / kl.n_episodes : 0.0;
+    metrics["kl/reward_penalty_mean"] = kl.n_episodes > 0 ? beta * kl_episode : 0.0;
     metrics["kl/episode_mean"] = kl_episode;
     metrics["kl/beta"] = beta;
-    kl_.update(kl_episode, static_cast<int64_t>(kl_sums[1]));
+    kl_.update(kl_episode, static_cast<int64_t>(kl.n_episodes));
   }
 }
 
 void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) {
   std::vector<double> totals, lengths;
-  double counts[4] = {0, 0, 0, 0};  // truncated, correct, judged, episodes
+  struct {
+    double truncated = 0, correct = 0, judged = 0, episodes = 0;
+  } counts;
   const size_t C = rewards_.size();
   std::vector<std::vector<double>> component(C), token_sums(C);
   std::vector<double> component_missing(C, 0.0);
@@ -446,8 +447,8 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) {
       const double len = static_cast<double>(e.n_completion());
       lengths.push_back(len);
       length_max = std::max(length_max, len), length_min = std::min(length_min, len);
-      counts[0] += e.finish_reason == "length";
-      counts[3] += 1;
+      counts.truncated += e.finish_reason == "length";
+      counts.episodes += 1;
       for (size_t c = 0; c < C; ++c) {
         const RewardResult& rr = g.scores.results[c][i];
         if (rr.score) component[c].push_back(*rr.score);
@@ -459,11 +460,11 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) {
           token_sums[c].push_back(sum);
         }
       }
-      const auto& s = g.scores.results[accuracy_component_][i].score;
-      if (s) counts[2] += 1, counts[1] += (*s > 0.5);
+      if (g.scores.results[accuracy_component_][i].score)
+        counts.judged += 1, counts.correct += is_correct(g, accuracy_component_, i);
     }
   }
-  reducer_.sum(counts);
+  reducer_.sum_fields(counts);
   reducer_.sum(component_missing);
   const GlobalMoments t = global_moments(totals, reducer_);
   // A step where no episode has a reward reports it as missing, not as 0.
@@ -490,16 +491,19 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) {
       if (c.shaping.constraint_max) m["reward/" + c.name + "/lambda"] = c.lambda;
     rewards_.update_constraints(means);
   }
-  if (counts[2] > 0) m["accuracy"] = counts[1] / counts[2];
+  if (counts.judged > 0) m["accuracy"] = counts.correct / counts.judged;
   const GlobalMoments l = global_moments(lengths, reducer_);
-  double extremes[2] = {lengths.empty() ? -1e300 : length_max, lengths.empty() ? -1e300 : -length_min};
-  reducer_.max(extremes);
+  struct {
+    double length_max, minus_length_min;  // maxima across ranks
+  } extremes{.length_max = lengths.empty() ? -1e300 : length_max,
+             .minus_length_min = lengths.empty() ? -1e300 : -length_min};
+  reducer_.max_fields(extremes);
   m["completion/length_mean"] = l.mean;
-  m["completion/length_max"] = l.n > 0 ? extremes[0] : 0.0;
-  m["completion/length_min"] = l.n > 0 ? -extremes[1] : 0.0;
-  m["completion/truncated_frac"] = counts[3] > 0 ? counts[0] / counts[3] : 0.0;
+  m["completion/length_max"] = l.n > 0 ? extremes.length_max : 0.0;
+  m["completion/length_min"] = l.n > 0 ? -extremes.minus_length_min : 0.0;
+  m["completion/truncated_frac"] = counts.episodes > 0 ? counts.truncated / counts.episodes : 0.0;
   DiagnosticSums diag = diagnostic_sums(groups, accuracy_component_);
-  reducer_.sum(diag);
+  reducer_.sum_fields(diag);
   m.update(diagnostics_from_sums(diag));
 }
 
@@ -529,7 +533,9 @@ void RlSteps::recompute_old_logprobs(std::vector<ScoredGroup>& groups, Json& met
 }
 
 void RlSteps::scale_by_semantic_entropy(std::vector<ScoredGroup>& groups, Json& metrics) {
-  double sums[3] = {0, 0, 0};  // entropy, scale, groups
+  struct {
+    double entropy = 0, scale = 0, groups = 0;
+  } sums;
   for (auto& g : groups) {
     auto& eps = g.group.episodes;
     if (eps.size() < 2) continue;
@@ -542,12 +548,12 @@ void RlSteps::scale_by_semantic_entropy(std::vector<ScoredGroup>& groups, Json& 
     const double scale = algo::seed_scale(se, eps.size(), options_.seed_alpha);
     for (auto& e : eps)
       for (auto& a : e.advantage) a = static_cast<float>(a * scale);
-    sums[0] += se, sums[1] += scale, sums[2] += 1;
+    sums.entropy += se, sums.scale += scale, sums.groups += 1;
   }
-  reducer_.sum(sums);
-  if (sums[2] > 0) {
-    metrics["seed/semantic_entropy"] = sums[0] / sums[2];  // mean over the step's groups
-    metrics["seed/scale"] = sums[1] / sums[2];
+  reducer_.sum_fields(sums);
+  if (sums.groups > 0) {
+    metrics["seed/semantic_entropy"] = sums.entropy / sums.groups;  // mean over the step's groups
+    metrics["seed/scale"] = sums.scale / sums.groups;
   }
 }
 

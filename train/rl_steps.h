@@ -57,7 +57,7 @@
 #include "train/reducer.h"
 #include "train/refinement.h"
 #include "train/replay_buffer.h"
-#include "train/scored_group.h"
+#include "env/scored_group.h"
 #include "train/train_config.h"
 #include "train/value_model.h"
 #include "util/json_util.h"

@@ -10,9 +10,11 @@
 #include "model/loader.h"
 #include "model/lora.h"
 #include "train/demo.h"
+#include "train/fitting_records.h"
 #include "train/heldout_kl.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/seed.h"
 #include "util/write_target.h"
 
 namespace rlf {
@@ -60,7 +62,7 @@ void RunContext::attach_lora() {
   if (!cfg.lora.init_from.empty())
     with_context("lora.adapter", [&] { load_lora_adapter(pm, cfg.lora.init_from); });
   else
-    add_lora(pm, cfg.lora.adapter, cfg.rl.seed ^ 0x10A0ULL);
+    add_lora(pm, cfg.lora.adapter, derive_seed(cfg.run.seed, SeedStream::LoraInit));
   set_lora_merged_inference(pm, cfg.lora.merge_rollout);
   int64_t trainable = 0, total = 0;
   for (const auto& p : pm.parameters()) {
@@ -100,7 +102,7 @@ RunSpec reflexion_spec_of(const TrainConfig& cfg, const ReadEnvironment& read_en
 
 RunContext load_run_context(const TrainConfig& cfg, const TrainRunOptions& opts, Reducer& reducer) {
   if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
-    write_demo_policy(cfg.model_path(), cfg.rl.seed);
+    write_demo_policy(cfg.model_path(), cfg.run.seed);
   RunContext r{cfg, opts, reducer, load_run_policy(run_spec_of(cfg).policy), {}, {}, {}, {}, {}, {}, {}};
   r.policy.model()->set_memory_levers(memory_levers_here(cfg.memory));
   r.chat = tokenizer_chat_of(*r.policy.tokenizer);
@@ -133,19 +135,16 @@ std::vector<PromptExample> fitting_prompts(const std::vector<PromptExample>& in,
   const TrainConfig& cfg = r.cfg;
   const int64_t limit = r.policy.model()->config().max_position_embeddings;
   const int64_t need = cfg.rl.sampling.max_new_tokens;
-  std::vector<PromptExample> out;
-  for (const PromptExample& ex : in) {
-    const int64_t n = static_cast<int64_t>(r.policy.tokenizer->encode(ex.prompt, cfg.rl.add_special_tokens).size());
-    if (n + need <= limit) {
-      out.push_back(ex);
-      continue;
-    }
-    check(cfg.data.on_bad_record == "skip", ex.where, ": the prompt has ", n, " tokens; with rollout.max_new_tokens = ",
-          need, " it does not fit the model's context of ", limit,
-          " tokens (shorten it, lower rollout.max_new_tokens, or set data.on_bad_record = \"skip\")");
-    ++r.n_too_long;
-  }
-  return out;
+  return fitting_records(
+      in, limit, cfg.data.on_bad_record == "skip", r.n_too_long,
+      [&](const PromptExample& ex) {
+        return static_cast<int64_t>(r.policy.tokenizer->encode(ex.prompt, cfg.rl.add_special_tokens).size()) + need;
+      },
+      [&](const PromptExample& ex, int64_t n) {
+        return str(ex.where, ": the prompt has ", n - need, " tokens; with rollout.max_new_tokens = ", need,
+                   " it does not fit the model's context of ", limit,
+                   " tokens (shorten it, lower rollout.max_new_tokens, or set data.on_bad_record = \"skip\")");
+      });
 }
 
 void load_prompts(RunContext& r, const std::vector<EvalText>& eval_texts) {

@@ -6,7 +6,7 @@ namespace rlf {
 
 std::unique_ptr<RunKind> make_run_kind(const TrainConfig& cfg) {
   switch (cfg.kind) {
-    case TrainerKind::Grpo: return make_rl_kind(cfg);
+    case TrainerKind::Rl: return make_rl_kind(cfg);
     case TrainerKind::Sft: return make_sft_kind(cfg);
     case TrainerKind::Dpo: return make_preference_kind(cfg);
     case TrainerKind::Rm: return cfg.process.enabled ? make_process_kind(cfg) : make_reward_model_kind(cfg);

@@ -5,7 +5,7 @@ namespace rlf {
 DatasetSource::DatasetSource(size_t n_examples, int64_t batch_size, uint64_t seed, Shard shard, EpisodesOf episodes_of)
     : shard_(shard),
       episodes_of_(std::move(episodes_of)),
-      cursor_(n_examples, DataCursorOptions{static_cast<size_t>(batch_size), true, seed}) {}
+      cursor_(n_examples, DataCursorOptions{.batch_size = static_cast<size_t>(batch_size), .shuffle = true, .seed = seed}) {}
 
 std::vector<Episode> DatasetSource::next() {
   std::vector<Episode> out;

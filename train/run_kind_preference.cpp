@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <set>
 
+#include "train/fitting_records.h"
 #include "train/loss_terms.h"
 #include "train/preference_steps.h"
 #include "train/run_kind.h"
 #include "util/error.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -19,21 +21,21 @@ namespace {
 // "skip") dropped and counted.
 std::vector<PreferenceExample> fitting_pairs(const std::vector<PreferenceExample>& in, RunContext& r, int64_t* n_dropped) {
   const int64_t limit = r.policy.model()->config().max_position_embeddings;
-  std::vector<PreferenceExample> out;
-  for (const PreferenceExample& p : in) {
-    const int64_t prompt = static_cast<int64_t>(r.policy.tokenizer->encode(p.prompt, r.cfg.rl.add_special_tokens).size());
-    const int64_t longest = std::max(r.policy.tokenizer->encode(p.chosen, false).size(),
-                                     r.policy.tokenizer->encode(p.rejected, false).size());
-    if (prompt + longest + 1 <= limit) {
-      out.push_back(p);
-      continue;
-    }
-    check(r.cfg.preference.data.on_bad_record == "skip", p.where, ": the prompt (", prompt,
-          " tokens) and its longer response (", longest, " tokens) do not fit the model's context of ", limit,
-          " tokens (shorten them, or set preference.data.on_bad_record = \"skip\")");
-    ++*n_dropped;
-  }
-  return out;
+  auto prompt = [&](const PreferenceExample& p) {
+    return static_cast<int64_t>(r.policy.tokenizer->encode(p.prompt, r.cfg.rl.add_special_tokens).size());
+  };
+  auto longest = [&](const PreferenceExample& p) {
+    return static_cast<int64_t>(std::max(r.policy.tokenizer->encode(p.chosen, false).size(),
+                                         r.policy.tokenizer->encode(p.rejected, false).size()));
+  };
+  return fitting_records(
+      in, limit, r.cfg.preference.data.on_bad_record == "skip", *n_dropped,
+      [&](const PreferenceExample& p) { return prompt(p) + longest(p) + 1; },
+      [&](const PreferenceExample& p, int64_t) {
+        return str(p.where, ": the prompt (", prompt(p), " tokens) and its longer response (", longest(p),
+                   " tokens) do not fit the model's context of ", limit,
+                   " tokens (shorten them, or set preference.data.on_bad_record = \"skip\")");
+      });
 }
 
 }  // namespace
@@ -72,7 +74,7 @@ PreferenceSource::PreferenceSource(RunContext& r, const std::vector<PreferenceEx
             std::to_string(s) + " s");
   }
   source_ = std::make_unique<DatasetSource>(
-      pairs.size(), r.cfg.preference.batch_size, r.cfg.rl.seed ^ 0xD70ULL, shard_of(r.reducer),
+      pairs.size(), r.cfg.preference.batch_size, derive_seed(r.cfg.run.seed, SeedStream::PreferenceOrder), shard_of(r.reducer),
       [this, &policy = r.policy, &pairs, add_special, attributes = std::move(attributes)](size_t index, int64_t position) {
         auto pair = preference_episodes(policy, pairs[index], add_special, position, attributes);
         if (!ref_logprobs_.empty()) {

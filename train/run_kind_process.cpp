@@ -10,6 +10,7 @@
 #include "data/step_dataset.h"
 #include "eval/eval_options.h"
 #include "rm/process_reward.h"
+#include "train/fitting_records.h"
 #include "train/loss_terms.h"
 #include "train/process_steps.h"
 #include "train/run_kind.h"
@@ -17,6 +18,7 @@
 #include "train/run_kind_reward_model.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/seed.h"
 #include "util/write_target.h"
 
 namespace rlf {
@@ -27,20 +29,17 @@ namespace {
 // are bad records, as preference pairs are.
 std::vector<StepExample> fitting_solutions(const std::vector<StepExample>& in, RunContext& r, int64_t* n_dropped) {
   const int64_t limit = r.policy.model()->config().max_position_embeddings;
-  std::vector<StepExample> out;
-  for (const StepExample& e : in) {
-    const int64_t n = static_cast<int64_t>(r.policy.tokenizer->encode(e.prompt, r.cfg.rl.add_special_tokens).size() +
-                                           r.policy.tokenizer->encode(e.response(r.cfg.process.data.delimiter)).size());
-    if (n + 1 <= limit) {
-      out.push_back(e);
-      continue;
-    }
-    check(r.cfg.process.data.on_bad_record == "skip", e.where, ": the prompt and solution (", n,
-          " tokens) do not fit the model's context of ", limit,
-          " tokens; shorten it, or set process.data.on_bad_record = \"skip\"");
-    ++*n_dropped;
-  }
-  return out;
+  return fitting_records(
+      in, limit, r.cfg.process.data.on_bad_record == "skip", *n_dropped,
+      [&](const StepExample& e) {
+        return static_cast<int64_t>(r.policy.tokenizer->encode(e.prompt, r.cfg.rl.add_special_tokens).size() +
+                                    r.policy.tokenizer->encode(e.response(r.cfg.process.data.delimiter)).size()) +
+               1;
+      },
+      [&](const StepExample& e, int64_t n) {
+        return str(e.where, ": the prompt and solution (", n - 1, " tokens) do not fit the model's context of ", limit,
+                   " tokens; shorten it, or set process.data.on_bad_record = \"skip\"");
+      });
 }
 
 class ProcessKind final : public RunKind {
@@ -60,7 +59,7 @@ class ProcessKind final : public RunKind {
   bool needs_reference() const override { return cfg_.rl.kl_beta > 0; }
 
   void start(RunContext& r, CausalLM, bool warmed, bool resumed) override {
-    if (cfg_.process.labels == "monte_carlo") monte_carlo_labels(r, resumed);
+    if (cfg_.process.labels == ProcessLabels::MonteCarlo) monte_carlo_labels(r, resumed);
     for (const StepExample& e : eval_)
       check(e.labels.size() == e.steps.size(), e.where, ": a held-out solution needs its labels (the gold standard "
             "the PRM is measured against); give them, or set process.data.eval_size = 0");
@@ -75,7 +74,7 @@ class ProcessKind final : public RunKind {
     const bool add_special = cfg_.rl.add_special_tokens;
     for (const StepExample& ex : train_) process_input(*r.policy.tokenizer, ex, delimiter, add_special);
     source_ = std::make_unique<DatasetSource>(
-        train_.size(), cfg_.process.batch_size, cfg_.rl.seed ^ 0x9F3ULL, shard_of(r.reducer),
+        train_.size(), cfg_.process.batch_size, derive_seed(cfg_.run.seed, SeedStream::ProcessOrder), shard_of(r.reducer),
         [this, &policy = r.policy, &delimiter, add_special](size_t index, int64_t position) {
           Episode e = process_episode(policy, train_[index], delimiter, add_special);
           e.group = position;
@@ -144,7 +143,7 @@ class ProcessKind final : public RunKind {
     eo.accuracy_reward = cfg_.rl.accuracy_reward;
     eo.add_special_tokens = cfg_.rl.add_special_tokens;
     eo.max_batch_rows = cfg_.rl.max_batch_rows;
-    eo.seed = cfg_.rl.seed ^ 0x3C5ULL;
+    eo.seed = derive_seed(cfg_.run.seed, SeedStream::ProcessEval);
     const MonteCarloReport rep = monte_carlo_step_labels(r.policy, train_, r.rewards, cfg_.process.data.delimiter, eo);
     mc_report_ = rep.to_json();
     r.say("process: Monte-Carlo step labels " + mc_report_.dump());

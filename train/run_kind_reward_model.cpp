@@ -14,6 +14,7 @@
 #include "train/run_kind_preference.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -22,7 +23,7 @@ void add_score_head(RunContext& r, const std::vector<std::string>& attributes, b
   const int64_t n_heads = attributes.empty() ? 1 : static_cast<int64_t>(attributes.size());
   if (!r.policy.model()->config().is_classifier()) {
     CausalLM lm = r.policy.model();
-    r.policy.loaded.model = make_reward_model(*lm, n_heads, cfg.rl.seed ^ 0x5C0ULL, attributes);
+    r.policy.loaded.model = make_reward_model(*lm, n_heads, derive_seed(cfg.run.seed, SeedStream::RewardHeadInit), attributes);
     r.policy.loaded.config = r.policy.model()->config();
     r.say("reward model: " + r.policy.model()->config().architecture + " on the " +
           (warmed ? "warmed" : "loaded") + " backbone, score head of " + std::to_string(n_heads) + " output(s)" +

@@ -88,15 +88,13 @@ class RlKind final : public RunKind {
 
   void load_models(RunContext& r) override {
     // The critic starts (and an endpoint is probed) before anything long runs.
-    if (cfg_.rl.refine.enabled || cfg_.rl.lessons.enabled)
+    if (cfg_.asks_critic())
       critic_ = make_critic(cfg_.rl.critic, r.policy, r.opts.read_env, cfg_.source + " [critic]");
     // A held-out gold reward watched against the trained one (the watch restarts empty after a resume).
     if (cfg_.rl.gold_reward.empty()) return;
-    const auto& comps = r.rewards.components();
-    auto it = std::find_if(comps.begin(), comps.end(), [&](const RewardComponent& c) { return c.name == cfg_.rl.gold_reward; });
-    check(it != comps.end(), cfg_.source, ": algorithm.gold_reward = \"", cfg_.rl.gold_reward,
-          "\" names no [[reward]] component; add one with that name and weight = 0");
-    check(it->weight == 0, cfg_.source, ": algorithm.gold_reward = \"", cfg_.rl.gold_reward, "\" has weight ", it->weight,
+    const RewardComponent& gold =
+        r.rewards.components()[r.rewards.index_of(cfg_.rl.gold_reward, cfg_.source + ": algorithm.gold_reward")];
+    check(gold.weight == 0, cfg_.source, ": algorithm.gold_reward = \"", cfg_.rl.gold_reward, "\" has weight ", gold.weight,
           ", so it is trained on; a gold reward must be held out: set its weight = 0");
     gold_watch_ = std::make_unique<GoldRewardWatch>(cfg_.rl.gold_reward);
   }

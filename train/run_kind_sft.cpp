@@ -4,6 +4,7 @@
 #include "train/micro_batch.h"
 #include "train/run_kind.h"
 #include "train/sft_steps.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -58,7 +59,7 @@ class SftKind final : public RunKind {
     if (cfg_.loss.entropy_coef != 0)
       terms.push_back(std::make_unique<EntropyTerm>(cfg_.loss.entropy_coef, algo::AggregationOptions{}));
     trainer_ = std::make_unique<Trainer>(r.policy.model(), std::move(terms), to, r.reducer);
-    source_ = std::make_unique<SftSource>(r, cfg_.sft.batch_size, cfg_.rl.seed ^ 0x5F7ULL, /*one_group=*/false,
+    source_ = std::make_unique<SftSource>(r, cfg_.sft.batch_size, derive_seed(cfg_.run.seed, SeedStream::SftOrder), /*one_group=*/false,
                                           reference, cfg_.sft.micro_batch_size);
   }
   Trainer& trainer() override { return *trainer_; }

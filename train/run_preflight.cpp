@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 void check_run_paths(const TrainConfig& cfg, bool writes) {
   with_context(cfg.source, [&] {
-    const bool rl = cfg.kind == TrainerKind::Grpo;
+    const bool rl = cfg.kind == TrainerKind::Rl;
     auto key = [](const std::string& k, const auto& fn) { with_context(k, fn); };
     // model.random_init writes run.out_dir/init on every rank.
     if (writes || !cfg.model.random_init.empty()) key("run.out_dir", [&] { check_dir_target(cfg.run.out_dir); });
@@ -43,8 +43,7 @@ void check_run_companions(const TrainConfig& cfg, CausalLMImpl& policy, const st
   with_context(cfg.source, [&] {
     if (cfg.lora.enabled && !cfg.lora.init_from.empty() && cfg.kind != TrainerKind::Rm)
       with_context("lora.adapter", [&] { check_lora_adapter(policy, cfg.lora.init_from); });
-    const bool critiques = cfg.kind == TrainerKind::Grpo && (cfg.rl.refine.enabled || cfg.rl.lessons.enabled);
-    if (critiques && cfg.rl.critic.type == "simple_gt" && !train.empty()) {
+    if (cfg.asks_critic() && cfg.rl.critic.type == "simple_gt" && !train.empty()) {
       const bool any = std::any_of(train.begin(), train.end(), [](const PromptExample& e) { return !e.reference.empty(); });
       check(any, "[critic] type = \"simple_gt\" writes each task's reference answer, and no training prompt has one "
             "(data.reference_field): every critique would fail; choose type = \"simple\", \"text\", \"self\", "

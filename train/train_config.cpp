@@ -4,6 +4,7 @@
 #include "config/toml_config.h"
 #include "model/cpu_features.h"
 #include "util/error.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -14,7 +15,7 @@ std::vector<std::string> names_of_estimators() {
 }
 
 TrainerKind parse_trainer_kind(const std::string& name) {
-  return name == "sft" ? TrainerKind::Sft : name == "dpo" ? TrainerKind::Dpo : name == "rm" ? TrainerKind::Rm : TrainerKind::Grpo;
+  return name == "sft" ? TrainerKind::Sft : name == "dpo" ? TrainerKind::Dpo : name == "rm" ? TrainerKind::Rm : TrainerKind::Rl;
 }
 
 // Every key of a run config, bound to the member it sets, in the order of
@@ -238,9 +239,9 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       field("algorithm.kl_horizon", "episodes",
             "adaptive KL: episodes over which a full error (20%) moves kl_beta by 20%", RLF_MEMBER(rl.kl_horizon))
           .in(1, 1e12),
-      field("algorithm.kl_reference", "",
-            "the KL reference: the policy as RL starts (after the SFT warm start) or the model as loaded",
-            RLF_MEMBER(loss.kl_reference), {"rl_start", "initial"}),
+      choice("algorithm.kl_reference", "",
+             "the KL reference: the policy as RL starts (after the SFT warm start) or the model as loaded",
+             RLF_MEMBER(loss.kl_reference), kl_reference_names()),
       field("algorithm.entropy_coef", "", "entropy bonus weight (0 = off)", RLF_MEMBER(loss.entropy_coef))
           .in(-1e6, 1e6),
       field("algorithm.epochs", "", "optimisation passes over each step's episodes", RLF_MEMBER(trainer.epochs))
@@ -410,7 +411,7 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       field("run.steps", "steps", "trainer steps (RL steps, or SFT steps with trainer.kind = \"sft\")",
             RLF_MEMBER(run.steps))
           .in(1, 1e12),
-      field("run.seed", "", "seeds sampling, data order and mini-batches (>= 0)", RLF_MEMBER(rl.seed)).in(0, 9.2e18),
+      field("run.seed", "", "seeds sampling, data order and mini-batches (>= 0)", RLF_MEMBER(run.seed)).in(0, 9.2e18),
       field("run.out_dir", "", "metrics, samples, checkpoints and the plot go here", RLF_MEMBER(run.out_dir)),
       field("run.checkpoint_every", "steps", "checkpoint period (0 = only at the end)",
             RLF_MEMBER(run.checkpoint_every))
@@ -513,11 +514,11 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
               }),
       field("process.batch_size", "solutions", "step-labelled solutions per step", RLF_MEMBER(process.batch_size))
           .in(1, 1e6),
-      field("process.labels", "",
-            "\"given\": the records' labels; \"monte_carlo\": each training step's label is the share of the policy's "
-            "rollouts from it that the [[reward]] judges right (Math-Shepherd); held-out solutions keep their given "
-            "labels",
-            RLF_MEMBER(process.labels), {"given", "monte_carlo"}),
+      choice("process.labels", "",
+             "\"given\": the records' labels; \"monte_carlo\": each training step's label is the share of the policy's "
+             "rollouts from it that the [[reward]] judges right (Math-Shepherd); held-out solutions keep their given "
+             "labels",
+             RLF_MEMBER(process.labels), process_labels_names()),
       field("process.mc_rollouts", "rollouts", "monte_carlo: rollouts per step", RLF_MEMBER(process.mc_rollouts))
           .in(1, 4096),
       field("process.mc_temperature", "", "monte_carlo: the rollouts' sampling temperature",
@@ -614,6 +615,18 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
 
 }  // namespace
 
+const EnumNames<KlReference>& kl_reference_names() {
+  static const EnumNames<KlReference> names{"algorithm.kl_reference",
+                                            {{KlReference::RlStart, "rl_start"}, {KlReference::Initial, "initial"}}};
+  return names;
+}
+
+const EnumNames<ProcessLabels>& process_labels_names() {
+  static const EnumNames<ProcessLabels> names{
+      "process.labels", {{ProcessLabels::Given, "given"}, {ProcessLabels::MonteCarlo, "monte_carlo"}}};
+  return names;
+}
+
 const char* trainer_kind_name(TrainerKind kind) {
   switch (kind) {
     case TrainerKind::Sft: return "sft";
@@ -641,7 +654,7 @@ void RlStepOptions::validate() const {
   check(std::isfinite(kl_beta) && kl_beta >= 0, "algorithm.kl_beta must be >= 0 (got ", kl_beta, "; 0 = no reference model)");
   sampling.validate("rollout.");
   credit.validate();
-  algo::KlControllerOptions{kl_beta, kl_target, kl_horizon}.validate();
+  algo::KlControllerOptions{.initial_beta = kl_beta, .target = kl_target, .horizon = kl_horizon}.validate();
   check(kl_target == 0 || kl_in_reward, "algorithm.kl_target adapts the KL-in-reward coefficient: set "
         "algorithm.kl_placement = \"reward\" (or kl_target = 0)");
   refine.validate();
@@ -682,13 +695,14 @@ void derive(TrainConfig& c) {
   if (c.preference.enabled && !c.has_data && !c.sft.enabled)
     r.add_special_tokens = c.preference.data.chat_template.empty();
   if (c.process.enabled && !c.has_data && !c.sft.enabled) r.add_special_tokens = c.process.data.chat_template.empty();
-  // run.seed seeds the data, the trainer and the gating fit.
-  if (c.has_data) c.data.seed = r.seed;
-  if (c.preference.enabled) c.preference.data.seed = r.seed;  // the synthetic problems and the shuffle
-  if (c.process.enabled) c.process.data.seed = r.seed;
-  t.seed = r.seed;
-  c.reward_model.gating_options.seed = r.seed ^ 0x6A7EULL;
-  if (c.process.enabled) c.process.data.labels_optional = c.process.labels == "monte_carlo";
+  // run.seed seeds the RL steps, the data, the trainer and the gating fit.
+  r.seed = c.run.seed;
+  if (c.has_data) c.data.seed = c.run.seed;
+  if (c.preference.enabled) c.preference.data.seed = c.run.seed;  // the synthetic problems and the shuffle
+  if (c.process.enabled) c.process.data.seed = c.run.seed;
+  t.seed = c.run.seed;
+  c.reward_model.gating_options.seed = derive_seed(c.run.seed, SeedStream::GatingFit);
+  if (c.process.enabled) c.process.data.labels_optional = c.process.labels == ProcessLabels::MonteCarlo;
   c.value.enabled = r.credit.mode == algo::CreditMode::Gae;
   c.loss.aggregation.max_tokens = r.env.episode.episode_budget(r.sampling.max_new_tokens, r.env.type == "single_turn");
   r.reference_micro_batch_size = t.micro_batch_size;
@@ -744,14 +758,14 @@ void check_kind_sections(const TrainConfig& c, const Json& config) {
   if (c.kind != TrainerKind::Dpo && c.kind != TrainerKind::Rm && c.preference.enabled)
     fail_at("[preference.data] is the data of trainer.kind = \"dpo\" or \"rm\" (got \"", trainer_kind_name(c.kind),
             "\"); set trainer.kind or remove it");
-  if (c.preference.online && c.kind != TrainerKind::Grpo)
+  if (c.preference.online && c.kind != TrainerKind::Rl)
     fail_at("preference.online trains on rollout groups: it needs trainer.kind = \"grpo\" (offline pairs: "
             "trainer.kind = \"dpo\" with [preference.data])");
-  if (c.rl.raft.enabled && c.kind != TrainerKind::Grpo)
+  if (c.rl.raft.enabled && c.kind != TrainerKind::Rl)
     fail_at("raft.enabled samples and filters rollouts: it needs trainer.kind = \"grpo\"");
   if (c.rl.raft.enabled && c.preference.online)
     fail_at("raft.enabled and preference.online both replace the policy-gradient term; keep one");
-  if (c.value.enabled && c.kind != TrainerKind::Grpo)
+  if (c.value.enabled && c.kind != TrainerKind::Rl)
     fail_at("algorithm.credit = \"gae\" is PPO's credit from a critic over sampled episodes: it needs trainer.kind = "
             "\"grpo\"");
   if (c.value.enabled && (c.preference.online || c.rl.raft.enabled))
@@ -764,7 +778,7 @@ void check_kind_sections(const TrainConfig& c, const Json& config) {
     fail_at("preference.online pairs each group's best and worst episode: set rollout.group_size >= 2");
 }
 
-void check_grpo(const TrainConfig& c) {
+void check_rl(const TrainConfig& c) {
   auto fail_at = [&](const auto&... args) { fail(c.source, ": ", args...); };
   if (!c.has_data) fail_at("missing required key 'data' (the prompt dataset; docs/data.md)");
   const bool env_rewards = c.rl.env.gives_rewards;
@@ -804,7 +818,7 @@ void check_rm(const TrainConfig& c) {
     fail_at("trainer.kind = \"rm\" needs ", c.process.enabled ? "one of " : "",
             "[preference.data] (the (prompt, chosen, rejected) pairs of an outcome reward model) or [process.data] "
             "(the step-labelled solutions of a process reward model)", c.process.enabled ? ", not both" : "");
-  if (c.process.enabled && c.process.labels == "monte_carlo" && c.rewards.empty())
+  if (c.process.enabled && c.process.labels == ProcessLabels::MonteCarlo && c.rewards.empty())
     fail_at("process.labels = \"monte_carlo\" judges the policy's rollouts with the run's [[reward]] (its accuracy "
             "component, e.g. type = \"math\"); add one");
   if (c.process.enabled && (!c.reward_model.attributes.empty() || c.reward_model.margin > 0))
@@ -855,7 +869,7 @@ void check_sft(const TrainConfig& c, const Json& config) {
 void check_combinations(const TrainConfig& c, const Json& config) {
   const std::string& source = c.source;
   auto fail_at = [&](const auto&... args) { fail(source, ": ", args...); };
-  if (c.rl.pool.enabled() && c.kind != TrainerKind::Grpo)
+  if (c.rl.pool.enabled() && c.kind != TrainerKind::Rl)
     fail_at("curation.difficulty_pool and curation.reward_disagreement decide which prompts RL samples: they need "
             "trainer.kind = \"grpo\"");
   if (c.decontamination.enabled() && !c.has_data && !c.sft.enabled)
@@ -877,7 +891,7 @@ void check_combinations(const TrainConfig& c, const Json& config) {
       fail("algorithm.policy_loss = \"nft\" replaces the policy term; raft.enabled and online preference training "
            "replace it too: choose one");
     if (c.rl.max_staleness > 0) {
-      const char* why = c.kind != TrainerKind::Grpo ? "trainer.kind must be \"grpo\" (rollouts are RL's)"
+      const char* why = c.kind != TrainerKind::Rl ? "trainer.kind must be \"grpo\" (rollouts are RL's)"
                         : c.value.enabled           ? "[value] trains a critic that the rollouts also read"
                         : c.rl.refine.enabled       ? "refine.enabled: critiques and refinements read the live policy"
                         : c.rl.lessons.enabled      ? "lessons.enabled: lesson critiques read the live policy"
@@ -887,8 +901,7 @@ void check_combinations(const TrainConfig& c, const Json& config) {
                     "; set rollout.max_staleness = 0");
     }
     // Critiques need a critic: the [critic] section, given (its type defaults to simple_gt once given).
-    const bool critiques = c.kind == TrainerKind::Grpo && (c.rl.refine.enabled || c.rl.lessons.enabled);
-    if (critiques && !config.contains("critic"))
+    if (c.asks_critic() && !config.contains("critic"))
       fail(c.rl.refine.enabled ? "refine.enabled" : "lessons.enabled", " = true needs a [critic] section: who writes "
            "the critiques (type = \"simple_gt\", \"simple\", \"text\", \"template\", \"self\", \"model\" or "
            "\"endpoint\"; docs/feedback.md)");
@@ -900,7 +913,7 @@ void check_combinations(const TrainConfig& c, const Json& config) {
                             ? "value.shared puts the critic's head on the policy's trunk; use a separate critic "
                               "(value.shared = false)"
                         : c.rl.max_staleness > 0 ? "rollout.max_staleness > 0 samples with a copy of the policy"
-                        : c.loss.kl_reference == "initial" && c.sft.enabled && c.kind != TrainerKind::Sft
+                        : c.loss.kl_reference == KlReference::Initial && c.sft.enabled && c.kind != TrainerKind::Sft
                             ? "the KL reference is the base with the adapters off (after the warm start); "
                               "algorithm.kl_reference = \"initial\" would need a second copy of the weights"
                                                  : nullptr;
@@ -926,7 +939,7 @@ TrainConfig train_config_from_json(const Json& config, const std::string& source
   check_sections(c);
   check_kind_sections(c, config);
   switch (c.kind) {
-    case TrainerKind::Grpo: check_grpo(c); break;
+    case TrainerKind::Rl: check_rl(c); break;
     case TrainerKind::Dpo: check_dpo(c); break;
     case TrainerKind::Rm: check_rm(c); break;
     case TrainerKind::Sft: check_sft(c, config); break;

@@ -63,6 +63,7 @@
 #include "rm/gating.h"
 #include "train/c10d_reducer.h"
 #include "config/config_schema.h"
+#include "config/enum_names.h"
 #include "train/distillation.h"
 #include "train/refinement.h"
 #include "train/rejection_sampling.h"
@@ -78,8 +79,23 @@ namespace rlf {
 // [critic] are validated by their own libraries' parsers).
 const ConfigSchema& train_config_schema();
 
-enum class TrainerKind { Grpo, Sft, Dpo, Rm };
+// What a run trains (trainer.kind). Rl is every method that learns from the
+// policy's own rollouts — GRPO, PPO, RAFT, NFT, online DPO, ... — whose
+// trainer.kind is "grpo" for history; Sft, Dpo (offline preference pairs) and
+// Rm (reward and process reward models) learn from datasets.
+enum class TrainerKind { Rl, Sft, Dpo, Rm };
 const char* trainer_kind_name(TrainerKind kind);  // "grpo", "sft", "dpo", "rm"
+
+// algorithm.kl_reference: "rl_start", the policy as RL starts (after any SFT
+// warm start); "initial", the model as loaded (model.path).
+enum class KlReference { RlStart, Initial };
+const EnumNames<KlReference>& kl_reference_names();
+
+// process.labels: "given", the records' labels; "monte_carlo", the training
+// solutions' labels estimated by the policy's rollouts (train/process_steps.h),
+// scored by the [[reward]]s.
+enum class ProcessLabels { Given, MonteCarlo };
+const EnumNames<ProcessLabels>& process_labels_names();
 
 // What the RL step source needs ([rollout] and the RL part of [algorithm]).
 struct RlStepOptions {
@@ -109,7 +125,7 @@ struct RlStepOptions {
   double seed_alpha = 0.0;               // SEED-GRPO: advantages times 1 - alpha * SE / log G (0 = off;
                                          // algorithms/semantic_entropy.h)
   int64_t dynamic_sampling_max_rounds = 4;
-  uint64_t seed = 0;                     // seeds sampling and the data order
+  uint64_t seed = 0;                     // seeds sampling and the data order (= run.seed, set by the config)
   bool add_special_tokens = true;        // add BOS when encoding prompts (false when a chat template wrote it)
   int64_t reference_micro_batch_size = 8;  // sequences per reference forward (= algorithm.micro_batch_size)
   EnvConfig env;                         // [env]
@@ -133,8 +149,7 @@ struct RlLossOptions {
   algo::NftOptions nft_options;          // its negative weight and clamp
   algo::AggregationOptions aggregation;  // token_mean | seq_mean_token_mean | seq_mean_token_sum_norm
   double entropy_coef = 0.0;             // entropy bonus (0 = off)
-  std::string kl_reference = "rl_start"; // "rl_start": the policy as RL starts (after any SFT warm start);
-                                         // "initial": the model as loaded (model.path)
+  KlReference kl_reference = KlReference::RlStart;  // algorithm.kl_reference
 };
 
 struct SftOptions {
@@ -171,8 +186,7 @@ struct ProcessOptions {
   bool enabled = false;               // process.data present
   StepDatasetOptions data;            // [process.data]
   int64_t batch_size = 32;            // solutions per step
-  std::string labels = "given";       // "given" | "monte_carlo": the training solutions' labels estimated by the
-                                      // policy's rollouts (train/process_steps.h), scored by the [[reward]]s
+  ProcessLabels labels = ProcessLabels::Given;  // process.labels
   int64_t mc_rollouts = 8;            // monte_carlo: rollouts per step
   double mc_temperature = 1.0;        // monte_carlo: their sampling temperature
 };
@@ -189,6 +203,7 @@ struct RewardModelOptions {
 
 struct RunOptions {
   int64_t steps = 100;           // trainer steps
+  uint64_t seed = 0;             // run.seed: every random stream of the run derives from it (util/seed.h)
   std::filesystem::path out_dir = "runs/rlf";
   int64_t checkpoint_every = 0;  // 0 = only at the end
   int64_t keep_checkpoints = 3;
@@ -230,7 +245,7 @@ struct LoraTrainOptions {
 struct TrainConfig {
   Json raw;                       // the validated config (defaults filled), saved with the run
   std::string source;             // where it came from (for messages)
-  TrainerKind kind = TrainerKind::Grpo;
+  TrainerKind kind = TrainerKind::Rl;
   MemoryLevers memory;            // [trainer] logprob_recompute, checkpoint_activations: auto = on where they help
   ModelOptions model;
   bool has_data = false;          // [data] given
@@ -251,6 +266,8 @@ struct TrainConfig {
 
   // The model directory the run loads (model.path, or out_dir/init with random_init).
   std::filesystem::path model_path() const;
+  // An RL run whose refinement or lessons ask a critic ([critic]) for critiques.
+  bool asks_critic() const { return kind == TrainerKind::Rl && (rl.refine.enabled || rl.lessons.enabled); }
 };
 
 // Reads a TOML file, applies --set overrides, validates everything and builds

@@ -24,6 +24,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/seed.h"
 #include "util/write_target.h"
 
 namespace rlf {
@@ -67,14 +68,14 @@ CausalLM make_reference(RunContext& r, bool needed, bool warmed, bool resumed) {
   if (r.writer() && !resumed && fs::exists(ref_dir)) fs::remove_all(ref_dir);  // a fresh run never reuses another run's
   if (!needed) return nullptr;
   if (cfg.lora.enabled) return lora_base_view(*r.policy.model());
-  if (warmed && cfg.loss.kl_reference == "rl_start") {
+  if (warmed && cfg.loss.kl_reference == KlReference::RlStart) {
     CausalLM reference = frozen_copy(*r.policy.model());
     SaveOptions so;
     so.tokenizer_source = r.policy.tokenizer_path;
     if (r.writer()) save_model(*reference, ref_dir, so);
     return reference;
   }
-  if (resumed && cfg.loss.kl_reference == "rl_start" && fs::exists(ref_dir / "config.json"))
+  if (resumed && cfg.loss.kl_reference == KlReference::RlStart && fs::exists(ref_dir / "config.json"))
     return frozen_load(ref_dir, cfg);
   return frozen_load(cfg.model_path(), cfg);
 }
@@ -250,7 +251,7 @@ struct StepLoop {
     if (!pipeline) update_peak.begin();
     // LoRA dropout masks: drawn from (run.seed, step), so a resumed step draws the same ones.
     if (cfg.lora.enabled && r.policy.model()->lora->options.dropout > 0)
-      r.policy.model()->lora->dropout_gen.set_current_seed(cfg.rl.seed * 0x9E3779B97F4A7C15ULL + 0x10AD0ULL +
+      r.policy.model()->lora->dropout_gen.set_current_seed(derive_seed(cfg.run.seed, SeedStream::LoraDropoutStep) +
                                                            static_cast<uint64_t>(step));
     m.update(kind.trainer().update(episodes, step));
     ValueModel* value = kind.value();
@@ -362,7 +363,7 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
   // 1. Load everything and check every record before any step; the paths first, before anything is written.
   check_run_paths(cfg, !opts.reducer || opts.reducer->writes());
   if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
-    write_demo_policy(cfg.model_path(), cfg.rl.seed);
+    write_demo_policy(cfg.model_path(), cfg.run.seed);
   LocalReducer one_process;
   Reducer& reducer = opts.reducer ? *opts.reducer : one_process;
   summary.world_size = reducer.world_size();

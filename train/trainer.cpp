@@ -9,6 +9,7 @@
 
 #include "rollout/sampling.h"
 #include "util/error.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -60,27 +61,31 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
     mbs.push_back(make_micro_batch(part, model_->device(), optimizer_->step_count()));
   const size_t K = terms_.size();
   std::vector<std::vector<torch::Tensor>> weights(mbs.size(), std::vector<torch::Tensor>(K));
-  std::vector<double> totals(2 * K + 1, 0.0);  // per term: n_tokens, n_sequences; then the loss weights' sum
+  struct Totals {
+    double n_tokens = 0, n_sequences = 0;
+  };
+  // Row k < K: term k's normaliser; row K: the loss weights' sum (n_tokens) over the step.
+  std::vector<Totals> totals(K + 1);
   std::vector<std::vector<double>> local_tokens(mbs.size(), std::vector<double>(K, 0.0));
   for (size_t m = 0; m < mbs.size(); ++m) {
     for (size_t k = 0; k < K; ++k) {
       weights[m][k] = terms_[k]->weights(mbs[m]);
       const algo::LossTotals t = algo::count_loss_totals(weights[m][k]);
       local_tokens[m][k] = t.n_tokens;
-      totals[2 * k] += t.n_tokens;
-      totals[2 * k + 1] += static_cast<double>(t.n_sequences);
+      totals[k].n_tokens += t.n_tokens;
+      totals[k].n_sequences += static_cast<double>(t.n_sequences);
     }
-    totals[2 * K] += algo::count_loss_totals(mbs[m][Stream::loss_weight]).n_tokens;
+    totals[K].n_tokens += algo::count_loss_totals(mbs[m][Stream::loss_weight]).n_tokens;
   }
-  reducer_.sum(totals);
+  reducer_.sum_fields(totals);
   std::vector<algo::LossTotals> term_totals(K);
   for (size_t k = 0; k < K; ++k) {
-    term_totals[k].n_tokens = totals[2 * k];
-    term_totals[k].n_sequences = static_cast<int64_t>(totals[2 * k + 1]);
-    st.weight_total[terms_[k]->name()] = totals[2 * k];
-    if (terms_[k]->sums_per_sequence()) st.sequence_total[terms_[k]->name()] = totals[2 * k + 1];
+    term_totals[k].n_tokens = totals[k].n_tokens;
+    term_totals[k].n_sequences = static_cast<int64_t>(totals[k].n_sequences);
+    st.weight_total[terms_[k]->name()] = totals[k].n_tokens;
+    if (terms_[k]->sums_per_sequence()) st.sequence_total[terms_[k]->name()] = totals[k].n_sequences;
   }
-  st.n_tokens = totals[2 * K];
+  st.n_tokens = totals[K].n_tokens;
 
   // Terms that share their weights (the loss weights) and aggregation share
   // one normaliser: their per-token losses are summed, then aggregated once
@@ -130,7 +135,7 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
       }
       if (entropy.defined()) st.entropy_sum += (entropy.detach() * mb[Stream::loss_weight]).sum().item<double>();
     }
-    TermInput in{mb, logp, entropy, scores, teacher_buckets};
+    TermInput in{.mb = mb, .logp = logp, .entropy = entropy, .scores = scores, .teacher_buckets = teacher_buckets};
     std::vector<torch::Tensor> group_sum(K);  // per lead term: the summed per-token losses of its group
     std::vector<double> parts(K, 0.0);
     for (size_t k = 0; k < K; ++k) {
@@ -222,7 +227,7 @@ Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
   reducer_.max(std::span<double>(&n_slots, 1));
   std::vector<int64_t> order(static_cast<size_t>(n_slots));
   std::iota(order.begin(), order.end(), 0);
-  Rng rng(mix_seed(options_.seed ^ 0xA5A5A5A5ULL ^ static_cast<uint64_t>(step_index)));
+  Rng rng(mix_seed(derive_seed(options_.seed, SeedStream::MiniBatchOrder) ^ static_cast<uint64_t>(step_index)));
 
   double loss = 0, grad_norm = 0, lr = 0, logprob_diff_first = 0;
   int64_t applied = 0, skipped = 0, n_steps = 0;
@@ -243,16 +248,18 @@ Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
       if (n_eps == 0) continue;
       optimizer_->zero_grad();
       StepLoss st = accumulate(eps);
-      double flags[2] = {st.finite ? 0.0 : 1.0, st.loss};
-      reducer_.sum(flags);  // a NaN anywhere skips the step everywhere
-      const bool finite = flags[0] == 0.0;
-      st.loss = flags[1];
+      struct {
+        double n_nonfinite, loss;
+      } flags{.n_nonfinite = st.finite ? 0.0 : 1.0, .loss = st.loss};
+      reducer_.sum_fields(flags);  // a NaN anywhere skips the step everywhere
+      const bool finite = flags.n_nonfinite == 0.0;
+      st.loss = flags.loss;
       reduce_step_loss(st, reducer_);
       if (!have_first) logprob_diff_first = st.logprob_diff_max, have_first = true;
       StepResult r;
       if (finite) {
         reducer_.sum_gradients(params);
-        r = optimizer_->step(schedule_.lr(optimizer_->step_count()), flags[1]);
+        r = optimizer_->step(schedule_.lr(optimizer_->step_count()), flags.loss);
       }
       if (finite && r.applied) {
         ++applied;

@@ -5,6 +5,7 @@
 #include "rm/reward_model.h"
 #include "train/micro_batch.h"
 #include "util/error.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -33,7 +34,7 @@ ValueModel::ValueModel(CausalLM critic, ValueOptions options, TrainerOptions tra
   // [optim]'s schedule, scaled to the critic's peak rate.
   if (trainer.lr.lr > 0) trainer.lr.lr_min *= options_.lr / trainer.lr.lr;
   trainer.lr.lr = options_.lr;
-  trainer.seed ^= 0x7A1BEULL;
+  trainer.seed = derive_seed(trainer.seed, SeedStream::ValueTrainer);
   std::vector<std::unique_ptr<LossTerm>> terms;
   terms.push_back(std::make_unique<ValueTerm>(options_.clip));
   trainer_ = std::make_unique<Trainer>(critic_, std::move(terms), trainer, reducer_);
@@ -60,16 +61,18 @@ void ValueModel::score(const std::vector<Episode*>& episodes) {
 
 Json ValueModel::update(const std::vector<Episode>& episodes, int64_t step_index) {
   // Explained variance of the values the advantages were computed with.
-  double s[5] = {0, 0, 0, 0, 0};  // n, sum R, sum R^2, sum (R - V), sum (R - V)^2
+  struct {
+    double n = 0, r = 0, rr = 0, d = 0, dd = 0;  // n, sum R, sum R^2, sum (R - V), sum (R - V)^2
+  } s;
   for (const Episode& e : episodes) {
     if (e.value_target.empty()) continue;
     for (size_t t = 0; t < e.tokens.size(); ++t) {
       if (e.loss_weight[t] <= 0 || !std::isfinite(e.value_target[t])) continue;
       const double r = e.value_target[t], d = r - e.value[t];
-      s[0] += 1, s[1] += r, s[2] += r * r, s[3] += d, s[4] += d * d;
+      s.n += 1, s.r += r, s.rr += r * r, s.d += d, s.dd += d * d;
     }
   }
-  reducer_.sum(s);
+  reducer_.sum_fields(s);
   Json m;
   if (trainer_) {
     Json u = trainer_->update(episodes, step_index);
@@ -78,9 +81,9 @@ Json ValueModel::update(const std::vector<Episode>& episodes, int64_t step_index
     m["value/grad_norm"] = u.value("optim/grad_norm", 0.0);
     m["value/lr"] = u.value("optim/lr", 0.0);
   }
-  if (s[0] >= 2) {
-    const double var_r = (s[2] - s[1] * s[1] / s[0]) / (s[0] - 1);
-    const double var_d = (s[4] - s[3] * s[3] / s[0]) / (s[0] - 1);
+  if (s.n >= 2) {
+    const double var_r = (s.rr - s.r * s.r / s.n) / (s.n - 1);
+    const double var_d = (s.dd - s.d * s.d / s.n) / (s.n - 1);
     if (var_r > 0) m["value/explained_variance"] = 1.0 - var_d / var_r;
   }
   return m;

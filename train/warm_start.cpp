@@ -14,6 +14,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/json_util.h"
+#include "util/seed.h"
 
 namespace rlf {
 
@@ -29,7 +30,7 @@ Json warm_start_key(const TrainConfig& cfg) {
            {"model", cfg.raw.at("model")},
            {"data", cfg.raw.at("data")},
            {"sft", cfg.raw.at("sft")},
-           {"seed", cfg.rl.seed}};
+           {"seed", cfg.run.seed}};
   // Decontamination changes the SFT pairs and the training prompts the early stop measures.
   if (cfg.decontamination.enabled())
     key["decontaminate"] = {{"sources", cfg.decontamination.sources},
@@ -86,7 +87,7 @@ void train_warm_start(RunContext& r, WarmStart& w) {
   const TrainConfig& cfg = r.cfg;
   TrainerOptions to;
   to.micro_batch_size = cfg.sft.micro_batch_size;
-  to.seed = cfg.rl.seed;
+  to.seed = cfg.run.seed;
   to.log_entropy = false;
   to.log_rollout_agreement = false;
   to.optimizer = cfg.trainer.optimizer;
@@ -95,7 +96,7 @@ void train_warm_start(RunContext& r, WarmStart& w) {
   std::vector<std::unique_ptr<LossTerm>> terms;
   terms.push_back(std::make_unique<CrossEntropyTerm>());
   w.trainer = std::make_unique<Trainer>(r.policy.model(), std::move(terms), to, r.reducer);
-  w.source = std::make_unique<SftSource>(r, cfg.sft.batch_size, cfg.rl.seed ^ 0x5F7ULL, /*one_group=*/true);
+  w.source = std::make_unique<SftSource>(r, cfg.sft.batch_size, derive_seed(cfg.run.seed, SeedStream::SftOrder), /*one_group=*/true);
   ProgressOptions po;
   po.total_steps = cfg.sft.steps;
   po.plain_every = std::max<int64_t>(1, cfg.sft.steps / 20);  // logs (no TTY): ~20 lines

@@ -60,7 +60,7 @@ CommandSpec make_demo_command() {
     // 247 s against 316 s with one (2026-11-22, 2-core Zen 3); more gain
     // little on a 0.6M-parameter policy.
     if (a.given("threads")) configure_threads(a);
-    else apply_cpu_threads(CpuThreadPlan{1, 2, 2});
+    else apply_cpu_threads(CpuThreadPlan{.torch_threads = 1, .blas_threads = 2, .kernel_threads = 2});
     DemoOptions o;
     o.out_dir = a.str("out");
     o.seed = static_cast<uint64_t>(a.integer("seed"));

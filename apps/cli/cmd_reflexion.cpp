@@ -105,12 +105,9 @@ CommandSpec make_reflexion_command() {
     o.add_special_tokens = cfg.rl.add_special_tokens;
     o.max_batch_rows = cfg.rl.max_batch_rows;
     o.aggregation = cfg.rl.reward_aggregation;
-    o.seed = cfg.rl.seed;
-    if (!cfg.rl.accuracy_reward.empty()) {
-      const auto& comps = rewards.components();
-      for (size_t k = 0; k < comps.size(); ++k)
-        if (comps[k].name == cfg.rl.accuracy_reward) o.accuracy_component = k;
-    }
+    o.seed = cfg.run.seed;
+    if (!cfg.rl.accuracy_reward.empty())
+      o.accuracy_component = rewards.index_of(cfg.rl.accuracy_reward, "algorithm.accuracy_reward");
     ReflexionResult r = run_reflexion(policy, tasks, rewards, *critic, *memory, o);
     if (!memory_path.empty()) memory->save(memory_path);
     Json j = r.to_json();

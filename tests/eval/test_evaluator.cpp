@@ -92,7 +92,7 @@ TEST(Evaluator, BestOfNPicksEachPromptsHighestScoredSample) {
   EXPECT_FALSE(eval_summary_json(evaluate_completions(ex, groups, rewards, o)).contains("best_of_n"));
   o.best_of = "rm";
   EXPECT_NE(test::error_of([&] { evaluate_completions(ex, groups, rewards, o); })
-                .find("eval option best_of = 'rm': no reward component has that name (components: correct, pick)"),
+                .find("eval option best_of = \"rm\" names no [[reward]] component (components: correct, pick)"),
             std::string::npos);
 }
 
@@ -187,7 +187,7 @@ TEST(Evaluator, AccuracyComponentThresholdAndMissingScores) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
-                 "eval option accuracy_reward = 'corect': no reward component has that name (components: correct, "
+                 "eval option accuracy_reward = \"corect\" names no [[reward]] component (components: correct, "
                  "sometimes)");
   }
 }

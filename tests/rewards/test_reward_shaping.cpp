@@ -126,7 +126,7 @@ TEST(RewardShaping, TableErrorsNameTheKey) {
             std::string::npos);
   EXPECT_NE(err(R"([{"type": "math", "clip": 1}])").find("'clip' must be [low, high]"), std::string::npos);
   EXPECT_NE(err(R"([{"type": "math", "center": "batch"}])").find("'center' must be \"group\""), std::string::npos);
-  EXPECT_NE(err(R"([{"type": "math", "gate": "corect"}])").find("gate = \"corect\" is not a reward component's name"),
+  EXPECT_NE(err(R"([{"type": "math", "gate": "corect"}])").find("gate = \"corect\" names no [[reward]] component (components: math)"),
             std::string::npos);
   EXPECT_NE(err(R"([{"type": "math", "gate": "math"}])").find("gate names the component itself"), std::string::npos);
   EXPECT_NE(err(R"([{"type": "math", "gate_min": 1}])").find("'gate_min' without 'gate'"), std::string::npos);

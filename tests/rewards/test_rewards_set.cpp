@@ -130,6 +130,34 @@ TEST(RewardSet, NonFiniteScoresBecomeMissing) {
   EXPECT_EQ(s.results[0][0].missing_reason, "non-finite score nan");
 }
 
+TEST(RewardSet, IndexOfNamesTheKeyAndTheComponents) {
+  RewardSet set;
+  EXPECT_EQ(error_of([&] { set.index_of("x", "algorithm.gold_reward"); }),
+            "algorithm.gold_reward = \"x\" names no [[reward]] component (components: none configured)");
+  set.add("correct", 1.0, std::make_unique<FixedReward>(std::vector<std::optional<double>>{1.0}));
+  set.add("gold", 0.0, std::make_unique<FixedReward>(std::vector<std::optional<double>>{1.0}));
+  EXPECT_EQ(set.index_of("correct", "k"), 0u);
+  EXPECT_EQ(set.index_of("gold", "k"), 1u);
+  EXPECT_EQ(error_of([&] { set.index_of("Gold", "algorithm.gold_reward"); }),
+            "algorithm.gold_reward = \"Gold\" names no [[reward]] component (components: correct, gold)");
+}
+
+TEST(RewardSet, CorrectIsAboveTheThresholdAndNeverMissing) {
+  EXPECT_TRUE(is_correct(1.0));
+  EXPECT_TRUE(is_correct(0.5000001));
+  EXPECT_FALSE(is_correct(kCorrectThreshold));  // strictly above
+  EXPECT_FALSE(is_correct(std::nullopt));
+  EXPECT_TRUE(is_correct(0.3, 0.2));
+  EXPECT_FALSE(is_correct(0.2, 0.2));
+  RewardSet set;
+  set.add("c", 1.0, std::make_unique<FixedReward>(std::vector<std::optional<double>>{1.0, 0.5, std::nullopt, 0.7}));
+  const GroupScores s = set.score(make_group({"a", "b", "c", "d"}));
+  EXPECT_TRUE(s.correct(0, 0));
+  EXPECT_FALSE(s.correct(0, 1));
+  EXPECT_FALSE(s.correct(0, 2));
+  EXPECT_TRUE(s.correct(0, 3));
+}
+
 // ---- registry ----
 
 const std::string kWhere = "config.toml [[reward]] #2";

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "train/diagnostics.h"
+#include "util/double_fields.h"
 #include "train/rejection_sampling.h"
 #include "tests/support/test_env.h"
 
@@ -58,7 +59,10 @@ TEST(Diagnostics, HandWorkedGroups) {
 
   // Two ranks' sums added equal one pass over the union.
   DiagnosticSums a = diagnostic_sums({groups[0]}, 0), b = diagnostic_sums({groups[1], groups[2]}, 0);
-  for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+  // (what Reducer::sum_fields does across ranks: field by field)
+  over_fields(a, [&](std::span<double> av) { over_fields(b, [&](std::span<double> bv) {
+    for (size_t i = 0; i < av.size(); ++i) av[i] += bv[i];
+  }); });
   const Json two = diagnostics_from_sums(a);
   ASSERT_EQ(two.size(), m.size());
   for (const auto& [k, v] : m.items()) EXPECT_NEAR(two[k].get<double>(), v.get<double>(), 1e-12) << k;

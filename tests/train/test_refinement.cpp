@@ -9,8 +9,11 @@
 // seed gives the same refinements.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "env/episode_rewards.h"
 #include "env/single_turn_env.h"
+#include "env/token_streams.h"
 #include "feedback/template_critic.h"
 #include "rewards/reward_set.h"
 #include "tests/support/test_env.h"
@@ -90,9 +93,7 @@ struct Fixture {
     auto produced = producer.produce(ts, n, sampling, seeds, 0, nullptr);
     std::vector<ScoredGroup> out(produced.size());
     for (size_t g = 0; g < produced.size(); ++g) {
-      out[g].group = std::move(produced[g]);
-      out[g].scores = rewards.score(reward_group_of(out[g].group, sampling.max_new_tokens));
-      out[g].totals = out[g].scores.totals(RewardAggregation::sum_then_normalize);
+      out[g] = score_group(std::move(produced[g]), rewards, sampling.max_new_tokens, RewardAggregation::sum_then_normalize);
       for (auto& e : out[g].group.episodes) e.group = static_cast<int64_t>(g);
     }
     return out;
@@ -347,6 +348,44 @@ TEST(Replay, StoresSuccessesAndGivesThemToGroupsWithoutOne) {
             "ckpt: replay buffer format version 2 (this rlf reads version 1)");
   const std::string e3 = test::error_of([&] { copy.restore(buffer.to_json(), {}, "ckpt"); });
   EXPECT_NE(e3.find("which is not in this run's dataset"), std::string::npos) << e3;
+
+  // The per-token streams are saved by walking env/token_streams.h: a buffer
+  // written before that (exactly these stream keys) still loads, and a stream
+  // with NaN entries (no target) survives the round trip as null.
+  const std::set<std::string> old_streams = {"loss_weight", "old_logprob", "policy_version"};
+  Json saved = buffer.to_json();
+  ASSERT_FALSE(saved["tasks"].empty());
+  for (const Json& t : saved["tasks"])
+    for (const Json& s : t["episodes"]) {
+#define RLF_STREAM_KEY(type, name, ...) \
+  EXPECT_EQ(s["episode"].contains(#name), old_streams.count(#name) > 0) << #name;
+      RLF_TOKEN_STREAMS(RLF_STREAM_KEY)
+#undef RLF_STREAM_KEY
+    }
+  Json old_format = saved;  // every key the format had before the walk, written out by hand
+  for (Json& t : old_format["tasks"])
+    for (Json& s : t["episodes"]) {
+      Json& e = s["episode"];
+      Json kept = Json::object();
+      for (const char* k : {"tokens", "n_prompt", "segments", "loss_weight", "old_logprob", "policy_version", "n_turns",
+                            "turn_rewards", "turn_feedback", "finish_reason", "end_reason", "completion_text"})
+        kept[k] = e.at(k);
+      e = kept;
+    }
+  ReplayBuffer from_old(o);
+  from_old.restore(old_format, prompts, "old ckpt");
+  EXPECT_EQ(from_old.to_json(), saved);
+  Json with_targets = saved;
+  Json& first_episode = with_targets["tasks"][0]["episodes"][0]["episode"];
+  Json targets = Json::array();
+  for (size_t t = 0; t < first_episode["tokens"].size(); ++t) targets.push_back(t % 2 ? Json(0.5) : Json(nullptr));
+  first_episode["value_target"] = targets;
+  ReplayBuffer nan_copy(o);
+  nan_copy.restore(with_targets, prompts, "ckpt");
+  EXPECT_EQ(nan_copy.to_json(), with_targets);
+  first_episode["value_target"].erase(0);
+  EXPECT_NE(test::error_of([&] { nan_copy.restore(with_targets, prompts, "ckpt"); }).find("value_target has"),
+            std::string::npos);
 }
 
 }  // namespace
