@@ -99,6 +99,8 @@ AdvantageEstimator parse_advantage_estimator(std::string_view name) {
   return detail::parse_name(kEstimatorNames, "advantage estimator", name);
 }
 
+std::vector<std::string> advantage_estimator_names() { return detail::names_list(kEstimatorNames); }
+
 std::string_view advantage_estimator_name(AdvantageEstimator estimator) {
   return detail::name_of(kEstimatorNames, estimator);
 }

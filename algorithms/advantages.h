@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
@@ -34,6 +35,7 @@ enum class AdvantageEstimator {
 // "grpo", "dr_grpo", "batch_std", "rloo", "reinforce_pp", "reinforce_pp_baseline".
 AdvantageEstimator parse_advantage_estimator(std::string_view name);
 std::string_view advantage_estimator_name(AdvantageEstimator estimator);
+std::vector<std::string> advantage_estimator_names();  // every name, in the order docs list them
 
 struct AdvantageOptions {
   // Which estimator (see the enum).

@@ -72,6 +72,8 @@ std::vector<double> token_step_rewards(const CreditInput& e, int64_t* last) {
 
 CreditMode parse_credit_mode(std::string_view name) { return detail::parse_name(kCreditNames, "credit mode", name); }
 
+std::vector<std::string> credit_mode_names() { return detail::names_list(kCreditNames); }
+
 std::string_view credit_mode_name(CreditMode mode) { return detail::name_of(kCreditNames, mode); }
 
 void CreditOptions::validate() const {

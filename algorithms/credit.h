@@ -38,6 +38,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <string>
 #include <vector>
 
 #include "algorithms/advantages.h"
@@ -47,6 +48,7 @@ namespace rlf::algo {
 enum class CreditMode { Episode, Turn, Token, Gae };
 CreditMode parse_credit_mode(std::string_view name);  // "episode", "turn", "token", "gae"
 std::string_view credit_mode_name(CreditMode mode);
+std::vector<std::string> credit_mode_names();  // every name, in the order docs list them
 
 struct CreditOptions {
   CreditMode mode = CreditMode::Episode;  // see above

@@ -1,5 +1,7 @@
 #include "algorithms/distill_divergence.h"
 
+#include "algorithms/names.h"
+
 #include <cmath>
 #include <limits>
 
@@ -31,21 +33,25 @@ torch::Tensor kl_of_buckets(const torch::Tensor& p, const torch::Tensor& q) {
 
 }  // namespace
 
+namespace {
+
+constexpr detail::NameTable<DistillDivergence, 3> kDivergenceNames{{
+    {DistillDivergence::ReverseKl, "reverse_kl"},
+    {DistillDivergence::ForwardKl, "forward_kl"},
+    {DistillDivergence::Jsd, "jsd"},
+}};
+
+}  // namespace
+
 DistillDivergence parse_distill_divergence(std::string_view name) {
-  if (name == "reverse_kl") return DistillDivergence::ReverseKl;
-  if (name == "forward_kl") return DistillDivergence::ForwardKl;
-  if (name == "jsd") return DistillDivergence::Jsd;
-  fail("distill.divergence must be \"reverse_kl\", \"forward_kl\" or \"jsd\" (got \"", std::string(name), "\")");
+  return detail::parse_name(kDivergenceNames, "distill.divergence", name);
 }
 
 std::string_view distill_divergence_name(DistillDivergence divergence) {
-  switch (divergence) {
-    case DistillDivergence::ReverseKl: return "reverse_kl";
-    case DistillDivergence::ForwardKl: return "forward_kl";
-    case DistillDivergence::Jsd: return "jsd";
-  }
-  return "?";
+  return detail::name_of(kDivergenceNames, divergence);
 }
+
+std::vector<std::string> distill_divergence_names() { return detail::names_list(kDivergenceNames); }
 
 std::pair<torch::Tensor, torch::Tensor> teacher_topk_buckets(const torch::Tensor& logits, int64_t k) {
   torch::NoGradGuard ng;

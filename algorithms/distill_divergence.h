@@ -23,7 +23,9 @@
 // logits it is given.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 #include <utility>
 
 #include <torch/types.h>
@@ -35,6 +37,7 @@ enum class DistillDivergence { ReverseKl, ForwardKl, Jsd };
 // "reverse_kl", "forward_kl", "jsd"; throws rlf::Error naming distill.divergence.
 DistillDivergence parse_distill_divergence(std::string_view name);
 std::string_view distill_divergence_name(DistillDivergence divergence);
+std::vector<std::string> distill_divergence_names();  // "reverse_kl", "forward_kl", "jsd"
 
 // The teacher's side: its k most likely tokens of `logits` [..., V] (ids
 // [..., k] int64, most likely first) and their log-probs with the tail

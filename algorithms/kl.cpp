@@ -20,6 +20,8 @@ constexpr detail::NameTable<KlEstimator, 3> kKlNames{{
 
 KlEstimator parse_kl_estimator(std::string_view name) { return detail::parse_name(kKlNames, "KL estimator", name); }
 
+std::vector<std::string> kl_estimator_names() { return detail::names_list(kKlNames); }
+
 std::string_view kl_estimator_name(KlEstimator estimator) { return detail::name_of(kKlNames, estimator); }
 
 torch::Tensor kl_estimate(const torch::Tensor& logp, const torch::Tensor& ref_logp, const torch::Tensor& mask,

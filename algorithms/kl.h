@@ -14,6 +14,8 @@
 #pragma once
 
 #include <string_view>
+#include <string>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -23,6 +25,7 @@ enum class KlEstimator { K1, K2, K3 };
 
 KlEstimator parse_kl_estimator(std::string_view name);  // "k1", "k2", "k3"
 std::string_view kl_estimator_name(KlEstimator estimator);
+std::vector<std::string> kl_estimator_names();  // every name, in the order docs list them
 
 // [B, T] per-token estimate, differentiable w.r.t. logp (ref_logp is
 // detached); dtype of logp.

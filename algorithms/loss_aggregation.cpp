@@ -31,6 +31,8 @@ LossAggregation parse_loss_aggregation(std::string_view name) {
   return detail::parse_name(kAggregationNames, "loss aggregation", name);
 }
 
+std::vector<std::string> loss_aggregation_names() { return detail::names_list(kAggregationNames); }
+
 std::string_view loss_aggregation_name(LossAggregation mode) { return detail::name_of(kAggregationNames, mode); }
 
 LossTotals& LossTotals::operator+=(const LossTotals& other) {

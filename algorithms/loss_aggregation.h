@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <string_view>
+#include <string>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -33,6 +35,7 @@ enum class LossAggregation {
 
 LossAggregation parse_loss_aggregation(std::string_view name);
 std::string_view loss_aggregation_name(LossAggregation mode);
+std::vector<std::string> loss_aggregation_names();  // every name, in the order docs list them
 
 // Normalisers of one optimisation step, over ALL its micro-batches.
 struct LossTotals {

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "util/error.h"
 
@@ -36,6 +37,14 @@ std::string_view name_of(const NameTable<E, N>& table, E value) {
     if (v == value) return text;
   }
   return "?";
+}
+
+// Every name of the table, in its order: a config key's accepted values.
+template <typename E, std::size_t N>
+std::vector<std::string> names_list(const NameTable<E, N>& table) {
+  std::vector<std::string> out;
+  for (const auto& [v, text] : table) out.emplace_back(text);
+  return out;
 }
 
 }  // namespace rlf::algo::detail

@@ -123,11 +123,15 @@ RatioLevel parse_ratio_level(std::string_view name) {
   return detail::parse_name(kRatioLevelNames, "ratio level", name);
 }
 
+std::vector<std::string> ratio_level_names() { return detail::names_list(kRatioLevelNames); }
+
 std::string_view ratio_level_name(RatioLevel level) { return detail::name_of(kRatioLevelNames, level); }
 
 PolicyObjective parse_policy_objective(std::string_view name) {
   return detail::parse_name(kObjectiveNames, "policy loss (algorithm.policy_loss)", name);
 }
+
+std::vector<std::string> policy_objective_names() { return detail::names_list(kObjectiveNames); }
 
 std::string_view policy_objective_name(PolicyObjective objective) {
   return detail::name_of(kObjectiveNames, objective);

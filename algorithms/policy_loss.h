@@ -16,6 +16,8 @@
 #pragma once
 
 #include <string_view>
+#include <string>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -29,6 +31,7 @@ enum class RatioLevel {
 
 RatioLevel parse_ratio_level(std::string_view name);  // "token", "sequence"
 std::string_view ratio_level_name(RatioLevel level);
+std::vector<std::string> ratio_level_names();  // every name, in the order docs list them
 
 // Which objective turns ratios and advantages into a per-token loss (r the
 // importance ratio, sg = stop-gradient; exact formulas in docs/algorithms.md).
@@ -50,6 +53,7 @@ enum class PolicyObjective {
 // "clip", "cispo", "dppo_tv", "dppo_kl", "clip_cov", "kl_cov".
 PolicyObjective parse_policy_objective(std::string_view name);
 std::string_view policy_objective_name(PolicyObjective objective);
+std::vector<std::string> policy_objective_names();  // every objective's name, in the order docs list them
 
 struct PolicyLossOptions {
   // The objective (see the enum); the clip bounds below are its parameters:

@@ -45,6 +45,8 @@ torch::Tensor smoothed_logistic(const torch::Tensor& h, double eps) {
 PreferenceLoss parse_preference_loss(std::string_view name) {
   return detail::parse_name(kNames, "preference loss", name);
 }
+std::vector<std::string> preference_loss_names() { return detail::names_list(kNames); }
+
 std::string_view preference_loss_name(PreferenceLoss loss) { return detail::name_of(kNames, loss); }
 
 void PreferenceLossOptions::validate() const {

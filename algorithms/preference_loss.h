@@ -24,6 +24,8 @@
 #pragma once
 
 #include <string_view>
+#include <string>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -33,6 +35,7 @@ enum class PreferenceLoss { Sigmoid, Ipo, Hinge, Simpo, Sppo };
 
 PreferenceLoss parse_preference_loss(std::string_view name);  // "sigmoid", "ipo", "hinge", "simpo", "sppo"
 std::string_view preference_loss_name(PreferenceLoss loss);
+std::vector<std::string> preference_loss_names();  // every name, in the order docs list them
 
 struct PreferenceLossOptions {
   PreferenceLoss loss = PreferenceLoss::Sigmoid;

@@ -11,8 +11,19 @@ const char* aggregation_name(RewardAggregation mode) {
   return mode == RewardAggregation::sum_then_normalize ? "sum_then_normalize" : "normalize_then_sum";
 }
 
+namespace {
+constexpr RewardAggregation kAggregations[] = {RewardAggregation::sum_then_normalize,
+                                               RewardAggregation::normalize_then_sum};
+}  // namespace
+
+std::vector<std::string> aggregation_names() {
+  std::vector<std::string> out;
+  for (auto mode : kAggregations) out.emplace_back(aggregation_name(mode));
+  return out;
+}
+
 RewardAggregation parse_aggregation(const std::string& name) {
-  for (auto mode : {RewardAggregation::sum_then_normalize, RewardAggregation::normalize_then_sum}) {
+  for (auto mode : kAggregations) {
     if (name == aggregation_name(mode)) return mode;
   }
   fail("unknown reward aggregation '", name, "'; use \"sum_then_normalize\" or \"normalize_then_sum\"");

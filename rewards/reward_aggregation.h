@@ -27,6 +27,7 @@ enum class RewardAggregation { sum_then_normalize, normalize_then_sum };
 
 // "sum_then_normalize" / "normalize_then_sum".
 const char* aggregation_name(RewardAggregation mode);
+std::vector<std::string> aggregation_names();  // "sum_then_normalize", "normalize_then_sum"
 // Parses a name; throws rlf::Error listing the valid names.
 RewardAggregation parse_aggregation(const std::string& name);
 

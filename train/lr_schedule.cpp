@@ -14,6 +14,13 @@ LrScheduleKind parse_lr_schedule_kind(const std::string& name) {
   fail("unknown learning-rate schedule '", name, "' (valid: constant, linear, cosine)");
 }
 
+std::vector<std::string> lr_schedule_kind_names() {
+  std::vector<std::string> out;
+  for (auto kind : {LrScheduleKind::Constant, LrScheduleKind::Linear, LrScheduleKind::Cosine})
+    out.push_back(lr_schedule_kind_name(kind));
+  return out;
+}
+
 std::string lr_schedule_kind_name(LrScheduleKind kind) {
   switch (kind) {
     case LrScheduleKind::Constant: return "constant";

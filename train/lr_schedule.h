@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rlf {
 
@@ -22,6 +23,7 @@ enum class LrScheduleKind { Constant, Linear, Cosine };
 // "constant" | "linear" | "cosine"; errors list the valid names.
 LrScheduleKind parse_lr_schedule_kind(const std::string& name);
 std::string lr_schedule_kind_name(LrScheduleKind kind);
+std::vector<std::string> lr_schedule_kind_names();  // "constant", "linear", "cosine"
 
 struct LrScheduleOptions {
   LrScheduleKind kind = LrScheduleKind::Constant;  // shape after the warm-up

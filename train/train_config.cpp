@@ -10,12 +10,18 @@ namespace rlf {
 
 namespace {
 
-std::vector<std::string> names_of_estimators() {
-  return {"grpo", "dr_grpo", "batch_std", "rloo", "reinforce_pp", "reinforce_pp_baseline"};
+const EnumNames<TrainerKind>& trainer_kind_names() {
+  static const EnumNames<TrainerKind> names{
+      "trainer.kind",
+      {{TrainerKind::Rl, "grpo"}, {TrainerKind::Sft, "sft"}, {TrainerKind::Dpo, "dpo"}, {TrainerKind::Rm, "rm"}}};
+  return names;
 }
 
-TrainerKind parse_trainer_kind(const std::string& name) {
-  return name == "sft" ? TrainerKind::Sft : name == "dpo" ? TrainerKind::Dpo : name == "rm" ? TrainerKind::Rm : TrainerKind::Rl;
+// The policy objectives' names, and nft (a term of its own that replaces the policy term).
+std::vector<std::string> policy_loss_names() {
+  std::vector<std::string> out = algo::policy_objective_names();
+  out.push_back("nft");
+  return out;
 }
 
 // Every key of a run config, bound to the member it sets, in the order of
@@ -28,7 +34,7 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
              "what the run trains: grpo = RL through the environment with rewards; sft = supervised on [sft.data] "
              "alone; dpo = offline preference optimisation on [preference.data] (the DPO family, [preference]); rm = a "
              "reward model trained on [preference.data] ([reward_model]), or a process reward model on [process.data]",
-             RLF_MEMBER(kind), trainer_kind_name, parse_trainer_kind, {"grpo", "sft", "dpo", "rm"}),
+             RLF_MEMBER(kind), trainer_kind_names()),
       choice("trainer.logprob_recompute", "",
              "token log-probs in vocabulary chunks whose logits are recomputed in backward: never a [batch, tokens, "
              "vocabulary] tensor, one more classifier matmul per chunk; auto = on for a micro-batch of at least 2^27 "
@@ -107,7 +113,7 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       // [algorithm]
       choice("algorithm.advantage", "", "advantage estimator (docs/algorithms.md)",
              RLF_MEMBER(rl.credit.advantage.estimator), algo::advantage_estimator_name, algo::parse_advantage_estimator,
-             names_of_estimators()),
+             algo::advantage_estimator_names()),
       field("algorithm.std_eps", "", "added to a standard deviation before dividing",
             RLF_MEMBER(rl.credit.advantage.std_eps))
           .in(0, 1),
@@ -115,7 +121,7 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
              "how rewards reach tokens: one return per episode, per-turn returns, per-token returns, or PPO's GAE with "
              "a critic ([value]) (docs/algorithms.md)",
              RLF_MEMBER(rl.credit.mode), algo::credit_mode_name, algo::parse_credit_mode,
-             {"episode", "turn", "token", "gae"}),
+             algo::credit_mode_names()),
       field("algorithm.gamma", "", "discount per turn (credit = turn) or per token (token, gae)",
             RLF_MEMBER(rl.credit.gamma))
           .in(1e-9, 1),
@@ -130,14 +136,14 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
             RLF_MEMBER(rl.credit.whiten)),
       choice("algorithm.reward_aggregation", "", "how reward components combine (TRL)",
              RLF_MEMBER(rl.reward_aggregation), aggregation_name, parse_aggregation,
-             {"sum_then_normalize", "normalize_then_sum"}),
+             aggregation_names()),
       field("algorithm.accuracy_reward", "", "reward component whose score > 0.5 counts as correct (\"\" = the first)",
             RLF_MEMBER(rl.accuracy_reward)),
       field("algorithm.gold_reward", "",
             "a held-out reward component (weight 0: it never trains) logged as diag/gold_reward; a warning when the "
             "trained reward rises while it falls over 20 steps (\"\" = off)",
             RLF_MEMBER(rl.gold_reward)),
-      bind(
+      rlf::bind(  // qualified: the std::vector argument would bring std::bind in by ADL
           "algorithm.policy_loss", OptionType::String, "",
           "the policy objective (docs/algorithms.md): PPO/GRPO's clipped surrogate, CISPO, DPPO's trust region (binary "
           "TV or KL), Clip-Cov, KL-Cov, or negative-aware fine-tuning",
@@ -148,7 +154,7 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
             c.loss.nft = v == "nft";  // the nft term replaces the policy term; the objective keeps its default
             if (!c.loss.nft) c.loss.policy.objective = algo::parse_policy_objective(v.get<std::string>());
           },
-          {"clip", "cispo", "dppo_tv", "dppo_kl", "clip_cov", "kl_cov", "nft"}),
+          policy_loss_names()),
       field("algorithm.eps_low", "",
             "lower clip of the importance ratio (1 - eps_low); cispo: of the IS weight; dppo_*: the trust region's "
             "delta for A <= 0",
@@ -163,7 +169,7 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
           .in(0, 1e6),
       choice("algorithm.ratio_level", "", "importance ratio per token (PPO/GRPO) or per sequence (GSPO)",
              RLF_MEMBER(loss.policy.ratio_level), algo::ratio_level_name, algo::parse_ratio_level,
-             {"token", "sequence"}),
+             algo::ratio_level_names()),
       field("algorithm.off_policy_ratio_cap", "",
             "off-policy tokens: truncate the importance ratio at this value (0 = off)",
             RLF_MEMBER(loss.policy.ratio_cap))
@@ -223,12 +229,12 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
           .in(0, 1),
       choice("algorithm.loss_aggregation", "", "per-token losses to one number", RLF_MEMBER(loss.aggregation.mode),
              algo::loss_aggregation_name, algo::parse_loss_aggregation,
-             {"token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"}),
+             algo::loss_aggregation_names()),
       field("algorithm.kl_beta", "", "weight of the KL to the frozen reference (0 = no reference loaded)",
             RLF_MEMBER(rl.kl_beta))
           .in(0, 1e6),
       choice("algorithm.kl_estimator", "", "KL estimator", RLF_MEMBER(rl.kl_estimator), algo::kl_estimator_name,
-             algo::parse_kl_estimator, {"k1", "k2", "k3"}),
+             algo::parse_kl_estimator, algo::kl_estimator_names()),
       two_way("algorithm.kl_placement", "", "KL term in the loss, or -beta*k per token in the reward",
               RLF_MEMBER(rl.kl_in_reward), "loss", "reward"),
       field("algorithm.kl_target", "nats",
@@ -287,7 +293,8 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
             RLF_MEMBER(rl.distill.enabled)),
       field("distill.coef", "", "weight of the distill term", RLF_MEMBER(rl.distill.coef)).in(1e-12, 1e6),
       choice("distill.estimator", "", "KL estimator on the student's sampled tokens (distill.top_k = 0)",
-             RLF_MEMBER(rl.distill.estimator), algo::kl_estimator_name, algo::parse_kl_estimator, {"k1", "k2", "k3"}),
+             RLF_MEMBER(rl.distill.estimator), algo::kl_estimator_name, algo::parse_kl_estimator,
+             algo::kl_estimator_names()),
       field("distill.top_k", "",
             "0 = the sampled-token KL estimate; k >= 1 = distill.divergence on the teacher's k most likely tokens at "
             "each position plus a tail bucket for the rest of the mass",
@@ -297,7 +304,7 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
              "with distill.top_k >= 1: reverse_kl = KL(student || teacher), forward_kl = KL(teacher || student), jsd = "
              "the generalised Jensen-Shannon divergence of GKD with distill.beta",
              RLF_MEMBER(rl.distill.divergence), algo::distill_divergence_name, algo::parse_distill_divergence,
-             {"reverse_kl", "forward_kl", "jsd"}),
+             algo::distill_divergence_names()),
       field("distill.beta", "", "divergence = \"jsd\": the teacher's weight in the mixture, in (0, 1) (TRL's GKD beta)",
             RLF_MEMBER(rl.distill.beta))
           .in(0, 1),
@@ -396,7 +403,7 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       // [optim]
       field("optim.lr", "", "peak learning rate", RLF_MEMBER(trainer.lr.lr)).in(1e-30, 10),
       choice("optim.schedule", "", "shape after warm-up", RLF_MEMBER(trainer.lr.kind), lr_schedule_kind_name,
-             parse_lr_schedule_kind, {"constant", "linear", "cosine"}),
+             parse_lr_schedule_kind, lr_schedule_kind_names()),
       field("optim.warmup_steps", "steps", "linear warm-up (optimiser steps)", RLF_MEMBER(trainer.lr.warmup_steps))
           .in(0, 1e12),
       field("optim.lr_min", "", "final learning rate of linear/cosine decay", RLF_MEMBER(trainer.lr.lr_min)).in(0, 10),
@@ -486,7 +493,7 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       choice("preference.loss", "",
              "the preference loss (docs/algorithms.md): DPO, IPO, SLiC hinge, SimPO (reference-free), SPPO",
              RLF_MEMBER(preference.loss.loss), algo::preference_loss_name, algo::parse_preference_loss,
-             {"sigmoid", "ipo", "hinge", "simpo", "sppo"}),
+             algo::preference_loss_names()),
       field("preference.beta", "",
             "strength of the implicit KL to the reference (DPO 0.1; SimPO's reward scale, 2..10)",
             RLF_MEMBER(preference.loss.beta))
@@ -627,14 +634,7 @@ const EnumNames<ProcessLabels>& process_labels_names() {
   return names;
 }
 
-const char* trainer_kind_name(TrainerKind kind) {
-  switch (kind) {
-    case TrainerKind::Sft: return "sft";
-    case TrainerKind::Dpo: return "dpo";
-    case TrainerKind::Rm: return "rm";
-    default: return "grpo";
-  }
-}
+const char* trainer_kind_name(TrainerKind kind) { return trainer_kind_names().name(kind).c_str(); }
 
 std::filesystem::path TrainConfig::model_path() const {
   return model.random_init.empty() ? std::filesystem::path(model.path) : run.out_dir / "init";
