@@ -44,8 +44,13 @@ CommandSpec make_bench_train_command() {
     o.lr = a.number("lr");
     o.seed = static_cast<uint64_t>(a.integer("seed"));
     o.fast_cpu = on_off_option(a, "fast-cpu");
-    o.levers.logprob_recompute = lever_mode_names().parse(a.str("logprob-recompute"));
-    o.levers.checkpoint = checkpoint_mode_names().parse(a.str("checkpoint"));
+    // The run keys' names, with errors naming the flag the user wrote.
+    EnumNames<LeverMode> recompute_names = lever_mode_names();
+    recompute_names.key = "--logprob-recompute";
+    EnumNames<CheckpointMode> checkpoint_names = checkpoint_mode_names();
+    checkpoint_names.key = "--checkpoint";
+    o.levers.logprob_recompute = recompute_names.parse(a.str("logprob-recompute"));
+    o.levers.checkpoint = checkpoint_names.parse(a.str("checkpoint"));
     o.levers.checkpoint_every = a.integer("checkpoint-every");
     const CpuThreadPlan plan = configure_threads(a, o.dtype, o.device);
     Json j = run_train_bench(o);
