@@ -67,10 +67,6 @@ EvalConfig read_eval_config(const std::filesystem::path& path, const std::vector
 // Throws rlf::Error for a preset without a default (generic), saying to add one.
 Json default_reward_tables(const std::string& preset);
 
-// Like make_reward_set (rewards/registry.h), plus the type "countdown"
-// (rewards/countdown_reward.h). Table k is described as `where` [[reward]] #k.
-RewardSet make_eval_reward_set(const Json& tables, const std::string& where);
-
 // The prompts an evaluation uses: the eval split when it is non-empty, else train().
 const std::vector<PromptExample>& eval_split(const PromptDataset& dataset);
 
