@@ -262,16 +262,21 @@ void CausalLMImpl::pack_for_decoding() {
 }
 
 torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions,
-                                                    KVCache* cache, const torch::Tensor& key_mask, int64_t max_pos) {
+                                                    KVCache* cache, const torch::Tensor& key_mask, int64_t max_pos,
+                                                    const torch::Tensor& tokens) {
   const ModelConfig& c = config_;
-  const int64_t B = input_ids.size(0), T = input_ids.size(1), N = B * T;
+  const bool packed = tokens.defined();  // padding-free: N tokens of the [B, T] grid, attention on the grid
+  const int64_t B = input_ids.size(0), T = input_ids.size(1), N = packed ? tokens.size(0) : B * T;
   const int64_t D = c.hidden_size, H = c.num_attention_heads, K = c.num_key_value_heads;
   const int64_t hd = c.resolved_head_dim(), V = c.vocab_size, I = c.intermediate_size;
   const bool train = torch::GradMode::is_enabled();
 
-  const torch::Tensor ids = input_ids.to(torch::kInt64).contiguous().view({N});
-  const torch::Tensor pos = positions.to(torch::kInt64).contiguous();
+  const torch::Tensor grid_ids = input_ids.to(torch::kInt64).contiguous().view({B * T});
+  const torch::Tensor ids = packed ? grid_ids.index_select(0, tokens) : grid_ids;
+  const torch::Tensor pos = positions.to(torch::kInt64).contiguous();  // the grid's, for attention
+  const torch::Tensor tok_pos = packed ? pos.view({B * T}).index_select(0, tokens) : pos;  // each token's, for RoPE
   const int64_t* pp = pos.data_ptr<int64_t>();
+  const int64_t* tpp = tok_pos.data_ptr<int64_t>();
   torch::Tensor valid;  // [B, T] uint8 (no cache only)
   if (!cache && key_mask.defined()) valid = key_mask.to(torch::kUInt8).contiguous();
   const uint8_t* vp = valid.defined() ? valid.data_ptr<uint8_t>() : nullptr;
@@ -290,15 +295,21 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     if (!valid.defined()) valid = torch::ones({B, T}, torch::kUInt8);
     // Autograd graph: embedding, per layer the projections + the fused functions + 2 adds.
     // (captures by value: a checkpointed segment runs again in backward)
-    auto layer_fn = [this, pos, valid, rope, B, T, H, K](int64_t l, const torch::Tensor& x) {
+    auto layer_fn = [this, pos, valid, rope, B, T, H, K, tokens, packed](int64_t l, const torch::Tensor& x) {
       DecoderLayerImpl& layer = this->layer(l);
       AttentionImpl& attn = *layer.self_attn;
       torch::Tensor h = x;
       auto xa = layer.attn_in ? rms_norm(h, *layer.attn_in) : h;
       auto [q, k, v] = train_qkv(attn, xa);
+      if (packed) {  // on the grid, one sequence per row, RoPE at the grid's positions
+        q = tokens_to_grid(q, tokens, B * T);
+        k = tokens_to_grid(k, tokens, B * T);
+        v = tokens_to_grid(v, tokens, B * T);
+      }
       const auto& tab = rope[static_cast<size_t>(std::max(attn.spec.rope, 0))];
       auto a = AttentionFn::apply(q, k, v, pos, valid, tab.cos, tab.sin, B, T, H, K, attn.spec.window, attn.softcap,
                                   attn.scale, attn.spec.rope >= 0);
+      if (packed) a = a.index_select(0, tokens);
       auto o = lora_project(attn.o_proj, attn.o_lora, a);
       h = h + (layer.attn_out ? rms_norm(o, *layer.attn_out) : o);
       MLPImpl& mlp = *layer.mlp;
@@ -308,7 +319,7 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
       return h + (layer.mlp_out ? rms_norm(m, *layer.mlp_out) : m);
     };
     const auto h = run_layers(embed(ids), T, true, layer_fn);  // [N, D]
-    return rms_norm(h, *model->norm).view({B, T, D});
+    return packed ? rms_norm(h, *model->norm).view({1, N, D}) : rms_norm(h, *model->norm).view({B, T, D});
   }
 
   const Family& fam = c.family();
@@ -320,6 +331,13 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
   buf.gate = torch::empty({N, I}, f32), buf.up = torch::empty({N, I}, f32);
   if (fam.fused_qkv) buf.qkv = torch::empty({N, (H + 2 * K) * hd}, f32);
   if (fam.fused_gate_up) buf.gate_up = torch::empty({N, 2 * I}, f32);
+  // Padding-free: attention's queries, keys, values and output on the grid
+  // (zeros at padding, which no query sees and whose outputs are dropped).
+  torch::Tensor grid_q, grid_k, grid_v, grid_att;
+  if (packed) {
+    grid_q = torch::zeros({B * T, H * hd}, f32), grid_att = torch::zeros({B * T, H * hd}, f32);
+    grid_k = torch::zeros({B * T, K * hd}, f32), grid_v = torch::zeros({B * T, K * hd}, f32);
+  }
   buf.h = embed(ids).contiguous();  // [N, D]
   torch::Tensor &h = buf.h, &xn = buf.xn, &tmp = buf.tmp, &q = buf.q, &k = buf.k, &v = buf.v;
   // Rows' shared prefixes (len 0 = none); forward_hidden checked every
@@ -356,8 +374,8 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     }
     if (attn.spec.rope >= 0) {
       const auto& tab = rope[static_cast<size_t>(attn.spec.rope)];
-      cpu::rope_inplace(fp(q), pp, fp(tab.cos), fp(tab.sin), N, H, hd, rd, false);
-      cpu::rope_inplace(fp(k), pp, fp(tab.cos), fp(tab.sin), N, K, hd, rd, false);
+      cpu::rope_inplace(fp(q), tpp, fp(tab.cos), fp(tab.sin), N, H, hd, rd, false);
+      cpu::rope_inplace(fp(k), tpp, fp(tab.cos), fp(tab.sin), N, K, hd, rd, false);
     }
 
     // Keys/values: with a cache, written at the tokens' own slots and read
@@ -397,7 +415,14 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     cpu::AttentionShape sh{B, T, H, K, hd, static_cast<float>(attn.scale)};
     sh.window = attn.spec.window;
     sh.softcap = static_cast<float>(attn.softcap);
-    cpu::attention_forward(fp(q), kv, pp, vp, cache != nullptr, sh, fp(buf.att), nullptr);
+    if (packed) {
+      grid_q.index_copy_(0, tokens, q), grid_k.index_copy_(0, tokens, k), grid_v.index_copy_(0, tokens, v);
+      const cpu::KeyLayout grid_kv{fp(grid_k), fp(grid_v), T * K * hd, hd, K * hd};
+      cpu::attention_forward(fp(grid_q), grid_kv, pp, vp, false, sh, fp(grid_att), nullptr);
+      torch::index_select_out(buf.att, grid_att, 0, tokens);
+    } else {
+      cpu::attention_forward(fp(q), kv, pp, vp, cache != nullptr, sh, fp(buf.att), nullptr);
+    }
     linear_into(buf.att, attn.o_proj, attn.o_lora, tmp, packed_);
     if (layer.attn_out) rms_inplace(tmp, *layer.attn_out, N, D);
     h.add_(tmp);
@@ -424,7 +449,7 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
   }
   const torch::Tensor w = norm_scale(*model->norm);
   cpu::rms_norm_forward(fp(h), fp(w), fp(xn), nullptr, N, D, static_cast<float>(model->norm->eps()));
-  return xn.view({B, T, D});
+  return packed ? xn.view({1, N, D}) : xn.view({B, T, D});
 }
 
 torch::Tensor fast_token_logprobs(const torch::Tensor& logits, const torch::Tensor& targets, torch::Tensor* entropy) {

@@ -19,6 +19,21 @@ const EnumNames<CheckpointMode>& checkpoint_mode_names() {
   return names;
 }
 
+const EnumNames<LeverMode>& padding_free_mode_names() {
+  static const EnumNames<LeverMode> names{
+      "trainer.padding_free", {{LeverMode::Auto, "auto"}, {LeverMode::On, "on"}, {LeverMode::Off, "off"}}};
+  return names;
+}
+
+bool padding_free_applies(const MemoryLevers& levers, int64_t tokens, int64_t cells) {
+  switch (levers.padding_free) {
+    case LeverMode::On: return true;
+    case LeverMode::Off: return false;
+    case LeverMode::Auto: break;
+  }
+  return 8 * (cells - tokens) >= cells;
+}
+
 void MemoryLevers::validate() const {
   check(logprob_chunk_rows >= 0, "trainer.logprob_chunk_rows must be >= 0 (0 = automatic), got ", logprob_chunk_rows);
   check(checkpoint_every >= 1, "trainer.checkpoint_activations: layers per segment must be >= 1, got ",

@@ -19,6 +19,11 @@
 //   sets to a quarter of the memory it may use (util/memory_usage.h): on only
 //   where memory would otherwise run short, and the numbers do not depend on
 //   the machine either way.
+// - Padding-free micro-batches (train/micro_batch.h forward_for_heads): the
+//   layers and the classifier run over a micro-batch's real tokens only,
+//   its sequences concatenated (attention per sequence); the same values to
+//   float rounding. Auto turns it on for a micro-batch whose padding is at
+//   least an eighth of its [sequences x longest] grid.
 // The log-prob decision depends on the shapes only (its chunking changes
 // float rounding), so a run computes the same numbers wherever it runs.
 #pragma once
@@ -38,6 +43,8 @@ enum class CheckpointMode { Auto, None, Layers };  // Layers: segments of `check
 // trainer.checkpoint_activations).
 const EnumNames<LeverMode>& lever_mode_names();
 const EnumNames<CheckpointMode>& checkpoint_mode_names();
+// "auto", "on", "off" under trainer.padding_free.
+const EnumNames<LeverMode>& padding_free_mode_names();
 
 struct MemoryLevers {
   LeverMode logprob_recompute = LeverMode::Auto;
@@ -46,6 +53,7 @@ struct MemoryLevers {
   CheckpointMode checkpoint = CheckpointMode::Auto;
   int64_t checkpoint_every = 1;                       // layers per checkpointed segment (Layers, and Auto when on)
   int64_t auto_activation_bytes = 0;                  // Auto: checkpoint from this estimate on (0 = never)
+  LeverMode padding_free = LeverMode::Auto;           // Auto: on where padding is >= 1/8 of a micro-batch's grid
 
   // Throws rlf::Error on a negative count or threshold.
   void validate() const;
@@ -68,6 +76,10 @@ int64_t layer_activation_bytes(const ModelConfig& c, int64_t tokens, int64_t seq
 // per-row results; without it the fp32 logits, their log-softmax and the
 // gradient of one [rows, V] tensor (x 3).
 int64_t logprob_bytes(const ModelConfig& c, int64_t rows, bool recompute, int64_t chunk_rows);
+
+// Whether a micro-batch of `tokens` real tokens on a grid of `cells`
+// (sequences x the longest) runs padding-free under `levers`.
+bool padding_free_applies(const MemoryLevers& levers, int64_t tokens, int64_t cells);
 
 // `levers` with auto checkpointing's threshold set to a quarter of
 // `usable_bytes` (the memory the process may use, util/memory_usage.h) where

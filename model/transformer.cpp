@@ -97,11 +97,23 @@ torch::Tensor with_prefixes(const KVCache& cache, int64_t layer, const torch::Te
 
 }  // namespace
 
+torch::Tensor tokens_to_grid(const torch::Tensor& x, const torch::Tensor& tokens, int64_t cells) {
+  const int64_t C = x.size(-1);
+  return torch::zeros({cells, C}, x.options()).index_copy(0, tokens, x.reshape({-1, C}));
+}
+
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, KVCache* cache,
                                      int64_t layer) {
-  const int64_t B = x.size(0), T = x.size(1), K = n_kv_heads, G = n_heads / n_kv_heads, hd = head_dim;
+  const bool packed = ctx.tokens.defined();  // x [1, N, D]: the grid's tokens concatenated
+  const int64_t B = packed ? ctx.grid_rows : x.size(0), T = packed ? ctx.grid_cols : x.size(1);
+  const int64_t K = n_kv_heads, G = n_heads / n_kv_heads, hd = head_dim;
   auto [q, k, v] = project_qkv(x);  // [B, T, H*hd], [B, T, K*hd], [B, T, K*hd]
   if (qk_norm == QkNorm::Whole) q = q_norm(q), k = k_norm(k);
+  if (packed) {  // back on the grid: one sequence per row
+    q = tokens_to_grid(q, ctx.tokens, B * T);
+    k = tokens_to_grid(k, ctx.tokens, B * T);
+    v = tokens_to_grid(v, ctx.tokens, B * T);
+  }
   q = q.reshape({B, T, n_heads, hd});
   k = k.reshape({B, T, K, hd});
   v = v.reshape({B, T, K, hd});
@@ -139,6 +151,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   probs = probs.to(x.scalar_type());                                            // [B, K, G, T, S]
   auto out = torch::matmul(probs.view({B, K, G * T, S}), values);               // [B, K, G*T, hd]
   out = out.view({B, K, G, T, hd}).permute({0, 3, 1, 2, 4}).reshape({B, T, n_heads * hd});
+  if (packed) out = out.reshape({B * T, n_heads * hd}).index_select(0, ctx.tokens).unsqueeze(0);
   return lora_project(o_proj, o_lora, out);
 }
 
@@ -261,9 +274,17 @@ torch::Tensor CausalLMImpl::embed(const torch::Tensor& ids) {
 }
 
 torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const torch::Tensor& positions,
-                                           KVCache* cache, const torch::Tensor& key_mask) {
+                                           KVCache* cache, const torch::Tensor& key_mask,
+                                           const torch::Tensor& tokens) {
   check(input_ids.dim() == 2 && positions.sizes() == input_ids.sizes(),
         "CausalLM::forward_hidden: input_ids and positions must both be [B, T]");
+  if (tokens.defined()) {
+    check(!cache && key_mask.defined(),
+          "CausalLM::forward_hidden: a padding-free forward (tokens) takes a key_mask and no KV cache");
+    check(tokens.dim() == 1 && tokens.numel() > 0 && tokens.scalar_type() == torch::kInt64 &&
+              tokens.device() == input_ids.device(),
+          "CausalLM::forward_hidden: tokens must be a non-empty [N] int64 index on the inputs' device");
+  }
   if (cache) check(cache->n_rows() == input_ids.size(0), "CausalLM::forward_hidden: cache has ", cache->n_rows(),
                    " rows for a batch of ", input_ids.size(0));
   check(positions.numel() > 0, "CausalLM::forward_hidden: empty input");
@@ -288,7 +309,8 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
     check(max_slot < cache->max_len(), "position ", max_pos, " is beyond the KV cache length (", cache->max_len(),
           shared ? " slots after the row's shared prefix)" : ")");
   }
-  if (fast_cpu_path_applies(cache)) return forward_hidden_cpu_fast(input_ids, positions, cache, key_mask, max_pos);
+  if (fast_cpu_path_applies(cache))
+    return forward_hidden_cpu_fast(input_ids, positions, cache, key_mask, max_pos, tokens);
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
   AttentionContext ctx;
   for (const RotaryEmbedding& r : ropes_) ctx.rope.push_back(RotaryEmbedding::lookup(r.tables(max_pos), positions, dtype()));
@@ -319,7 +341,9 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
       if (none.any().item<bool>()) ctx.empty[w] = none.view({B, 1, 1, T, 1});
     }
   }
-  auto h = embed(input_ids);
+  ctx.tokens = tokens;
+  ctx.grid_rows = B, ctx.grid_cols = T;
+  auto h = embed(tokens.defined() ? input_ids.reshape({-1}).index_select(0, tokens).unsqueeze(0) : input_ids);
   if (cache) {
     for (int64_t l = 0; l < config_.num_hidden_layers; ++l) h = layer(l).forward(h, ctx, cache, l);
   } else {

@@ -65,7 +65,18 @@ struct AttentionContext {
   // With a cache whose rows share prefixes (KVCache::set_prefix): the rows'
   // own slots for this call's tokens (positions minus the row's prefix length).
   torch::Tensor slots;        // [B, T] int64; undefined = no row has a prefix
+  // A padding-free forward (forward_hidden's `tokens`): the layers' inputs
+  // are [1, N, D], the N real tokens of the [B, T] grid concatenated; each
+  // attention puts its queries, keys and values back on the grid, one
+  // sequence per row, so no query sees another sequence's keys.
+  torch::Tensor tokens;       // [N] int64: each token's flat index b*T + t in the grid; undefined = the grid itself
+  int64_t grid_rows = 0, grid_cols = 0;  // B, T of the grid (with `tokens`)
 };
+
+// A padding-free forward's rows x [.., C] (N of them, in the order of
+// `tokens` [N]) placed at those flat indices of a [cells, C] grid of zeros,
+// with autograd (the gradient flows back to x's rows).
+torch::Tensor tokens_to_grid(const torch::Tensor& x, const torch::Tensor& tokens, int64_t cells);
 
 // One projection of a layer with its adapter slot (what LoRA, decoding's
 // weight packing and the benchmarks walk).
@@ -151,8 +162,16 @@ class CausalLMImpl : public torch::nn::Module {
   // Final-norm hidden states [B, T, D] for input_ids [B, T] (int64) at
   // positions [B, T]. `cache` (optional) must have B rows. `key_mask` (optional,
   // no cache only) [B, T] bool: false for padding tokens.
+  //
+  // Padding-free (`tokens` given, no cache): only the N tokens at these flat
+  // indices b*T + t of the grid (in any order; key_mask true there) are
+  // computed, concatenated as one row: returns [1, N, D], the same values
+  // as the padded forward's rows at those indices (to float rounding). The
+  // projections, MLPs and norms run over the N tokens alone; attention runs
+  // per sequence (each grid row its own block of the causal mask), so no
+  // token sees another sequence. Fast path and module path alike.
   torch::Tensor forward_hidden(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache = nullptr,
-                               const torch::Tensor& key_mask = {});
+                               const torch::Tensor& key_mask = {}, const torch::Tensor& tokens = {});
 
   // Logits [B, T, V] in the model's dtype (soft-capped when the config says
   // so). A classifier (reward model) has no LM head: an error naming what to
@@ -312,7 +331,7 @@ class CausalLMImpl : public torch::nn::Module {
   // Layers per checkpointed segment for a forward of h over rows of seq_len (0: none).
   int64_t checkpoint_segment(const torch::Tensor& h, int64_t seq_len, bool fused) const;
   torch::Tensor forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache,
-                                        const torch::Tensor& key_mask, int64_t max_pos);
+                                        const torch::Tensor& key_mask, int64_t max_pos, const torch::Tensor& tokens);
   // The embeddings of ids (Gemma: times sqrt(hidden_size) in the model's dtype).
   torch::Tensor embed(const torch::Tensor& ids);
   bool fast_cpu_path_ = true;
@@ -320,6 +339,7 @@ class CausalLMImpl : public torch::nn::Module {
     MemoryLevers m;
     m.logprob_recompute = LeverMode::Off;
     m.checkpoint = CheckpointMode::None;
+    m.padding_free = LeverMode::Off;
     return m;
   }();
   LeverUses lever_uses_;

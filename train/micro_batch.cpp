@@ -245,6 +245,43 @@ torch::Tensor forward_micro_batch(CausalLMImpl& model, const MicroBatch& mb) {
   return model.forward_hidden(on(Stream::input_ids), on(Stream::positions), nullptr, on(Stream::key_mask));
 }
 
+torch::Tensor MicroBatchForward::to_grid(const torch::Tensor& x) const {
+  if (!padding_free()) return x;
+  std::vector<int64_t> shape{rows, columns};
+  for (int64_t d = 2; d < x.dim(); ++d) shape.push_back(x.size(d));
+  return tokens_to_grid(x.dim() == 2 ? x.unsqueeze(-1) : x, heads, rows * columns).view(shape);
+}
+
+torch::Tensor MicroBatchForward::from_grid(const torch::Tensor& x) const {
+  if (!padding_free()) return x;
+  std::vector<int64_t> rest{1, -1};
+  for (int64_t d = 2; d < x.dim(); ++d) rest.push_back(x.size(d));
+  return x.reshape({rows * columns, -1}).index_select(0, heads.to(x.device())).view(rest);
+}
+
+MicroBatchForward forward_for_heads(CausalLMImpl& model, const MicroBatch& mb, int64_t from) {
+  MicroBatchForward out;
+  const torch::Tensor& key_mask = mb[Stream::key_mask];
+  out.rows = key_mask.size(0), out.columns = key_mask.size(1);
+  const int64_t real = key_mask.sum().item<int64_t>();
+  if (!padding_free_applies(model.memory_levers(), real, key_mask.numel())) {
+    out.hidden = forward_micro_batch(model, mb);
+    out.targets = mb[Stream::targets];
+    return out;
+  }
+  const auto on = [&](const torch::Tensor& t) { return t.to(model.device()); };
+  const torch::Tensor mask = on(key_mask);
+  const torch::Tensor tokens = mask.reshape({-1}).nonzero().view({-1});  // row by row: each sequence in order
+  const auto hidden = model.forward_hidden(on(mb[Stream::input_ids]), on(mb[Stream::positions]), nullptr, mask, tokens);
+  // The heads' positions: real tokens at columns >= from, as rows of `hidden`.
+  const torch::Tensor column = tokens.remainder(out.columns);
+  const torch::Tensor rows_read = (column >= from).nonzero().view({-1});
+  out.heads = tokens.index_select(0, rows_read);
+  out.hidden = rows_read.numel() == tokens.numel() ? hidden : hidden.index_select(1, rows_read);
+  out.targets = out.from_grid(on(mb[Stream::targets]));
+  return out;
+}
+
 MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Device device, int64_t current_version) {
   check(!eps.empty(), "make_micro_batch: no episodes");
   const Layout layout = plan_padded(eps);
@@ -257,24 +294,45 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& eps, torch::Devic
   return mb;
 }
 
-std::vector<std::vector<const Episode*>> split_micro_batches(const std::vector<const Episode*>& episodes, int64_t size) {
+namespace {
+
+// An episode's positions (what a micro-batch's token budget counts).
+int64_t positions_of(const Episode* e) { return std::max<int64_t>(0, static_cast<int64_t>(e->tokens.size()) - 1); }
+
+// Whether a micro-batch holding `n` episodes of `tokens` positions is full
+// before one of `next` more episodes and `next_tokens` positions.
+bool full_before(size_t n, int64_t tokens, size_t next, int64_t next_tokens, int64_t size, int64_t max_tokens) {
+  if (n == 0) return false;
+  return max_tokens > 0 ? tokens + next_tokens > max_tokens : n + next > static_cast<size_t>(size);
+}
+
+}  // namespace
+
+std::vector<std::vector<const Episode*>> split_micro_batches(const std::vector<const Episode*>& episodes, int64_t size,
+                                                             int64_t max_tokens) {
   check(size > 0, "micro-batch size must be > 0 (got ", size, ")");
+  check(max_tokens >= 0, "micro-batch token budget must be >= 0 (got ", max_tokens, ")");
   std::vector<size_t> order(episodes.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return episodes[a]->tokens.size() < episodes[b]->tokens.size(); });
   std::vector<std::vector<const Episode*>> out;
-  for (size_t i = 0; i < order.size(); i += static_cast<size_t>(size)) {
-    std::vector<const Episode*> mb;
-    for (size_t j = i; j < std::min(order.size(), i + static_cast<size_t>(size)); ++j) mb.push_back(episodes[order[j]]);
-    out.push_back(std::move(mb));
+  std::vector<const Episode*> cur;
+  int64_t tokens = 0;
+  for (size_t i : order) {
+    const int64_t n = positions_of(episodes[i]);
+    if (full_before(cur.size(), tokens, 1, n, size, max_tokens)) out.push_back(std::move(cur)), cur.clear(), tokens = 0;
+    cur.push_back(episodes[i]);
+    tokens += n;
   }
+  if (!cur.empty()) out.push_back(std::move(cur));
   return out;
 }
 
 std::vector<std::vector<const Episode*>> split_micro_batches_by_group(const std::vector<const Episode*>& episodes,
-                                                                      int64_t size) {
+                                                                      int64_t size, int64_t max_tokens) {
   check(size > 0, "micro-batch size must be > 0 (got ", size, ")");
+  check(max_tokens >= 0, "micro-batch token budget must be >= 0 (got ", max_tokens, ")");
   std::vector<int64_t> ids;
   std::vector<std::vector<const Episode*>> groups;
   std::vector<size_t> longest;
@@ -290,9 +348,14 @@ std::vector<std::vector<const Episode*>> split_micro_batches_by_group(const std:
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return longest[a] < longest[b]; });
   std::vector<std::vector<const Episode*>> out;
   std::vector<const Episode*> cur;
+  int64_t tokens = 0;
   for (size_t g : order) {
-    if (!cur.empty() && cur.size() + groups[g].size() > static_cast<size_t>(size)) out.push_back(std::move(cur)), cur.clear();
+    int64_t n = 0;
+    for (const Episode* e : groups[g]) n += positions_of(e);
+    if (full_before(cur.size(), tokens, groups[g].size(), n, size, max_tokens))
+      out.push_back(std::move(cur)), cur.clear(), tokens = 0;
     cur.insert(cur.end(), groups[g].begin(), groups[g].end());
+    tokens += n;
   }
   if (!cur.empty()) out.push_back(std::move(cur));
   return out;

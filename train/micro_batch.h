@@ -90,16 +90,44 @@ MicroBatch make_micro_batch(const std::vector<const Episode*>& episodes, torch::
 // with gradient when grad mode is on.
 torch::Tensor forward_micro_batch(CausalLMImpl& model, const MicroBatch& mb);
 
+// A micro-batch's forward for the loss heads (CausalLM::token_logprobs*,
+// scores), `from` being its first column any loss reads
+// (first_weighted_column). Padded: `hidden` [B, T, D] over the whole grid,
+// `targets` [B, T]. Padding-free (the policy's MemoryLevers::padding_free,
+// per micro-batch): the layers run over the real tokens alone
+// (CausalLM::forward_hidden's `tokens`), and `hidden` [1, M, D] and
+// `targets` [1, M] hold the M real positions at columns >= `from`,
+// concatenated; to_grid() puts a head's results back on the [B, T] grid,
+// zeros elsewhere (where the padded path has 0 before `from`, and whatever
+// the padding's hidden states gave on padding, which no loss weighs).
+struct MicroBatchForward {
+  torch::Tensor hidden;
+  torch::Tensor targets;
+  torch::Tensor heads;  // padding-free: [M] int64, each position's flat index b*T + t; undefined = padded
+  int64_t rows = 0, columns = 0;  // B, T
+  bool padding_free() const { return heads.defined(); }
+  // [1, M, ...] -> [B, T, ...] with autograd (padded: x itself).
+  torch::Tensor to_grid(const torch::Tensor& x) const;
+  // [B, T, ...] -> [1, M, ...] (padded: x itself).
+  torch::Tensor from_grid(const torch::Tensor& x) const;
+};
+MicroBatchForward forward_for_heads(CausalLMImpl& model, const MicroBatch& mb, int64_t from);
+
 // Splits episodes into micro-batches of at most `size` sequences, sorted by
-// length so padding stays small (stable: ties keep their order).
-std::vector<std::vector<const Episode*>> split_micro_batches(const std::vector<const Episode*>& episodes, int64_t size);
+// length so padding stays small (stable: ties keep their order). With a
+// token budget `max_tokens` > 0, a micro-batch instead takes episodes while
+// their positions (tokens - 1 each) fit the budget, whatever their number
+// (an episode longer than the budget is one on its own).
+std::vector<std::vector<const Episode*>> split_micro_batches(const std::vector<const Episode*>& episodes, int64_t size,
+                                                             int64_t max_tokens = 0);
 
 // Like split_micro_batches, but the episodes of one group (Episode::group)
 // stay together (terms that compare the members of a group: preference
 // losses); groups sorted by their longest episode are packed into
-// micro-batches of at most `size` sequences (a larger group is one on its own).
+// micro-batches of at most `size` sequences, or with `max_tokens` > 0 of at
+// most that many positions (a larger group is one on its own).
 std::vector<std::vector<const Episode*>> split_micro_batches_by_group(const std::vector<const Episode*>& episodes,
-                                                                      int64_t size);
+                                                                      int64_t size, int64_t max_tokens = 0);
 
 // The first column of a micro-batch where `weight` [B, T] or any of
 // `term_weights` (each [B, T]) is non-zero: no loss reads a column before it

@@ -53,6 +53,18 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       field("trainer.checkpoint_every", "layers", "decoder layers per checkpointed segment",
             RLF_MEMBER(memory.checkpoint_every))
           .in(1, 1e6),
+      choice("trainer.padding_free", "",
+             "run the update's layers and log-probs over a micro-batch's real tokens only, its sequences concatenated "
+             "(attention per sequence), instead of a [sequences x longest] grid; the same values to float rounding; "
+             "auto = on for a micro-batch whose padding is at least an eighth of its grid; off = the padded grid "
+             "(today's numbers bit for bit)",
+             RLF_MEMBER(memory.padding_free), padding_free_mode_names()),
+      field("trainer.micro_batch_tokens", "tokens",
+            "token budget per micro-batch: sequences (sorted by length) join one while their tokens fit, however "
+            "many (one longer than the budget is a micro-batch on its own); 0 = algorithm.micro_batch_size "
+            "sequences per micro-batch",
+            RLF_MEMBER(trainer.micro_batch_tokens))
+          .in(0, 1e9),
       // [model]
       field("model.path", "",
             "policy to train: a Hugging Face directory or a llama2.c .bin (required unless model.random_init)",

@@ -17,6 +17,8 @@ void TrainerOptions::validate() const {
   check(epochs > 0, "algorithm.epochs must be > 0 (got ", epochs, ")");
   check(mini_batches > 0, "algorithm.mini_batches must be > 0 (got ", mini_batches, ")");
   check(micro_batch_size > 0, "algorithm.micro_batch_size must be > 0 (got ", micro_batch_size, ")");
+  check(micro_batch_tokens >= 0, "trainer.micro_batch_tokens must be >= 0 (0 = count sequences), got ",
+        micro_batch_tokens);
   rlf::validate(optimizer);
   rlf::validate(lr);
 }
@@ -56,8 +58,9 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
   // 1-2. Micro-batches and every term's normaliser over all of them (and all ranks).
   std::vector<MicroBatch> mbs;
   const bool whole_groups = std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_whole_groups(); });
-  for (const auto& part : whole_groups ? split_micro_batches_by_group(episodes, options_.micro_batch_size)
-                                       : split_micro_batches(episodes, options_.micro_batch_size))
+  const int64_t size = options_.micro_batch_size, budget = options_.micro_batch_tokens;
+  for (const auto& part : whole_groups ? split_micro_batches_by_group(episodes, size, budget)
+                                       : split_micro_batches(episodes, size, budget))
     mbs.push_back(make_micro_batch(part, model_->device(), optimizer_->step_count()));
   const size_t K = terms_.size();
   std::vector<std::vector<torch::Tensor>> weights(mbs.size(), std::vector<torch::Tensor>(K));
@@ -110,17 +113,21 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
   for (size_t m = 0; m < mbs.size(); ++m) {
     const MicroBatch& mb = mbs[m];
     if (std::all_of(local_tokens[m].begin(), local_tokens[m].end(), [](double n) { return n == 0; })) continue;
-    auto hidden = forward_micro_batch(*model_, mb);
     torch::Tensor logp, entropy, scores, teacher_buckets;
     // No term reads a column before the first weighted one (the prompts): no logits there.
     const int64_t from = want_logp ? first_weighted_column(mb[Stream::loss_weight], weights[m]) : 0;
+    const MicroBatchForward fw = forward_for_heads(*model_, mb, from);
+    const int64_t head_from = fw.padding_free() ? 0 : from;  // padding-free: the heads hold columns >= from only
     if (want_topk && mb.has(Stream::teacher_topk_id))
-      logp = model_->token_logprobs_selected(hidden, mb[Stream::targets], mb[Stream::teacher_topk_id], &teacher_buckets,
-                                             want_entropy ? &entropy : nullptr, entropy_grad, from);
+      logp = model_->token_logprobs_selected(fw.hidden, fw.targets, fw.from_grid(mb[Stream::teacher_topk_id]),
+                                             &teacher_buckets, want_entropy ? &entropy : nullptr, entropy_grad,
+                                             head_from);
     else if (want_entropy)
-      std::tie(logp, entropy) = model_->token_logprobs_entropy(hidden, mb[Stream::targets], entropy_grad, from);
-    else if (want_logp) logp = model_->token_logprobs(hidden, mb[Stream::targets], from);
-    if (want_scores) scores = model_->scores(hidden);
+      std::tie(logp, entropy) = model_->token_logprobs_entropy(fw.hidden, fw.targets, entropy_grad, head_from);
+    else if (want_logp) logp = model_->token_logprobs(fw.hidden, fw.targets, head_from);
+    if (want_scores) scores = model_->scores(fw.hidden);
+    for (torch::Tensor* t : {&logp, &entropy, &scores, &teacher_buckets})
+      if (t->defined()) *t = fw.to_grid(*t);
     if (logp.defined()) {
       torch::NoGradGuard ng;
       // On-policy tokens only: refinements were sampled in another context, replayed

@@ -40,6 +40,8 @@ struct TrainerOptions {
   int64_t epochs = 1;             // optimisation passes over each step's episodes
   int64_t mini_batches = 1;       // optimiser steps per pass (the episodes split by groups)
   int64_t micro_batch_size = 8;   // sequences per forward/backward (gradient accumulation)
+  int64_t micro_batch_tokens = 0; // > 0: a micro-batch holds up to this many positions instead (any number of
+                                  // sequences; train/micro_batch.h split_micro_batches)
   uint64_t seed = 0;              // seeds the mini-batch order
   bool log_entropy = true;        // compute the policy's entropy for metrics even when no term trains on it
   algo::KlEstimator kl_metric_estimator = algo::KlEstimator::K3;  // estimator of the kl/ref metric

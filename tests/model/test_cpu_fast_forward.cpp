@@ -252,6 +252,51 @@ TEST_P(FastPath, UncachedWithPaddingMatchesModulePathOnValidTokens) {
   EXPECT_LT(max_diff(alone, fast.narrow(0, 1, 1).narrow(1, 0, 6)), 2e-5);
 }
 
+// A padding-free forward (forward_hidden's `tokens`: the real tokens of a
+// ragged grid, concatenated) against the padded grid, on each path, with
+// and without autograd: the same hidden states at every real token, the
+// same loss and parameter gradients; a sequence never sees its row-mates
+// (the rows' sequences are independent, so swapping one row's tokens
+// changes no other row's states).
+TEST_P(FastPath, PaddingFreeForwardMatchesThePaddedGrid) {
+  CausalLM m = model();
+  const ModelConfig& c = m->config();
+  const int64_t B = 3, T = 10;
+  auto ids = torch::randint(0, c.vocab_size, {B, T}, torch::kInt64);
+  auto pos = torch::arange(T, torch::kInt64).unsqueeze(0).expand({B, T}).contiguous();
+  auto mask = torch::ones({B, T}, torch::kBool);
+  mask[0].narrow(0, 4, 6).fill_(false);  // lengths 4, 10, 7
+  mask[2].narrow(0, 7, 3).fill_(false);
+  const auto tokens = mask.reshape({-1}).nonzero().view({-1});
+  const auto weights = torch::rand({tokens.size(0), c.vocab_size});
+  for (int fast = 0; fast < 2; ++fast) {
+    m->set_fast_cpu_path(fast == 1);
+    {
+      torch::NoGradGuard ng;
+      const auto grid = m->forward_hidden(ids, pos, nullptr, mask).reshape({B * T, -1}).index_select(0, tokens);
+      const auto packed = m->forward_hidden(ids, pos, nullptr, mask, tokens);
+      ASSERT_EQ(packed.sizes(), (std::vector<int64_t>{1, tokens.size(0), c.hidden_size}));
+      EXPECT_LT(max_diff(packed.squeeze(0), grid), 2e-5) << "fast " << fast;
+      auto other = ids.clone();
+      other[1].random_(0, c.vocab_size);
+      const auto moved = m->forward_hidden(other, pos, nullptr, mask, tokens).squeeze(0);
+      EXPECT_EQ(max_diff(moved.narrow(0, 0, 4), packed.squeeze(0).narrow(0, 0, 4)), 0.0) << "row 0 saw row 1";
+      EXPECT_GT(max_diff(moved.narrow(0, 4, 10), packed.squeeze(0).narrow(0, 4, 10)), 1e-4);
+    }
+    // (through the head too: every parameter gets a gradient)
+    const auto grid = m->logits(m->forward_hidden(ids, pos, nullptr, mask)).reshape({B * T, -1}).index_select(0, tokens);
+    const auto loss_grid = (grid * weights).sum();
+    auto g_grid = gradients_of(*m, loss_grid);
+    const auto loss_packed = (m->logits(m->forward_hidden(ids, pos, nullptr, mask, tokens)).squeeze(0) * weights).sum();
+    auto g_packed = gradients_of(*m, loss_packed);
+    EXPECT_NEAR(loss_grid.item<double>(), loss_packed.item<double>(), 1e-4 * std::abs(loss_grid.item<double>()));
+    for (const auto& [name, g] : g_grid) {
+      const double scale = std::max(1e-3, g.abs().max().item<double>());
+      EXPECT_LT(max_diff(g, g_packed[name]) / scale, 1e-4) << name << " fast " << fast;
+    }
+  }
+}
+
 TEST(FastPathSelection, WhichPathRunsWhen) {
   CausalLM m = make_random_model(ModelConfig::preset("stories260K"), 9, torch::kFloat32, torch::kCPU);
   auto ids = torch::randint(0, 512, {1, 5}, torch::kInt64);
