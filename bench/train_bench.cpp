@@ -23,6 +23,7 @@ void TrainBenchOptions::validate() const {
   check(steps > 0, "bench train: --steps must be > 0, got ", steps);
   check(warmup >= 0, "bench train: --warmup must be >= 0, got ", warmup);
   check(lr >= 0, "bench train: --lr must be >= 0, got ", lr);
+  check(lengths == "full" || lengths == "mixed", "bench train: --lengths must be full or mixed, got '", lengths, "'");
 }
 
 namespace {
@@ -53,7 +54,22 @@ struct StepTimes {
   double forward_ms = 0, backward_ms = 0, optimizer_ms = 0, step_ms = 0;
   double logprobs_ms = 0;  // the forward's output head + log-softmax + NLL (part of forward_ms)
   double loss = 0;
+  int64_t tokens = 0;      // real tokens (rows' lengths summed)
+  bool padding_free = false;
 };
+
+// Row lengths of one step (TrainBenchOptions::lengths).
+std::vector<int64_t> row_lengths(const TrainBenchOptions& o, at::Generator& gen) {
+  std::vector<int64_t> out(static_cast<size_t>(o.batch), o.seq);
+  if (o.lengths == "full") return out;
+  const auto u = at::rand({o.batch, 2}, gen, torch::kFloat64);
+  for (int64_t b = 0; b < o.batch; ++b) {
+    const bool longer = u[b][0].item<double>() >= 0.8;
+    const double lo = longer ? o.seq / 2.0 : o.seq / 16.0, hi = longer ? o.seq : o.seq / 4.0;
+    out[static_cast<size_t>(b)] = std::clamp<int64_t>(static_cast<int64_t>(lo + (hi - lo) * u[b][1].item<double>()), 2, o.seq);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -98,14 +114,28 @@ Json run_train_bench(const TrainBenchOptions& o) {
     auto inputs = tokens.narrow(1, 0, o.seq);
     auto targets = tokens.narrow(1, 1, o.seq);
     StepTimes t;
+    const std::vector<int64_t> lengths = row_lengths(o, gen);
+    auto mask = torch::zeros({o.batch, o.seq}, torch::kBool);
+    for (int64_t b = 0; b < o.batch; ++b) mask[b].narrow(0, 0, lengths[static_cast<size_t>(b)]).fill_(true);
+    t.tokens = mask.sum().item<int64_t>();
+    const bool ragged = t.tokens < o.batch * o.seq;
+    t.padding_free = ragged && padding_free_applies(model->memory_levers(), t.tokens, o.batch * o.seq);
+    mask = mask.to(device);
+    const auto packed = t.padding_free ? mask.reshape({-1}).nonzero().view({-1}) : torch::Tensor();
     opt.zero_grad();
     sync();
     const auto t0 = Clock::now();
-    auto hidden = model->forward_hidden(inputs, positions);  // [B, T, D]
+    // [B, T, D], or [1, N, D] padding-free
+    auto hidden = model->forward_hidden(inputs, positions, nullptr, ragged ? mask : torch::Tensor(), packed);
     sync();
     const auto t_head = Clock::now();
-    auto logp = model->token_logprobs(hidden, targets);  // [B, T] fp32
-    auto loss = -logp.mean();                             // token-mean NLL
+    torch::Tensor loss;  // token-mean NLL over the real tokens
+    if (t.padding_free) {
+      loss = -model->token_logprobs(hidden, targets.reshape({-1}).index_select(0, packed).view({1, -1})).mean();
+    } else {
+      auto logp = model->token_logprobs(hidden, targets);  // [B, T] fp32
+      loss = ragged ? -(logp * mask).sum() / static_cast<double>(t.tokens) : -logp.mean();
+    }
     t.loss = loss.item<double>();                         // syncs
     t.forward_ms = ms_since(t0);
     t.logprobs_ms = ms_since(t_head);
@@ -128,8 +158,11 @@ Json run_train_bench(const TrainBenchOptions& o) {
   steps_peak.begin();
   std::vector<double> fwd, head, bwd, optim, total;
   double loss_first = 0, loss_last = 0;
+  int64_t real_tokens = 0, padding_free_steps = 0;
   for (int64_t i = 0; i < o.steps; ++i) {
     StepTimes t = run_step();
+    real_tokens += t.tokens;
+    padding_free_steps += t.padding_free ? 1 : 0;
     if (i == 0) loss_first = t.loss;
     loss_last = t.loss;
     fwd.push_back(t.forward_ms);
@@ -159,7 +192,17 @@ Json run_train_bench(const TrainBenchOptions& o) {
   j["params"] = n_params;
   j["steps"] = o.steps;
   j["warmup"] = o.warmup;
-  j["tokens_per_s"] = static_cast<double>(o.batch * o.seq) / (step_ms / 1e3);
+  j["lengths"] = o.lengths;
+  const double tokens_per_step = static_cast<double>(real_tokens) / static_cast<double>(o.steps);
+  j["real_tokens_per_step"] = tokens_per_step;
+  j["padding_free"] = padding_free_mode_names().name(model->memory_levers().padding_free);
+  j["padding_free_steps"] = padding_free_steps;
+  double total_ms = 0;
+  for (double ms : total) total_ms += ms;
+  // Full rows: B*T over the median step; mixed lengths: the real tokens over
+  // the summed step times (each step has its own lengths).
+  j["tokens_per_s"] = o.lengths == "full" ? static_cast<double>(o.batch * o.seq) / (step_ms / 1e3)
+                                          : static_cast<double>(real_tokens) / (total_ms / 1e3);
   j["ms_per_step"] = step_ms;
   j["ms_per_step_min"] = *std::min_element(total.begin(), total.end());
   j["ms_per_step_max"] = *std::max_element(total.begin(), total.end());
@@ -181,7 +224,9 @@ Json run_train_bench(const TrainBenchOptions& o) {
   // Model FLOP utilisation against a matmul peak measured now, in the model's dtype (model/flops.h).
   if (device.is_cpu()) {
     const double peak = measure_matmul_peak(dtype, 1024, 5);
-    const double flops = training_flops(c, static_cast<double>(o.batch * o.seq), static_cast<double>(o.seq), o.lora_rank == 0);
+    // (mixed lengths: the mean step's real tokens, rows of their mean length)
+    const double mean_len = tokens_per_step / static_cast<double>(o.batch);
+    const double flops = training_flops(c, tokens_per_step, mean_len, o.lora_rank == 0);
     j["peak_gflops"] = peak / 1e9;
     j["mfu_fwd_bwd"] = flops / ((median(fwd) + median(bwd)) / 1e3 * peak);
     j["mfu_step"] = flops / (step_ms / 1e3 * peak);

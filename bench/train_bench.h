@@ -33,6 +33,12 @@ struct TrainBenchOptions {
   int64_t lora_rank = 0;              // > 0: train LoRA adapters of this rank (alpha = 2 r) on lora_targets, base frozen
   std::vector<std::string> lora_targets{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
   MemoryLevers levers;                // auto, auto, as runs (auto checkpointing's threshold from this machine)
+  // Row lengths: "full" = every row `seq` tokens; "mixed" = as completions
+  // come out of rollouts, mostly short and a few long: each row (per step,
+  // seeded) with probability 0.8 uniform in [seq/16, seq/4], else in
+  // [seq/2, seq]. Rows shorter than `seq` are padding on the grid, or none
+  // with levers.padding_free.
+  std::string lengths = "full";
 
   void validate() const;
 };
@@ -44,7 +50,9 @@ struct TrainBenchOptions {
 // seq, dtype, params, threads, loss_first/loss_last, peak_rss_mb (the
 // process's), peak_rss_mb_update (the timed steps' own peak), the levers'
 // settings and whether they applied, peak_gflops (a 1024³ matmul now, the
-// model's dtype, CPU), mfu_fwd_bwd and mfu_step (model/flops.h), ...
+// model's dtype, CPU), mfu_fwd_bwd and mfu_step (model/flops.h),
+// real_tokens_per_step and padding_free (mixed lengths: tokens_per_s counts
+// real tokens), ...
 Json run_train_bench(const TrainBenchOptions& options);
 
 }  // namespace rlf

@@ -1,5 +1,6 @@
 #include "model/chunked_classifier.h"
 
+#include "model/grad_in_place.h"
 #include "util/error.h"
 
 namespace rlf {
@@ -59,8 +60,12 @@ struct ChunkedClassifierFn : public torch::autograd::Function<ChunkedClassifierF
     const bool need_h = saved[0].requires_grad(), need_w = saved[1].requires_grad();
     const int64_t B = hidden.size(0), T = hidden.size(1), D = hidden.size(2), V = weight.size(0);
     torch::Tensor dh = need_h ? torch::zeros_like(hidden) : torch::Tensor();
-    // The weight's gradient sums over chunks in fp32 (for bf16/fp16 weights too), cast once at the end.
-    torch::Tensor dw = need_w ? torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat32)) : torch::Tensor();
+    // The weight's gradient sums over chunks in fp32 (for bf16/fp16 weights too), cast once at the end;
+    // or, for a large fp32 parameter, straight into its .grad (model/grad_in_place.h).
+    const torch::Tensor in_place = need_w ? grad_buffer_in_place(saved[1]) : torch::Tensor();
+    torch::Tensor dw = in_place.defined() ? in_place
+                       : need_w           ? torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat32))
+                                          : torch::Tensor();
     for (int64_t t0 = 0; t0 < T; t0 += state->chunk) {
       const int64_t n = std::min(state->chunk, T - t0);
       const torch::Tensor h = hidden.narrow(1, t0, n);
@@ -82,6 +87,7 @@ struct ChunkedClassifierFn : public torch::autograd::Function<ChunkedClassifierF
       if (need_h) dh.narrow(1, t0, n).copy_(dz.matmul(weight));
       if (need_w) dw.addmm_(dz.reshape({B * n, V}).to(torch::kFloat32).t(), h.reshape({B * n, D}).to(torch::kFloat32));
     }
+    if (in_place.defined()) return {torch::Tensor(), dh, torch::Tensor()};
     return {torch::Tensor(), dh, need_w ? dw.to(weight.scalar_type()) : dw};
   }
 };

@@ -9,7 +9,8 @@
 // Backward, per chunk: z = hidden_c · weightᵀ again, `head` again with
 // autograd on z, then d hidden_c = dz · weight and d weight += dzᵀ · hidden_c.
 // Peak: one chunk's head graph plus the [V, D] weight gradient (summed in
-// fp32 whatever the weight's dtype, cast once).
+// fp32 whatever the weight's dtype, cast once; for a large fp32 parameter
+// summed into its own .grad, model/grad_in_place.h).
 #pragma once
 
 #include <torch/torch.h>

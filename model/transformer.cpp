@@ -1,10 +1,13 @@
 #include "model/transformer.h"
 
+#include "model/grad_in_place.h"
+
 #include "algorithms/distill_divergence.h"
 #include "algorithms/entropy.h"
 #include "model/cpu_fast_forward.h"
 #include "model/cpu_kernels.h"
 #include "model/chunked_classifier.h"
+#include "model/grad_in_place.h"
 #include "model/recompute.h"
 
 #include <cmath>
@@ -266,7 +269,7 @@ void CausalLMImpl::refresh_rope() {
 }
 
 torch::Tensor CausalLMImpl::embed(const torch::Tensor& ids) {
-  auto h = model->embed_tokens(ids);
+  auto h = embedding_lookup(model->embed_tokens->weight, ids);  // a large table's gradient straight into .grad
   if (!config_.family().embed_scaled) return h;
   // transformers: a float32 scalar sqrt(hidden_size), cast to the weights' dtype.
   const float s = static_cast<float>(std::sqrt(static_cast<double>(config_.hidden_size)));

@@ -363,8 +363,8 @@ std::vector<std::vector<const Episode*>> split_micro_batches_by_group(const std:
 
 namespace {
 
-// Runs `per_position` ([B, T] fp32 from one micro-batch's hidden states,
-// position t predicting token t + 1) over every episode, no gradient:
+// Runs `per_position` ([B, T] fp32 from one micro-batch, position t
+// predicting token t + 1) over every episode, no gradient:
 // out[i][t] = its value at position t - 1 for t >= 1 (out[i][0] = 0).
 template <class F>
 std::vector<std::vector<float>> per_token_pass(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
@@ -377,8 +377,7 @@ std::vector<std::vector<float>> per_token_pass(CausalLMImpl& model, const std::v
     for (size_t i = i0; i < std::min(episodes.size(), i0 + static_cast<size_t>(micro_batch_size)); ++i)
       mb_eps.push_back(episodes[i]);
     MicroBatch mb = make_micro_batch(mb_eps, model.device());
-    auto hidden = forward_micro_batch(model, mb);
-    torch::Tensor values = per_position(hidden, mb).to(torch::kCPU, torch::kFloat32).contiguous();
+    torch::Tensor values = per_position(mb).to(torch::kCPU, torch::kFloat32).contiguous();
     const int64_t T = values.size(1);
     const float* p = values.data_ptr<float>();
     for (size_t b = 0; b < mb_eps.size(); ++b) {
@@ -406,9 +405,10 @@ int64_t first_weighted_column(const torch::Tensor& weight, const std::vector<tor
 
 std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
                                                    int64_t micro_batch_size, LogprobScope scope) {
-  return per_token_pass(model, episodes, micro_batch_size, [&](const torch::Tensor& hidden, const MicroBatch& mb) {
+  return per_token_pass(model, episodes, micro_batch_size, [&](const MicroBatch& mb) {
     const int64_t from = scope == LogprobScope::FromFirstWeighted ? first_weighted_column(mb[Stream::loss_weight]) : 0;
-    return model.token_logprobs(hidden, mb[Stream::targets], from);
+    const MicroBatchForward fw = forward_for_heads(model, mb, from);
+    return fw.to_grid(model.token_logprobs(fw.hidden, fw.targets, fw.padding_free() ? 0 : from));
   });
 }
 
@@ -461,8 +461,9 @@ std::vector<std::vector<float>> recompute_values(CausalLMImpl& critic, const std
         "recompute_values: the critic has no score head (neither a classifier nor a causal LM with a value head)");
   const int64_t outputs = critic.has_value_head() ? 1 : critic.config().num_labels;
   check(label >= 0 && label < outputs, "recompute_values: label ", label, " outside the head's ", outputs, " outputs");
-  return per_token_pass(critic, episodes, micro_batch_size, [&](const torch::Tensor& hidden, const MicroBatch&) {
-    return critic.scores(hidden).select(2, label);
+  return per_token_pass(critic, episodes, micro_batch_size, [&](const MicroBatch& mb) {
+    const MicroBatchForward fw = forward_for_heads(critic, mb, 0);
+    return fw.to_grid(critic.scores(fw.hidden)).select(2, label);
   });
 }
 

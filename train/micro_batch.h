@@ -144,7 +144,9 @@ enum class LogprobScope {
 
 // Log-probs of every episode's tokens under `model` (no gradient):
 // out[i][t] = log p(tokens[t] | tokens[< t]) for t >= 1 (out[i][0] = 0), in
-// `scope`; the computed values do not depend on the scope (bit for bit).
+// `scope`; the computed values do not depend on the scope (bit for bit on
+// the padded grid; to float rounding where the model's padding-free lever
+// applies, forward_for_heads).
 std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
                                                    int64_t micro_batch_size,
                                                    LogprobScope scope = LogprobScope::AllTokens);

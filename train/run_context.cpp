@@ -216,6 +216,7 @@ CausalLM frozen_copy(CausalLMImpl& m) {
     p.value().set_requires_grad(false);
   }
   c->set_fast_cpu_path(m.fast_cpu_path());
+  c->set_memory_levers(m.memory_levers());  // its passes padding-free where the policy's are
   return c;
 }
 
@@ -225,6 +226,7 @@ CausalLM frozen_load(const fs::path& path, const TrainConfig& cfg) {
   lo.device = cfg.model.device;
   CausalLM m = load_model(path, lo).model;
   m->set_fast_cpu_path(cfg.model.fast_cpu_path);
+  m->set_memory_levers(memory_levers_here(cfg.memory));  // its passes padding-free where the policy's are
   for (auto& p : m->parameters()) p.set_requires_grad(false);
   return m;
 }

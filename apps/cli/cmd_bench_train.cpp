@@ -28,6 +28,8 @@ CommandSpec make_bench_train_command() {
       {"logprob-recompute", OptKind::String, "auto", "auto|on|off: vocabulary-chunked log-probs recomputed in backward (trainer.logprob_recompute)", "MODE"},
       {"checkpoint", OptKind::String, "auto", "auto|none|layers: activation checkpointing (trainer.checkpoint_activations)", "MODE"},
       {"checkpoint-every", OptKind::Int, "1", "decoder layers per checkpointed segment (trainer.checkpoint_every)", "N", 1, 1e6},
+      {"lengths", OptKind::String, "full", "full|mixed: every row --seq tokens, or rollout-like lengths (mostly seq/16..seq/4, a fifth seq/2..seq)", "KIND"},
+      {"padding-free", OptKind::String, "auto", "auto|on|off: rows of mixed lengths without padding (trainer.padding_free)", "MODE"},
       {"json", OptKind::Flag, "false", "print one JSON object", ""},
   };
   c.run = [](const Args& a) {
@@ -52,6 +54,10 @@ CommandSpec make_bench_train_command() {
     o.levers.logprob_recompute = recompute_names.parse(a.str("logprob-recompute"));
     o.levers.checkpoint = checkpoint_names.parse(a.str("checkpoint"));
     o.levers.checkpoint_every = a.integer("checkpoint-every");
+    EnumNames<LeverMode> padding_names = padding_free_mode_names();
+    padding_names.key = "--padding-free";
+    o.levers.padding_free = padding_names.parse(a.str("padding-free"));
+    o.lengths = a.str("lengths");
     const CpuThreadPlan plan = configure_threads(a, o.dtype, o.device);
     Json j = run_train_bench(o);
     j["cpu"] = cpu_report(plan);

@@ -1,5 +1,6 @@
 """A random-weight model at the shape of a model users RL-train
-(Qwen3-0.6B, Llama-3.2-1B: their published config.json), saved as a
+(Qwen3-0.6B, Qwen3-1.7B, Qwen2.5-0.5B, Llama-3.2-1B: their published
+config.json), saved as a
 Hugging Face directory with a real tokenizer copied beside it, for
 bench/real_shapes/grpo_lora.toml. Weights are transformers' own initialisation
 (normal(0, 0.02)); written in bf16 (rlf loads them in the dtype it trains in).
@@ -25,6 +26,21 @@ SHAPES = {
         "intermediate_size": 3072, "max_position_embeddings": 40960, "max_window_layers": 28,
         "model_type": "qwen3", "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
         "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000, "sliding_window": None,
+        "tie_word_embeddings": True, "use_sliding_window": False, "vocab_size": 151936},
+    # Qwen/Qwen3-1.7B config.json (transformers 4.51 layout).
+    "qwen3-1.7b": {
+        "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "bos_token_id": 151643,
+        "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 2048,
+        "intermediate_size": 6144, "max_position_embeddings": 40960, "max_window_layers": 28,
+        "model_type": "qwen3", "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+        "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000, "sliding_window": None,
+        "tie_word_embeddings": True, "use_sliding_window": False, "vocab_size": 151936},
+    # Qwen/Qwen2.5-0.5B config.json (q/k/v biases are Qwen 2's default).
+    "qwen2.5-0.5b": {
+        "architectures": ["Qwen2ForCausalLM"], "bos_token_id": 151643, "eos_token_id": 151643,
+        "hidden_act": "silu", "hidden_size": 896, "intermediate_size": 4864, "max_position_embeddings": 32768,
+        "max_window_layers": 24, "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24,
+        "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": None,
         "tie_word_embeddings": True, "use_sliding_window": False, "vocab_size": 151936},
     # meta-llama/Llama-3.2-1B config.json.
     "llama-3.2-1b": {

@@ -10,6 +10,8 @@
 
 #include <map>
 
+#include "model/chunked_classifier.h"
+#include "model/grad_in_place.h"
 #include "model/loader.h"
 #include "model/lora.h"
 #include "model/memory_levers.h"
@@ -353,6 +355,64 @@ TEST(MemoryLevers, EstimatesGrowWithTheShapeAndShrinkWithRecompute) {
 TEST(LogprobRecompute, RejectsANegativeChunk) {
   CausalLM m = tiny_model("qwen2");
   EXPECT_THROW(m->set_logprob_recompute(true, -1), Error);
+}
+
+}  // namespace
+}  // namespace rlf
+
+namespace rlf {
+namespace {
+
+// Large fp32 tables (model/grad_in_place.h): the embedding lookup's and the
+// chunked classifier's weight gradients summed into .grad itself equal the
+// engine's usual sums to float rounding, over two backward passes (two
+// micro-batches), into the one .grad tensor; a smaller table takes the usual path.
+TEST(GradInPlace, EmbeddingAndChunkedClassifierGradientsMatchTheUsualPath) {
+  const int64_t V = 65536, D = 256;  // 2^24 elements
+  torch::manual_seed(3);
+  auto w = (torch::randn({V, D}) * 0.02).requires_grad_(true);
+  auto ref = w.detach().clone().requires_grad_(true);
+  ASSERT_TRUE(grad_in_place(w));
+  EXPECT_FALSE(grad_in_place(torch::zeros({8, 4}).requires_grad_(true)));
+  EXPECT_FALSE(grad_in_place(w.detach()));
+  const int64_t B = 2, T = 5;
+  const void* first = nullptr;
+  // The engine hands a leaf's gradient through its hooks; summed in place, nothing passes them.
+  int engine_grads = 0, engine_grads_ref = 0;
+  w.register_hook([&](const torch::Tensor&) { ++engine_grads; });
+  ref.register_hook([&](const torch::Tensor&) { ++engine_grads_ref; });
+  for (int pass = 0; pass < 2; ++pass) {
+    auto ids = torch::randint(0, V, {B, T}, torch::kInt64);
+    ids[0][1] = ids[1][3];  // a repeated row sums
+    auto targets = torch::randint(0, V, {B, T}, torch::kInt64);
+    auto mix = torch::randn({D, D}) * 0.1;
+    // lookup -> mix -> classifier (tied: the same table) -> log-probs of targets
+    auto loss_of = [&](const torch::Tensor& table, bool chunked) {
+      auto h = (chunked ? embedding_lookup(table, ids) : torch::embedding(table, ids)).matmul(mix);
+      torch::Tensor lp;
+      if (chunked) {
+        ClassifierHead head = [&](const torch::Tensor& z, int64_t t0, int64_t n) {
+          auto t = targets.narrow(1, t0, n).unsqueeze(-1);
+          return std::vector<torch::Tensor>{z.gather(-1, t).squeeze(-1) - z.logsumexp(-1)};
+        };
+        lp = chunked_classifier(head, h, table, 2)[0];
+      } else {
+        auto z = torch::nn::functional::linear(h, table);
+        lp = z.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - z.logsumexp(-1);
+      }
+      return -lp.sum();
+    };
+    loss_of(w, true).backward();
+    loss_of(ref, false).backward();
+    ASSERT_TRUE(w.grad().defined());
+    if (pass == 0) first = w.grad().data_ptr();
+    EXPECT_EQ(w.grad().data_ptr(), first) << "the one .grad tensor, summed into";
+    const double scale = std::max(1e-3, ref.grad().abs().max().item<double>());
+    EXPECT_LE(test::max_diff(w.grad(), ref.grad()) / scale, 1e-5) << "pass " << pass;
+    EXPECT_GT(ref.grad().abs().max().item<double>(), 1e-4);
+  }
+  EXPECT_EQ(engine_grads, 0);
+  EXPECT_GT(engine_grads_ref, 0);
 }
 
 }  // namespace

@@ -171,6 +171,38 @@ TEST(PaddingFree, EveryTermMetricAndGradientMatchesThePaddedGrid) {
   }
 }
 
+// The reference and old-log-prob passes (recompute_logprobs) and a
+// critic's values (recompute_values) padding-free: the padded grid's values.
+TEST(PaddingFree, RecomputedLogprobsAndValuesMatchThePaddedGrid) {
+  CausalLM policy = test::tiny_random_model(21), ref = test::tiny_random_model(22);
+  policy->add_value_head();
+  {
+    torch::NoGradGuard ng;
+    policy->v_head->weight.normal_(0.0, 0.05);
+  }
+  const std::vector<Episode> eps = ragged_episodes(policy, ref, ref);
+  std::vector<const Episode*> view;
+  for (const auto& e : eps) view.push_back(&e);
+  MemoryLevers levers;
+  auto pass = [&](LeverMode mode, LogprobScope scope) {
+    levers.padding_free = mode;
+    policy->set_memory_levers(levers);
+    return std::make_pair(recompute_logprobs(*policy, view, 4, scope), recompute_values(*policy, view, 4));
+  };
+  for (LogprobScope scope : {LogprobScope::AllTokens, LogprobScope::FromFirstWeighted}) {
+    const auto [lp_grid, v_grid] = pass(LeverMode::Off, scope);
+    const auto [lp, v] = pass(LeverMode::On, scope);
+    ASSERT_EQ(lp.size(), eps.size());
+    for (size_t i = 0; i < eps.size(); ++i) {
+      ASSERT_EQ(lp[i].size(), eps[i].tokens.size());
+      for (size_t t = 0; t < lp[i].size(); ++t) {
+        EXPECT_NEAR(lp[i][t], lp_grid[i][t], 1e-5) << "episode " << i << " token " << t;
+        EXPECT_NEAR(v[i][t], v_grid[i][t], 1e-6) << "episode " << i << " token " << t;
+      }
+    }
+  }
+}
+
 // The token budget: episodes sorted by length join a micro-batch while their
 // positions fit; one longer than the budget is alone; groups stay whole.
 TEST(PaddingFree, TokenBudgetSplitsBySummedPositions) {
