@@ -318,7 +318,7 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
       auto m = lora_project(mlp.down_proj, mlp.down_lora, GluFn::apply(g, u, static_cast<int64_t>(mlp.act)));
       return h + (layer.mlp_out ? rms_norm(m, *layer.mlp_out) : m);
     };
-    const auto h = run_layers(embed(ids), T, true, layer_fn);  // [N, D]
+    const auto h = run_layers(embed(ids), T, B * T, true, layer_fn);  // [N, D]
     return packed ? rms_norm(h, *model->norm).view({1, N, D}) : rms_norm(h, *model->norm).view({B, T, D});
   }
 

@@ -27,7 +27,9 @@ bool grad_in_place(const torch::Tensor& param);
 
 // weight[ids]: [..., D] for ids [...] int64, as torch::nn::Embedding (no
 // padding index, no max norm); under autograd its backward adds into
-// weight.grad directly when grad_in_place(weight).
+// weight.grad directly when grad_in_place(weight) and .grad exists by then
+// (the chunked classifier made it, or an earlier micro-batch); otherwise it
+// hands autograd the usual dense gradient.
 torch::Tensor embedding_lookup(const torch::Tensor& weight, const torch::Tensor& ids);
 
 // For a backward that sums `param`'s gradient itself: param.grad (created as

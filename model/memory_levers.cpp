@@ -42,12 +42,12 @@ void MemoryLevers::validate() const {
 }
 
 int64_t layer_activation_bytes(const ModelConfig& c, int64_t tokens, int64_t seq_len, int64_t elem_bytes,
-                               bool fused) {
+                               bool fused, int64_t grid_cells) {
   const int64_t d = c.hidden_size, hd = c.resolved_head_dim();
   const int64_t q = c.num_attention_heads * hd, kv = c.num_key_value_heads * hd, i = c.intermediate_size;
-  const int64_t per_token =
-      6 * d + 2 * q + 3 * kv + (fused ? 2 * i : 4 * i + 2 * c.num_attention_heads * seq_len);
-  return per_token * tokens * elem_bytes;
+  const int64_t per_token = 6 * d + 2 * q + 3 * kv + (fused ? 2 * i : 4 * i);
+  const int64_t per_cell = (fused ? 1 : 2) * c.num_attention_heads * seq_len;
+  return (per_token * tokens + per_cell * (grid_cells < 0 ? tokens : grid_cells)) * elem_bytes;
 }
 
 MemoryLevers with_machine_memory(MemoryLevers levers, int64_t usable_bytes) {

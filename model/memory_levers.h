@@ -63,13 +63,15 @@ struct MemoryLevers {
 // positions in rows of `seq_len`, with activations of `elem_bytes` each:
 // about 6·D + 2·D_q + 3·D_kv elements per position (norm inputs and
 // outputs, q/k/v and their rotated copies, the attention output) plus, on
-// the module path, 4·I (the MLP's gate, up, activation and product) and
-// 2·H·T (scores and probabilities), or with the `fused` kernels of the fp32
-// CPU fast path 2·I (gate and up; its attention keeps no scores). An
-// estimate: docs/models.md compares the plans built on it with measured
-// peaks at the Qwen2.5-0.5B shape (+8% without the levers, -16% with both).
+// the module path, 4·I (the MLP's gate, up, activation and product), or
+// with the `fused` kernels of the fp32 CPU fast path 2·I (gate and up); and
+// attention's H·T probabilities (module path: scores too, 2·H·T) for each of
+// the `grid_cells` positions of the [rows x seq_len] grid attention runs on
+// (-1 = `tokens`: padded rows; a padding-free forward's grid is larger than
+// its tokens). An estimate: docs/models.md compares the plans built on it
+// with measured peaks at the Qwen2.5-0.5B shape.
 int64_t layer_activation_bytes(const ModelConfig& c, int64_t tokens, int64_t seq_len, int64_t elem_bytes,
-                               bool fused);
+                               bool fused, int64_t grid_cells = -1);
 
 // Bytes autograd keeps for the log-probs of `rows` positions: with recompute
 // one chunk's logits and their gradient (chunk_rows x V x 4 x 2) plus the

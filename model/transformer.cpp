@@ -351,7 +351,7 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
     for (int64_t l = 0; l < config_.num_hidden_layers; ++l) h = layer(l).forward(h, ctx, cache, l);
   } else {
     // (ctx by value: a checkpointed segment runs again in backward)
-    h = run_layers(h, T, false, [this, ctx](int64_t l, const torch::Tensor& x) { return layer(l).forward(x, ctx, nullptr, l); });
+    h = run_layers(h, T, B * T, false, [this, ctx](int64_t l, const torch::Tensor& x) { return layer(l).forward(x, ctx, nullptr, l); });
   }
   return model->norm(h);
 }
@@ -368,7 +368,8 @@ void CausalLMImpl::set_memory_levers(const MemoryLevers& levers) {
   levers_ = levers;
 }
 
-int64_t CausalLMImpl::checkpoint_segment(const torch::Tensor& h, int64_t seq_len, bool fused) const {
+int64_t CausalLMImpl::checkpoint_segment(const torch::Tensor& h, int64_t seq_len, int64_t grid_cells,
+                                         bool fused) const {
   if (!torch::GradMode::is_enabled()) return 0;
   switch (levers_.checkpoint) {
     case CheckpointMode::None: return 0;
@@ -377,12 +378,13 @@ int64_t CausalLMImpl::checkpoint_segment(const torch::Tensor& h, int64_t seq_len
   }
   const int64_t tokens = h.numel() / std::max<int64_t>(1, h.size(-1));
   const int64_t kept =
-      layer_activation_bytes(config_, tokens, seq_len, h.element_size(), fused) * config_.num_hidden_layers;
+      layer_activation_bytes(config_, tokens, seq_len, h.element_size(), fused, grid_cells) * config_.num_hidden_layers;
   return levers_.auto_activation_bytes > 0 && kept >= levers_.auto_activation_bytes ? levers_.checkpoint_every : 0;
 }
 
-torch::Tensor CausalLMImpl::run_layers(torch::Tensor h, int64_t seq_len, bool fused, const LayerFn& layer_fn) {
-  const int64_t L = config_.num_hidden_layers, k = checkpoint_segment(h, seq_len, fused);
+torch::Tensor CausalLMImpl::run_layers(torch::Tensor h, int64_t seq_len, int64_t grid_cells, bool fused,
+                                       const LayerFn& layer_fn) {
+  const int64_t L = config_.num_hidden_layers, k = checkpoint_segment(h, seq_len, grid_cells, fused);
   if (k == 0) {
     for (int64_t l = 0; l < L; ++l) h = layer_fn(l, h);
     return h;

@@ -326,10 +326,12 @@ class CausalLMImpl : public torch::nn::Module {
   // h after every decoder layer, `layer_fn(l, h)` giving layer l's output:
   // segments recomputed in backward when checkpointing applies (grad mode on).
   using LayerFn = std::function<torch::Tensor(int64_t, const torch::Tensor&)>;
-  // `seq_len`: positions per row (h is [B, T, D] or [B·T, D]); `fused`: the fast path's kernels.
-  torch::Tensor run_layers(torch::Tensor h, int64_t seq_len, bool fused, const LayerFn& layer_fn);
+  // `seq_len`: positions per row (h is [B, T, D] or [B·T, D], or a
+  // padding-free forward's N tokens); `grid_cells`: the B·T positions
+  // attention runs on; `fused`: the fast path's kernels.
+  torch::Tensor run_layers(torch::Tensor h, int64_t seq_len, int64_t grid_cells, bool fused, const LayerFn& layer_fn);
   // Layers per checkpointed segment for a forward of h over rows of seq_len (0: none).
-  int64_t checkpoint_segment(const torch::Tensor& h, int64_t seq_len, bool fused) const;
+  int64_t checkpoint_segment(const torch::Tensor& h, int64_t seq_len, int64_t grid_cells, bool fused) const;
   torch::Tensor forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache,
                                         const torch::Tensor& key_mask, int64_t max_pos, const torch::Tensor& tokens);
   // The embeddings of ids (Gemma: times sqrt(hidden_size) in the model's dtype).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "model/grad_in_place.h"
 #include "model/memory_levers.h"
 
 namespace rlf {
@@ -50,7 +51,9 @@ MemoryPlan plan_memory(const TrainConfig& cfg, const ModelConfig& m, int64_t usa
   const RlStepOptions& rl = cfg.rl;
   const int64_t episode = rl.env.episode.episode_budget(rl.sampling.max_new_tokens, rl.env.type == "single_turn");
   p.seq_len = std::min<int64_t>(m.max_position_embeddings, prompt_tokens + episode);
-  p.micro_batch = cfg.trainer.micro_batch_size;
+  // A token budget's worst case: as many full-length sequences as fit it (at least one).
+  p.micro_batch = cfg.trainer.micro_batch_tokens > 0 ? std::max<int64_t>(1, cfg.trainer.micro_batch_tokens / p.seq_len)
+                                                      : cfg.trainer.micro_batch_size;
   const int64_t eb = dtype_bytes(cfg), total = count_parameters(m);
   const int64_t trainable = cfg.lora.enabled ? count_lora_parameters(m, cfg.lora.adapter) : total;
   const bool reference = rl.kl_beta > 0 || rl.kl_target > 0;
@@ -72,6 +75,9 @@ MemoryPlan plan_memory(const TrainConfig& cfg, const ModelConfig& m, int64_t usa
                 static_cast<double>(tokens) * m.hidden_size * eb *
                     ((m.num_hidden_layers + p.checkpoint_every - 1) / p.checkpoint_every);
   const double masters = eb == 2 ? 4.0 : 0.0;
+  // The vocabulary-chunked classifier sums a large fp32 table's gradient into
+  // .grad, and the embedding's then joins it there (model/grad_in_place.h).
+  const bool in_place = eb == 4 && p.logprob_recompute && m.vocab_size * m.hidden_size >= kInPlaceGradElements;
   p.parts = {
       {"weights", mb(static_cast<double>(total) * eb * (reference ? 2 : 1)),
        fmt("%.0f M parameters", total / 1e6) + (reference ? " x 2 (a reference model)" : "")},
@@ -82,9 +88,11 @@ MemoryPlan plan_memory(const TrainConfig& cfg, const ModelConfig& m, int64_t usa
        p.checkpoint_every ? "checkpointed every " + std::to_string(p.checkpoint_every) + " layer(s)" : "every layer kept"},
       {"log-probs", mb(static_cast<double>(logprob_bytes(m, tokens, p.logprob_recompute, lv.logprob_chunk_rows))),
        p.logprob_recompute ? "vocabulary chunks recomputed" : "[tokens, vocabulary] logits kept"},
-      {"grad_buffers", mb(cfg.lora.enabled ? 0.0 : static_cast<double>(m.vocab_size) * m.hidden_size * 4 *
-                                                    (m.tie_word_embeddings ? 2 : 1)),
-       cfg.lora.enabled ? "frozen classifier" : "the classifier's and embedding's [V, D] gradients before they sum"},
+      {"grad_buffers", mb(cfg.lora.enabled || in_place ? 0.0 : static_cast<double>(m.vocab_size) * m.hidden_size * 4 *
+                                                                  (m.tie_word_embeddings ? 2 : 1)),
+       cfg.lora.enabled ? "frozen classifier"
+       : in_place       ? "summed into .grad in place (model/grad_in_place.h)"
+                        : "the classifier's and embedding's [V, D] gradients before they sum"},
       {"kv_cache", mb(2.0 * m.num_hidden_layers * m.num_key_value_heads * m.resolved_head_dim() * eb *
                       std::min(rl.max_batch_rows, rl.prompts_per_step * rl.group_size) * p.seq_len),
        std::to_string(std::min(rl.max_batch_rows, rl.prompts_per_step * rl.group_size)) + " rows"},
@@ -123,6 +131,13 @@ Json MemoryPlan::to_json() const {
               {"peak_mb", peak_mb()}};
 }
 
+namespace {
+// The sequence length plan_memory assumes (prompt + the episode's budget).
+int64_t planned_seq_len(const TrainConfig& c, const ModelConfig& m, int64_t prompt_tokens) {
+  return plan_memory(c, m, 0, prompt_tokens).seq_len;
+}
+}  // namespace
+
 std::vector<std::string> memory_advice(const TrainConfig& cfg, const ModelConfig& model, double limit_mb,
                                        int64_t usable_bytes, int64_t prompt_tokens) {
   std::vector<std::string> out;
@@ -146,7 +161,11 @@ std::vector<std::string> memory_advice(const TrainConfig& cfg, const ModelConfig
     c.model.dtype = "bf16";
     if (fits(" --set model.dtype=bf16")) return out;
   }
-  while (c.trainer.micro_batch_size > 1) {
+  while (c.trainer.micro_batch_tokens > 0 && c.trainer.micro_batch_tokens / 2 >= planned_seq_len(c, model, prompt_tokens)) {
+    c.trainer.micro_batch_tokens /= 2;
+    if (fits(" --set trainer.micro_batch_tokens=" + std::to_string(c.trainer.micro_batch_tokens))) return out;
+  }
+  while (c.trainer.micro_batch_tokens == 0 && c.trainer.micro_batch_size > 1) {
     c.trainer.micro_batch_size /= 2;
     if (fits(" --set algorithm.micro_batch_size=" + std::to_string(c.trainer.micro_batch_size))) return out;
   }

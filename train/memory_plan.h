@@ -42,7 +42,8 @@ struct MemoryPart {
 
 struct MemoryPlan {
   int64_t seq_len = 0;        // the longest sequence the update sees (prompt + episode budget, within the context)
-  int64_t micro_batch = 0;    // sequences per forward/backward
+  int64_t micro_batch = 0;    // sequences per forward/backward (with trainer.micro_batch_tokens: the full-length
+                              // sequences the budget holds, its worst case)
   bool logprob_recompute = false;  // what the levers decide at these shapes
   int64_t checkpoint_every = 0;    // 0: no checkpointing
   std::vector<MemoryPart> parts;

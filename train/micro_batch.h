@@ -9,8 +9,12 @@
 // per-episode fields. Adding a per-token stream is one row in
 // env/token_streams.h (docs/DESIGN.md "Per-token streams"). The copy reads
 // only a layout planned once per micro-batch (where each episode's positions
-// land: row, first column, length); right padding is today's plan, packing
-// by a token budget would be another plan, with the streams unchanged.
+// land: row, first column, length): right padding. The streams stay on that
+// grid, so every loss term reads [B, T] as it always has; what runs without
+// padding is the forward (forward_for_heads): the layers and the log-prob
+// heads take the real tokens alone, concatenated, and their results are put
+// back on the grid. Which episodes share a micro-batch is split_micro_batches'
+// choice: a number of sequences, or a token budget.
 #pragma once
 
 #include <torch/torch.h>

@@ -342,7 +342,10 @@ TEST(MemoryLevers, EstimatesGrowWithTheShapeAndShrinkWithRecompute) {
   // Per position: 6·D + 2·D + 3·D + 4·I + 2·H·T elements.
   EXPECT_EQ(layer_activation_bytes(c, 1, 1, 2, false), (11 * 4096 + 4 * 11008 + 2 * 32) * 2);
   EXPECT_EQ(layer_activation_bytes(c, 10, 100, 4, false), 10 * (11 * 4096 + 4 * 11008 + 2 * 32 * 100) * 4);
-  EXPECT_EQ(layer_activation_bytes(c, 10, 100, 4, true), 10 * (11 * 4096 + 2 * 11008) * 4);  // fused kernels
+  // The fused kernels keep the attention probabilities only (H·T per position of the grid).
+  EXPECT_EQ(layer_activation_bytes(c, 10, 100, 4, true), 10 * (11 * 4096 + 2 * 11008 + 32 * 100) * 4);
+  // Padding-free: 10 tokens on a grid of 40 cells (attention runs on the grid).
+  EXPECT_EQ(layer_activation_bytes(c, 10, 100, 4, true, 40), (10 * (11 * 4096 + 2 * 11008) + 40 * 32 * 100) * 4);
   EXPECT_EQ(logprob_bytes(c, 1000, false, 0), 1000LL * 32000 * 4 * 3);
   EXPECT_EQ(recompute_chunk_rows(c, 0), (int64_t{1} << 25) / 32000);
   EXPECT_EQ(logprob_bytes(c, 5000, true, 0), recompute_chunk_rows(c, 0) * 32000LL * 4 * 2 + 5000 * 16);

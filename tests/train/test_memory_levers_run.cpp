@@ -115,6 +115,13 @@ TEST(MemoryPlan, CountsMatchTheModelsAndEachLeverLowersItsPart) {
   };
   const MemoryPlan base = plan_memory(cfg, q, usable, 384);
   EXPECT_EQ(base.seq_len, 384 + cfg.rl.sampling.max_new_tokens);
+  {  // a token budget plans its worst case: the full-length sequences it holds
+    TrainConfig budget = cfg;
+    budget.trainer.micro_batch_tokens = 3 * base.seq_len + 5;
+    EXPECT_EQ(plan_memory(budget, q, usable, 384).micro_batch, 3);
+    budget.trainer.micro_batch_tokens = 10;
+    EXPECT_EQ(plan_memory(budget, q, usable, 384).micro_batch, 1);
+  }
   EXPECT_NEAR(part(base, "weights"), 494e6 * 4 / 1e6, 10);
   EXPECT_NEAR(part(base, "optimizer"), 2 * part(base, "gradients"), 1e-6);
   TrainConfig on = cfg;
