@@ -27,14 +27,8 @@ SHAPES = {
         "model_type": "qwen3", "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
         "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000, "sliding_window": None,
         "tie_word_embeddings": True, "use_sliding_window": False, "vocab_size": 151936},
-    # Qwen/Qwen3-1.7B config.json (transformers 4.51 layout).
-    "qwen3-1.7b": {
-        "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "bos_token_id": 151643,
-        "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 2048,
-        "intermediate_size": 6144, "max_position_embeddings": 40960, "max_window_layers": 28,
-        "model_type": "qwen3", "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
-        "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000, "sliding_window": None,
-        "tie_word_embeddings": True, "use_sliding_window": False, "vocab_size": 151936},
+    # Qwen/Qwen3-1.7B config.json: Qwen3-0.6B's but for its width (filled in below).
+    "qwen3-1.7b": {"hidden_size": 2048, "intermediate_size": 6144},
     # Qwen/Qwen2.5-0.5B config.json (q/k/v biases are Qwen 2's default).
     "qwen2.5-0.5b": {
         "architectures": ["Qwen2ForCausalLM"], "bos_token_id": 151643, "eos_token_id": 151643,
@@ -52,6 +46,7 @@ SHAPES = {
                          "original_max_position_embeddings": 8192, "rope_type": "llama3"},
         "rope_theta": 500000.0, "tie_word_embeddings": True, "vocab_size": 128256},
 }
+SHAPES["qwen3-1.7b"] = {**SHAPES["qwen3-0.6b"], **SHAPES["qwen3-1.7b"]}
 
 
 def main():
