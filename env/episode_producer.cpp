@@ -138,6 +138,30 @@ class Conversations final : public TurnHandler {
   EpisodeStats& stats_;
 };
 
+// What the engine recorded of each draw, onto the episode's sampled tokens
+// (loss_weight > 0 among the completion's, which start at e.n_prompt):
+// Episode::sampler_kl, and with kept sets, sampling_mask_id (k = the largest
+// set, -1 fills) and old_logprob renormalised over each set.
+void attach_draw_records(Episode& e, const GeneratedSequence& seq) {
+  const size_t n = e.tokens.size(), P = static_cast<size_t>(e.n_prompt);
+  auto sampled = [&](size_t i) { return P + i < n && e.loss_weight[P + i] > 0; };
+  if (!seq.sampler_kl.empty()) {
+    e.sampler_kl.assign(n, 0.0f);
+    for (size_t i = 0; i < seq.sampler_kl.size(); ++i)
+      if (sampled(i)) e.sampler_kl[P + i] = seq.sampler_kl[i];
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < seq.kept_ids.size(); ++i)
+    if (sampled(i)) k = std::max(k, seq.kept_ids[i].size());
+  if (k == 0) return;
+  e.sampling_mask_id.assign(n * k, -1);
+  for (size_t i = 0; i < seq.kept_ids.size(); ++i) {
+    if (!sampled(i) || seq.kept_ids[i].empty()) continue;
+    std::copy(seq.kept_ids[i].begin(), seq.kept_ids[i].end(), e.sampling_mask_id.begin() + static_cast<std::ptrdiff_t>((P + i) * k));
+    e.old_logprob[P + i] = seq.logprobs[i] - seq.kept_logmass[i];
+  }
+}
+
 // The episode for slot `s` from what the engine returned.
 Episode build_episode(const GeneratedSequence& seq, Slot& s, int32_t version) {
   Episode e = Episode::single_turn(0, seq.prompt_ids, {}, {}, version);
@@ -183,6 +207,7 @@ Episode build_episode(const GeneratedSequence& seq, Slot& s, int32_t version) {
   e.turn_feedback.resize(static_cast<size_t>(e.n_turns));
   e.env_error = s.error;
   e.end_reason = s.end_reason.empty() ? (seq.overflowed ? "context" : "length") : s.end_reason;
+  attach_draw_records(e, seq);
   return e;
 }
 
@@ -344,6 +369,8 @@ std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const Promp
       req.params = params;
       req.params.seed = seeds[g];
       req.max_total_tokens = single ? 0 : budget;
+      req.record_sampler_kl = options_.record_sampler_kl;
+      req.record_kept = options_.sampling_replay;
       handler.request_slots.emplace_back(g, 0);
       requests.push_back(std::move(req));
       continue;
@@ -357,6 +384,8 @@ std::vector<EpisodeGroup> EpisodeProducer::produce(const std::vector<const Promp
       req.params = params;
       req.params.seed = derive_seed(seeds[g], static_cast<uint64_t>(j) + 1);
       req.max_total_tokens = single ? 0 : budget;
+      req.record_sampler_kl = options_.record_sampler_kl;
+      req.record_kept = options_.sampling_replay;
       handler.request_slots.emplace_back(g, j);
       requests.push_back(std::move(req));
     }
@@ -417,6 +446,8 @@ std::vector<Episode> EpisodeProducer::produce_from_ids(const std::vector<TokenPr
     GenerationRequest r;
     r.prompt_ids = p.ids;
     r.params = p.params;
+    r.record_sampler_kl = options_.record_sampler_kl;
+    r.record_kept = options_.sampling_replay;
     requests.push_back(std::move(r));
   }
   std::vector<GeneratedSequence> seqs;
@@ -436,6 +467,7 @@ std::vector<Episode> EpisodeProducer::produce_from_ids(const std::vector<TokenPr
       pol.finish_reason = finish_reason_name(seq.finish_reason);
       pol.stop = seq.stop;
     }
+    attach_draw_records(e, seq);
     e.completion_text = seq.text;
     e.finish_reason = finish_reason_name(seq.finish_reason);
     e.end_reason = "env";

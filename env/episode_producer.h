@@ -42,6 +42,10 @@ struct EpisodeOptions {
                                         //   + (max_turns - 1) * max_observation_tokens
   int64_t max_batch_rows = 64;          // sequences the engine decodes together
   bool add_special_tokens = true;       // add BOS when encoding prompts (false when a chat template wrote it)
+  bool record_sampler_kl = false;       // Episode::sampler_kl at each sampled token (RL rollouts)
+  // Sampling-mask replay: each filtered draw's kept set in Episode::sampling_mask_id, and
+  // old_logprob renormalised over it (the trainer's log-probs then are too).
+  bool sampling_replay = false;
 
   // Throws rlf::Error naming the env.* key.
   void validate() const;

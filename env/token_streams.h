@@ -18,9 +18,11 @@
 //            All     may be empty; a micro-batch has it when all of its episodes have it
 //            Never   may be empty; not in the micro-batch (read before it, e.g. by credit assignment)
 //   width    One: one value per token ([B, T] in the micro-batch); PerTokenK:
-//            k values per token, k taken from the episodes ([B, T, k]; token t's at [t * k, (t + 1) * k))
+//            k values per token, k taken from the episodes ([B, T, k]; token t's at [t * k, (t + 1) * k));
+//            PerTokenUpToK: the same with k per episode, the micro-batch's k the largest (an
+//            episode's columns past its own k hold `pad`)
 //   missing  what a row without the stream holds: Zero, NaN, Column (j at
-//            [b, t, j]: the ids 0..k-1) or UniformLogprob (-log k)
+//            [b, t, j]: the ids 0..k-1), UniformLogprob (-log k) or NoId (-1)
 //   pad      what padding positions hold (same choices)
 //   mask     None; Rows: a [B, T] fp32 mask, 1 on the tokens of rows that
 //            have the stream; Finite: 1 where the value is finite, and the
@@ -51,6 +53,13 @@
   X(int32_t, teacher_topk_id,      Any,    PerTokenK, Column,         Column,         None)                        \
   /* their log-probs, then the tail bucket's (k + 1 per token); rows without and padding: uniform */              \
   X(float,   teacher_topk_logprob, Any,    PerTokenK, UniformLogprob, UniformLogprob, None)                        \
+  /* sampling-mask replay (trainer.sampling_replay): the kept set (ids) of the top-k/top-p/min-p draw of each  \
+     token; -1 fills the rest of a row; a row of -1 (or none): the whole vocabulary. old_logprob is then the    \
+     log-prob renormalised over it, and so are the trainer's */                                                    \
+  X(int32_t, sampling_mask_id,     Any,    PerTokenUpToK, NoId,      NoId,           None)                        \
+  /* KL(sampling distribution || the learner's) at each sampled token (GeneratedSequence::sampler_kl): the    \
+     rollout/sampler_kl metric */                                                                                  \
+  X(float,   sampler_kl,           Never,  One,       Zero,           Zero,           None)                        \
   /* set by credit assignment (algorithms/credit.h); 0 where loss_weight == 0 */                                  \
   X(float,   advantage,            Any,    One,       Zero,           Zero,           None)                        \
   /* per-token rewards (rewards that score tokens), 0 elsewhere; read by credit assignment */                      \
@@ -70,8 +79,8 @@
 namespace rlf::token_stream {
 
 enum class Batch { Always, Any, All, Never };
-enum class Width { One, PerTokenK };
-enum class Fill { Zero, NaN, Column, UniformLogprob };
+enum class Width { One, PerTokenK, PerTokenUpToK };
+enum class Fill { Zero, NaN, Column, UniformLogprob, NoId };
 enum class Mask { None, Rows, Finite };
 
 }  // namespace rlf::token_stream

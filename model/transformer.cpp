@@ -11,6 +11,7 @@
 #include "model/recompute.h"
 
 #include <cmath>
+#include <limits>
 
 #include "util/error.h"
 
@@ -459,24 +460,46 @@ void CausalLMImpl::add_value_head() {
   v_head->weight.zero_();
 }
 
-torch::Tensor CausalLMImpl::token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets, int64_t from) {
-  return token_logprobs_impl(hidden, targets, nullptr, false, from);
+namespace {
+
+// Sampling-mask replay of one chunk: logprobs [B, n] (the whole vocabulary's)
+// replaced, where keep_ids [B, n, k] holds any id >= 0, by the target's
+// log-prob renormalised over those ids' logits (lg [B, n, V] fp32). Rows
+// without ids gather id 0 unmasked so every logsumexp stays finite (and its
+// gradient, multiplied by the untaken branch's zero, too).
+torch::Tensor renormalise_over_kept(const torch::Tensor& lg, const torch::Tensor& targets, const torch::Tensor& keep_ids,
+                                    const torch::Tensor& logprobs) {
+  const auto valid = keep_ids >= 0;
+  const auto has = valid.any(-1);  // [B, n]
+  const auto kept = lg.gather(-1, keep_ids.clamp_min(0))
+                        .masked_fill(~valid & has.unsqueeze(-1), -std::numeric_limits<float>::infinity());
+  const auto target = lg.gather(-1, targets.unsqueeze(-1)).squeeze(-1);
+  return torch::where(has, target - torch::logsumexp(kept, -1), logprobs);
+}
+
+}  // namespace
+
+torch::Tensor CausalLMImpl::token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets, int64_t from,
+                                           const torch::Tensor& keep_ids) {
+  return token_logprobs_impl(hidden, targets, nullptr, false, from, {}, nullptr, keep_ids);
 }
 
 std::pair<torch::Tensor, torch::Tensor> CausalLMImpl::token_logprobs_entropy(const torch::Tensor& hidden,
                                                                              const torch::Tensor& targets,
-                                                                             bool entropy_grad, int64_t from) {
+                                                                             bool entropy_grad, int64_t from,
+                                                                             const torch::Tensor& keep_ids) {
   torch::Tensor entropy;
-  auto lp = token_logprobs_impl(hidden, targets, &entropy, entropy_grad, from);
+  auto lp = token_logprobs_impl(hidden, targets, &entropy, entropy_grad, from, {}, nullptr, keep_ids);
   return {lp, entropy};
 }
 
 torch::Tensor CausalLMImpl::token_logprobs_selected(const torch::Tensor& hidden, const torch::Tensor& targets,
                                                     const torch::Tensor& select_ids, torch::Tensor* selected,
-                                                    torch::Tensor* entropy, bool entropy_grad, int64_t from) {
+                                                    torch::Tensor* entropy, bool entropy_grad, int64_t from,
+                                                    const torch::Tensor& keep_ids) {
   check(selected && select_ids.dim() == 3 && select_ids.size(0) == hidden.size(0) && select_ids.size(1) == hidden.size(1),
         "token_logprobs_selected: select_ids [B, T, k] expected");
-  return token_logprobs_impl(hidden, targets, entropy, entropy_grad, from, select_ids, selected);
+  return token_logprobs_impl(hidden, targets, entropy, entropy_grad, from, select_ids, selected, keep_ids);
 }
 
 void CausalLMImpl::set_logprob_recompute(bool on, int64_t chunk_rows) {
@@ -487,7 +510,15 @@ void CausalLMImpl::set_logprob_recompute(bool on, int64_t chunk_rows) {
 
 CausalLMImpl::LogprobChunk CausalLMImpl::logprob_head(const torch::Tensor& logits, const torch::Tensor& targets,
                                                       const torch::Tensor& select_ids, bool entropy,
-                                                      bool entropy_grad) {
+                                                      bool entropy_grad, const torch::Tensor& keep_ids) {
+  LogprobChunk out = logprob_head_full(logits, targets, select_ids, entropy, entropy_grad);
+  if (keep_ids.defined()) out.logprobs = renormalise_over_kept(logits.to(torch::kFloat32), targets, keep_ids, out.logprobs);
+  return out;
+}
+
+CausalLMImpl::LogprobChunk CausalLMImpl::logprob_head_full(const torch::Tensor& logits, const torch::Tensor& targets,
+                                                           const torch::Tensor& select_ids, bool entropy,
+                                                           bool entropy_grad) {
   LogprobChunk out;
   const auto lg = logits.to(torch::kFloat32);  // [B, n, V]
   if (select_ids.defined()) out.selected = algo::bucket_logprobs(lg, select_ids);
@@ -516,14 +547,17 @@ CausalLMImpl::LogprobChunk CausalLMImpl::logprob_head(const torch::Tensor& logit
 
 CausalLMImpl::LogprobChunk CausalLMImpl::logprobs_recomputed(const torch::Tensor& hidden, const torch::Tensor& targets,
                                                              const torch::Tensor& select_ids, bool entropy,
-                                                             bool entropy_grad, int64_t chunk) {
+                                                             bool entropy_grad, int64_t chunk,
+                                                             const torch::Tensor& keep_ids) {
   // Outputs: log-probs, then the entropy and the selected buckets when asked.
-  auto head = [this, targets, select_ids, entropy, entropy_grad](const torch::Tensor& z, int64_t t0, int64_t n) {
+  auto head = [this, targets, select_ids, entropy, entropy_grad, keep_ids](const torch::Tensor& z, int64_t t0,
+                                                                           int64_t n) {
     // The recomputation (grad mode on) skips an entropy that only is logged.
     const bool again = torch::GradMode::is_enabled();
     LogprobChunk c = logprob_head(softcap_logits(z), targets.narrow(1, t0, n),
                                   select_ids.defined() ? select_ids.narrow(1, t0, n) : torch::Tensor(),
-                                  entropy && (entropy_grad || !again), entropy_grad);
+                                  entropy && (entropy_grad || !again), entropy_grad,
+                                  keep_ids.defined() ? keep_ids.narrow(1, t0, n) : torch::Tensor());
     std::vector<torch::Tensor> out{c.logprobs};
     if (entropy) out.push_back(c.entropy);
     if (select_ids.defined()) out.push_back(c.selected);
@@ -539,8 +573,12 @@ CausalLMImpl::LogprobChunk CausalLMImpl::logprobs_recomputed(const torch::Tensor
 
 torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets,
                                                 torch::Tensor* entropy, bool entropy_grad, int64_t from,
-                                                const torch::Tensor& select_ids, torch::Tensor* selected) {
+                                                const torch::Tensor& select_ids, torch::Tensor* selected,
+                                                const torch::Tensor& keep_ids) {
   require_lm_head();
+  check(!keep_ids.defined() || (keep_ids.dim() == 3 && keep_ids.size(0) == hidden.size(0) &&
+                                keep_ids.size(1) == hidden.size(1) && keep_ids.scalar_type() == torch::kInt64),
+        "token_logprobs: keep_ids must be [B, T, k] int64");
   const int64_t B = hidden.size(0), T = hidden.size(1);
   check(from >= 0 && from < std::max<int64_t>(T, 1), "token_logprobs: from = ", from, " outside the ", T, " positions");
   const int64_t V = config_.vocab_size;
@@ -571,12 +609,13 @@ torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, con
     const int64_t n = T - from;
     add(logprobs_recomputed(hidden.narrow(1, from, n), targets.narrow(1, from, n),
                             selected ? select_ids.narrow(1, from, n) : torch::Tensor(), entropy != nullptr,
-                            entropy_grad, chunk));
+                            entropy_grad, chunk, keep_ids.defined() ? keep_ids.narrow(1, from, n) : torch::Tensor()));
   }
   for (int64_t t0 = from; !again && t0 < T; t0 += chunk) {
     const int64_t n = std::min(chunk, T - t0);
     add(logprob_head(logits(hidden.narrow(1, t0, n)), targets.narrow(1, t0, n),
-                     selected ? select_ids.narrow(1, t0, n) : torch::Tensor(), entropy != nullptr, entropy_grad));
+                     selected ? select_ids.narrow(1, t0, n) : torch::Tensor(), entropy != nullptr, entropy_grad,
+                     keep_ids.defined() ? keep_ids.narrow(1, t0, n) : torch::Tensor()));
   }
   if (entropy) *entropy = ent_parts.size() == 1 ? ent_parts[0] : torch::cat(ent_parts, 1);
   if (selected) *selected = sel_parts.size() == 1 ? sel_parts[0] : torch::cat(sel_parts, 1);

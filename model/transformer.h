@@ -203,15 +203,20 @@ class CausalLMImpl : public torch::nn::Module {
   // t < `from` are not computed (no logits): they hold 0, for callers whose
   // loss reads nothing there (the prompts of a batch whose completions all
   // start at or after `from`).
-  torch::Tensor token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets, int64_t from = 0);
+  // Sampling-mask replay: with `keep_ids` [B, T, k] int64 (ids, -1 = none),
+  // a position with any id >= 0 gets its log-prob renormalised over those
+  // ids (the set the sampler drew from: logit - logsumexp of their logits);
+  // a position with none, the whole vocabulary's. Same for every token_logprobs*.
+  torch::Tensor token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets, int64_t from = 0,
+                               const torch::Tensor& keep_ids = {});
 
   // Like token_logprobs, also returning the entropy of each position's
   // distribution [B, T] (fp32; 0 before `from`). With `entropy_grad` false
   // the entropy is computed without autograd (for logging), so it costs no
-  // extra memory.
+  // extra memory. The entropy is the whole vocabulary's, with keep_ids too.
   std::pair<torch::Tensor, torch::Tensor> token_logprobs_entropy(const torch::Tensor& hidden,
                                                                  const torch::Tensor& targets, bool entropy_grad,
-                                                                 int64_t from = 0);
+                                                                 int64_t from = 0, const torch::Tensor& keep_ids = {});
 
   // Like token_logprobs_entropy (the entropy only when `entropy` is given),
   // also returning the log-probs of the tokens `select_ids` [B, T, k] int64
@@ -220,7 +225,8 @@ class CausalLMImpl : public torch::nn::Module {
   // before `from`), from the same chunks of logits as the token log-probs.
   torch::Tensor token_logprobs_selected(const torch::Tensor& hidden, const torch::Tensor& targets,
                                         const torch::Tensor& select_ids, torch::Tensor* selected,
-                                        torch::Tensor* entropy, bool entropy_grad, int64_t from = 0);
+                                        torch::Tensor* entropy, bool entropy_grad, int64_t from = 0,
+                                        const torch::Tensor& keep_ids = {});
 
   // Vocabulary-chunked log-probs under autograd (token_logprobs*): `on`
   // (default false: today's numerics, bit for bit) recomputes each chunk's logits in backward instead of
@@ -312,17 +318,21 @@ class CausalLMImpl : public torch::nn::Module {
     torch::Tensor logprobs, entropy, selected;
   };
   LogprobChunk logprob_head(const torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& select_ids,
-                            bool entropy, bool entropy_grad);
+                            bool entropy, bool entropy_grad, const torch::Tensor& keep_ids);
+  // The same over the whole vocabulary (no keep_ids).
+  LogprobChunk logprob_head_full(const torch::Tensor& logits, const torch::Tensor& targets,
+                                 const torch::Tensor& select_ids, bool entropy, bool entropy_grad);
   // The same over hidden [B, n, D], `chunk` positions at a time, each chunk's
   // logits recomputed in backward (model/chunked_classifier.h).
   LogprobChunk logprobs_recomputed(const torch::Tensor& hidden, const torch::Tensor& targets,
-                                   const torch::Tensor& select_ids, bool entropy, bool entropy_grad, int64_t chunk);
+                                   const torch::Tensor& select_ids, bool entropy, bool entropy_grad, int64_t chunk,
+                                   const torch::Tensor& keep_ids);
   torch::Tensor softcap_logits(const torch::Tensor& z) const;  // Gemma's final soft-cap (identity without)
   const torch::Tensor& classifier_weight() const;  // lm_head's, or the tied embeddings'
   void require_lm_head() const;                     // errors for a classifier (reward model)
   torch::Tensor token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets, torch::Tensor* entropy,
                                     bool entropy_grad, int64_t from, const torch::Tensor& select_ids = {},
-                                    torch::Tensor* selected = nullptr);
+                                    torch::Tensor* selected = nullptr, const torch::Tensor& keep_ids = {});
   // h after every decoder layer, `layer_fn(l, h)` giving layer l's output:
   // segments recomputed in backward when checkpointing applies (grad mode on).
   using LayerFn = std::function<torch::Tensor(int64_t, const torch::Tensor&)>;

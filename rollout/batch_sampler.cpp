@@ -1,6 +1,7 @@
 #include "rollout/batch_sampler.h"
 
 #include <cmath>
+#include <limits>
 
 #include "model/cpu_kernels.h"
 #include "util/error.h"
@@ -13,7 +14,54 @@ namespace {
 struct Draw {
   int32_t id = 0;
   float logprob = 0;  // temperature 1, unfiltered
+  DrawRecord record;  // what the request records of the draw (GenerationRequest::record_*)
 };
+
+// The record of a draw on the sorted path (greedy or filtered) from its row
+// of logits `lg` [V], the row's temperature-1 normaliser `lse` and the kept
+// set sample_token_id left in `scratch`.
+DrawRecord sorted_draw_record(const float* lg, int64_t V, float lse, int32_t id, const GenerationRequest& req,
+                              const SamplerScratch& scratch) {
+  DrawRecord r;
+  const auto& cand = scratch.candidates;
+  const size_t kept = scratch.kept;
+  double lse_kept = lse;  // the learner's normaliser: the whole vocabulary's, or the kept set's (replay)
+  if (kept > 0) {
+    double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (size_t i = 0; i < kept; ++i) mx = std::max(mx, static_cast<double>(cand[i].first));
+    for (size_t i = 0; i < kept; ++i) sum += std::exp(static_cast<double>(cand[i].first) - mx);
+    if (req.record_kept) {
+      lse_kept = mx + std::log(sum);
+      r.kept_logmass = static_cast<float>(std::min(0.0, lse_kept - lse));
+      r.kept_ids.resize(kept);
+      for (size_t i = 0; i < kept; ++i) r.kept_ids[i] = cand[i].second;
+    }
+  }
+  if (!req.record_sampler_kl) return r;
+  if (kept == 0) {  // greedy: a point mass on the argmax
+    r.sampler_kl = static_cast<float>(lse_kept - lg[id]);
+    return r;
+  }
+  // q over the kept set at the request's temperature; p = exp(l - lse_kept).
+  const double inv_t = 1.0 / req.params.temperature;
+  double mx = -std::numeric_limits<double>::infinity(), z = 0, kl = 0;
+  for (size_t i = 0; i < kept; ++i) mx = std::max(mx, static_cast<double>(cand[i].first));
+  for (size_t i = 0; i < kept; ++i) z += std::exp((cand[i].first - mx) * inv_t);
+  for (size_t i = 0; i < kept; ++i) {
+    const double log_q = (cand[i].first - mx) * inv_t - std::log(z);
+    kl += std::exp(log_q) * (log_q - (cand[i].first - lse_kept));
+  }
+  r.sampler_kl = static_cast<float>(std::max(0.0, kl));
+  return r;
+}
+
+// KL(q || p) of a plain tempered row: q = probs (normalised, [V]), p = exp(lg - lse).
+float tempered_kl(const float* lg, const float* probs, int64_t V, float lse) {
+  double kl = 0;
+  for (int64_t i = 0; i < V; ++i)
+    if (probs[i] > 0) kl += probs[i] * (std::log(static_cast<double>(probs[i])) - (lg[i] - lse));
+  return static_cast<float>(std::max(0.0, kl));
+}
 
 // Top-k, top-p or min-p restrict the support: such rows take the sorted path on their logits.
 bool has_filters(const SamplingParams& p, int64_t vocab) {
@@ -56,9 +104,13 @@ std::vector<Draw> draw_on_host(const torch::Tensor& logits, std::vector<Sequence
       if (!drawn[i]) continue;
       Sequence& row = rows[row0 + i];
       const SamplingParams& p = row.req->params;
-      const int32_t id = draws_sorted(p, V) ? sample_token_id(lg + i * V, V, p, row.rng, scratch)
-                                            : draw_from_weights(pr + i * V, V, 1.0, row.rng);
-      draws[i] = {id, lg[i * V + id] - ls[i]};
+      const bool sorted = draws_sorted(p, V);
+      const int32_t id = sorted ? sample_token_id(lg + i * V, V, p, row.rng, scratch)
+                                : draw_from_weights(pr + i * V, V, 1.0, row.rng);
+      draws[i].id = id, draws[i].logprob = lg[i * V + id] - ls[i];
+      if (sorted) draws[i].record = sorted_draw_record(lg + i * V, V, ls[i], id, *row.req, scratch);
+      else if (row.req->record_sampler_kl && p.temperature != 1.0)
+        draws[i].record.sampler_kl = tempered_kl(lg + i * V, pr + i * V, V, ls[i]);
     }
   });
   return draws;
@@ -113,9 +165,18 @@ std::vector<Draw> draw_on_device(const torch::Tensor& logits, std::vector<Sequen
   if (!plain.empty()) {
     const auto picked = invert_cdf_on_device(logits, inv_t, u);  // [n, 2]
     const double* pk = picked.data_ptr<double>();
+    torch::Tensor kl;  // KL(tempered || temperature 1) per row, where a plain row records it
+    for (int64_t i : plain)
+      if (rows[row0 + i].req->record_sampler_kl && inv_t[i] != 1.0f && !kl.defined()) {
+        const auto t = torch::from_blob(inv_t.data(), {n, 1}, torch::TensorOptions().dtype(torch::kFloat32))
+                           .to(logits.device());
+        const auto log_q = torch::log_softmax(logits * t, -1), log_p = torch::log_softmax(logits, -1);
+        kl = (log_q.exp() * (log_q - log_p)).sum(-1).clamp_min(0).to(torch::kCPU, torch::kFloat32).contiguous();
+      }
     for (int64_t i : plain) {
       const auto chosen = static_cast<float>(pk[2 * i + 1]);
-      draws[i] = {static_cast<int32_t>(pk[2 * i]), chosen - ls[i]};
+      draws[i].id = static_cast<int32_t>(pk[2 * i]), draws[i].logprob = chosen - ls[i];
+      if (kl.defined() && rows[row0 + i].req->record_sampler_kl) draws[i].record.sampler_kl = kl.data_ptr<float>()[i];
     }
   }
   if (!sorted.empty()) {
@@ -127,7 +188,8 @@ std::vector<Draw> draw_on_device(const torch::Tensor& logits, std::vector<Sequen
       const int64_t i = sorted[k];
       Sequence& row = rows[row0 + i];
       const int32_t id = sample_token_id(lg + k * V, V, row.req->params, row.rng, scratch);
-      draws[i] = {id, lg[k * V + id] - ls[i]};
+      draws[i].id = id, draws[i].logprob = lg[k * V + id] - ls[i];
+      draws[i].record = sorted_draw_record(lg + k * V, V, ls[i], id, *row.req, scratch);
     }
   }
   return draws;
@@ -144,7 +206,7 @@ void sample_next_tokens(const torch::Tensor& logits, std::vector<Sequence>& rows
   const std::vector<Draw> draws =
       on_host ? draw_on_host(logits, rows, row0, drawn) : draw_on_device(logits, rows, row0, drawn);
   for (int64_t i = 0; i < n; ++i)
-    if (drawn[i]) rows[row0 + i].push_sampled(draws[i].id, draws[i].logprob);
+    if (drawn[i]) rows[row0 + i].push_sampled(draws[i].id, draws[i].logprob, std::move(draws[i].record));
 }
 
 }  // namespace rlf::rollout

@@ -73,6 +73,7 @@ SampledToken sample_token(const float* logits, int64_t n, const SamplingParams& 
 }
 
 int32_t sample_token_id(const float* logits, int64_t n, const SamplingParams& p, Rng& rng, SamplerScratch& scratch) {
+  scratch.kept = 0;
   if (p.temperature == 0) return argmax(logits, n);
   const bool filtered = (p.top_k > 0 && p.top_k < n) || p.top_p < 1 || p.min_p > 0;
   const double inv_t = 1.0 / p.temperature;
@@ -152,6 +153,7 @@ int32_t sample_token_id(const float* logits, int64_t n, const SamplingParams& p,
     while (k < keep && (cand[k].first - mx) * inv_t >= floor) ++k;
     keep = std::max<size_t>(1, k);
   }
+  scratch.kept = keep;
   double mass = 0;
   for (size_t i = 0; i < keep; ++i) mass += std::exp((cand[i].first - mx) * inv_t);
   double u = rng.uniform() * mass, acc = 0;

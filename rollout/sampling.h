@@ -53,6 +53,10 @@ struct SampledToken {
 // Reusable scratch space for sample_token (one per thread).
 struct SamplerScratch {
   std::vector<std::pair<float, int32_t>> candidates;
+  // After sample_token_id: a filtered draw's kept set (top-k, then top-p,
+  // then min-p) is candidates[0, kept) (in no set order); 0 when nothing
+  // was filtered (the whole vocabulary) or the draw was greedy.
+  size_t kept = 0;
 };
 
 // Samples one token from `logits` [n_vocab] (fp32).

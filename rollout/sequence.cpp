@@ -36,14 +36,18 @@ bool Sequence::push_forced() {
   completion.push_back(forced[forced_at++]);
   logprobs.push_back(0.0f);
   if (req->top_logprobs > 0) top.emplace_back();
+  if (req->record_sampler_kl) sampler_kl.push_back(0.0f);
+  if (req->record_kept) kept_logmass.push_back(0.0f), kept_ids.emplace_back();
   if (forced_at == forced.size()) forced.clear(), forced_at = 0;
   return true;
 }
 
-void Sequence::push_sampled(int32_t id, float logprob) {
+void Sequence::push_sampled(int32_t id, float logprob, DrawRecord record) {
   just_forced = false;
   completion.push_back(id);
   logprobs.push_back(logprob);
+  if (req->record_sampler_kl) sampler_kl.push_back(record.sampler_kl);
+  if (req->record_kept) kept_logmass.push_back(record.kept_logmass), kept_ids.push_back(std::move(record.kept_ids));
 }
 
 GeneratedSequence Sequence::release() {
@@ -54,6 +58,9 @@ GeneratedSequence Sequence::release() {
   s.completion_ids = std::move(completion);
   s.logprobs = std::move(logprobs);
   s.top_logprobs = std::move(top);
+  s.sampler_kl = std::move(sampler_kl);
+  s.kept_ids = std::move(kept_ids);
+  s.kept_logmass = std::move(kept_logmass);
   s.finish_reason = reason;
   s.stop = std::move(stop);
   s.text = segments.empty() ? std::string() : segments.back().text;

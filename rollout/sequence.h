@@ -32,6 +32,13 @@ struct GenerationRequest {
   // and their log-probs at temperature 1 (what OpenAI's top_logprobs reports). 0 = off.
   int64_t top_logprobs = 0;
 
+  // Training's record of each draw (off for serving; the RL producer sets them):
+  //   record_sampler_kl: GeneratedSequence::sampler_kl;
+  //   record_kept: sampling-mask replay's kept sets (GeneratedSequence::kept_ids, kept_logmass),
+  //     and sampler_kl then measured against the learner renormalised over them.
+  bool record_sampler_kl = false;
+  bool record_kept = false;
+
   // The row length limit after the prompt (max_total_tokens or max_new_tokens).
   int64_t total_budget() const { return max_total_tokens > 0 ? max_total_tokens : params.max_new_tokens; }
 };
@@ -64,6 +71,21 @@ struct GeneratedSequence {
   // With GenerationRequest::top_logprobs = k > 0: per completion token, the k
   // most likely tokens, most likely first (empty on appended tokens); else empty.
   std::vector<std::vector<TokenLogprob>> top_logprobs;
+  // With GenerationRequest::record_sampler_kl, per completion token (0 on
+  // appended tokens): KL(q || p) over the whole vocabulary, q the
+  // distribution the token was drawn from (temperature and filters: a point
+  // mass when greedy), p the learner's: the logits' softmax at temperature
+  // 1, renormalised over the kept set with record_kept (the trainer's
+  // sampling-mask replay). 0 when the two are the same distribution.
+  std::vector<float> sampler_kl;
+  // With GenerationRequest::record_kept, per completion token: the kept set
+  // of a draw that top-k, top-p or min-p filtered (ids, in no set order;
+  // empty when nothing was filtered, the draw was greedy, or the token was
+  // appended), and log of its mass under the temperature-1 softmax (<= 0; 0
+  // where the set is empty). The log-prob renormalised over the set is
+  // logprobs[t] - kept_logmass[t].
+  std::vector<std::vector<int32_t>> kept_ids;
+  std::vector<float> kept_logmass;
   FinishReason finish_reason = FinishReason::Length;  // of the last turn
   std::string stop;                      // what stopped the last turn: "eos", a stop id "id:N", or the stop string
   std::string text;                      // the last turn decoded (stop string and EOS removed); "" without a tokenizer
@@ -79,6 +101,13 @@ namespace rollout {
 // budget (GenerationRequest::total_budget), capped at `context_limit`.
 int64_t row_limit(const GenerationRequest& req, int64_t context_limit);
 
+// One draw's record beyond its id and log-prob (GenerationRequest::record_*).
+struct DrawRecord {
+  float sampler_kl = 0;           // GeneratedSequence::sampler_kl
+  float kept_logmass = 0;         // GeneratedSequence::kept_logmass
+  std::vector<int32_t> kept_ids;  // GeneratedSequence::kept_ids
+};
+
 // One sequence being decoded.
 struct Sequence {
   int64_t request = 0;                     // request index (generate) or id (serve)
@@ -88,6 +117,9 @@ struct Sequence {
   std::vector<int32_t> completion;
   std::vector<float> logprobs;
   std::vector<std::vector<TokenLogprob>> top;  // per token, when req->top_logprobs > 0
+  std::vector<float> sampler_kl;               // per token, when req->record_sampler_kl
+  std::vector<float> kept_logmass;             // per token, when req->record_kept
+  std::vector<std::vector<int32_t>> kept_ids;  // per token, when req->record_kept
   Rng rng{0};
   std::unique_ptr<StreamDecoder> decoder;  // null without a tokenizer
   std::string text;                        // the current turn, decoded
@@ -116,8 +148,8 @@ struct Sequence {
   bool has_forced() const { return forced_at < forced.size(); }
   // With an appended token queued, pushes it as given (log-prob 0, nothing drawn) and returns true.
   bool push_forced();
-  // Appends a sampled token and its temperature-1 log-prob.
-  void push_sampled(int32_t id, float logprob);
+  // Appends a sampled token, its temperature-1 log-prob and what the request records of the draw.
+  void push_sampled(int32_t id, float logprob, DrawRecord record = {});
   // The result, moving the sequence's tokens out (the sequence is spent).
   GeneratedSequence release();
 };

@@ -58,6 +58,7 @@ double fill_value(ts::Fill f, int64_t j, int64_t width) {
     case ts::Fill::NaN: return std::nanf("");
     case ts::Fill::Column: return static_cast<double>(j);
     case ts::Fill::UniformLogprob: return -std::log(static_cast<float>(width));
+    case ts::Fill::NoId: return -1.0;
   }
   return 0.0;
 }
@@ -82,10 +83,18 @@ void put_stream(MicroBatch& mb, const std::vector<T> Episode::*member, const Str
                        (spec.batch == ts::Batch::Any ? std::any_of(eps.begin(), eps.end(), has)
                                                      : std::all_of(eps.begin(), eps.end(), has));
   if (!present) return;
-  size_t width = spec.width == ts::Width::One ? 1 : 0;  // PerTokenK: from the first episode that has the stream
+  // PerTokenK: from the first episode that has the stream; PerTokenUpToK: the largest.
+  const bool up_to = spec.width == ts::Width::PerTokenUpToK;
+  size_t width = spec.width == ts::Width::One ? 1 : 0;
   for (const Episode* e : eps) {
     const size_t n = e->tokens.size(), size = (e->*member).size();
     if (size == 0 && spec.batch != ts::Batch::Always) continue;
+    if (up_to) {
+      check(n > 0 && size % n == 0, "an episode's ", spec.name, " must have k entries per token (", n,
+            " tokens), got ", size);
+      width = std::max(width, size / n);
+      continue;
+    }
     if (width == 0) width = size / n;
     check(width > 0 && size == n * width, "an episode's ", spec.name, " must have ",
           width > 1 ? std::to_string(width) + " entries" : "one entry", " per token (", n, " tokens), got ", size);
@@ -97,6 +106,7 @@ void put_stream(MicroBatch& mb, const std::vector<T> Episode::*member, const Str
   std::vector<float> mask(spec.mask == ts::Mask::None ? 0 : static_cast<size_t>(l.rows * C), 0.0f);
   for (size_t b = 0; b < eps.size(); ++b) {
     const std::vector<T>& v = eps[b]->*member;
+    const int64_t own = v.empty() ? W : static_cast<int64_t>(v.size() / eps[b]->tokens.size());  // this episode's k
     const Placement& p = l.at[b];
     for (int64_t t = 0; t < p.length; ++t) {
       const int64_t at = p.row * C + p.column + t;
@@ -106,7 +116,8 @@ void put_stream(MicroBatch& mb, const std::vector<T> Episode::*member, const Str
           o = static_cast<Out>(fill_value(spec.missing, j, W));
           continue;
         }
-        const T x = v[static_cast<size_t>((t + 1) * W + j)];
+        if (j >= own) continue;  // PerTokenUpToK: past this episode's k, the pad fill
+        const T x = v[static_cast<size_t>((t + 1) * own + j)];
         const bool keep = spec.mask != ts::Mask::Finite || std::isfinite(static_cast<double>(x));
         o = keep ? static_cast<Out>(x) : static_cast<Out>(fill_value(spec.missing, j, W));
         if (spec.mask != ts::Mask::None) mask[static_cast<size_t>(at)] = keep ? 1.0f : 0.0f;
@@ -114,7 +125,7 @@ void put_stream(MicroBatch& mb, const std::vector<T> Episode::*member, const Str
     }
   }
   std::vector<int64_t> shape{l.rows, C};
-  if (spec.width == ts::Width::PerTokenK) shape.push_back(W);
+  if (spec.width != ts::Width::One) shape.push_back(W);
   mb.set(spec.key, upload(out, shape, std::is_floating_point_v<T> ? torch::kFloat32 : torch::kInt64, device));
   if (spec.mask != ts::Mask::None) mb.set_mask(spec.key, upload(mask, {l.rows, C}, torch::kFloat32, device));
 }
@@ -404,11 +415,13 @@ int64_t first_weighted_column(const torch::Tensor& weight, const std::vector<tor
 }
 
 std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
-                                                   int64_t micro_batch_size, LogprobScope scope) {
+                                                   int64_t micro_batch_size, LogprobScope scope, bool replay_mask) {
   return per_token_pass(model, episodes, micro_batch_size, [&](const MicroBatch& mb) {
     const int64_t from = scope == LogprobScope::FromFirstWeighted ? first_weighted_column(mb[Stream::loss_weight]) : 0;
     const MicroBatchForward fw = forward_for_heads(model, mb, from);
-    return fw.to_grid(model.token_logprobs(fw.hidden, fw.targets, fw.padding_free() ? 0 : from));
+    const bool mask = replay_mask && mb.has(Stream::sampling_mask_id);
+    const torch::Tensor keep = mask ? fw.from_grid(mb[Stream::sampling_mask_id].to(model.device())) : torch::Tensor();
+    return fw.to_grid(model.token_logprobs(fw.hidden, fw.targets, fw.padding_free() ? 0 : from, keep));
   });
 }
 

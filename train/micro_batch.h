@@ -151,9 +151,12 @@ enum class LogprobScope {
 // `scope`; the computed values do not depend on the scope (bit for bit on
 // the padded grid; to float rounding where the model's padding-free lever
 // applies, forward_for_heads).
+// `replay_mask`: renormalise over each token's sampling_mask_id where an
+// episode carries it (the policy's old log-probs; never a reference's).
 std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const std::vector<const Episode*>& episodes,
                                                    int64_t micro_batch_size,
-                                                   LogprobScope scope = LogprobScope::AllTokens);
+                                                   LogprobScope scope = LogprobScope::AllTokens,
+                                                   bool replay_mask = false);
 
 // The teacher's k most likely next tokens at every position of every
 // episode and their log-probs with a tail bucket (algorithms/distill_divergence.h

@@ -1,5 +1,7 @@
 #include "train/rl_steps.h"
 
+#include "train/sampling_replay.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -75,6 +77,20 @@ std::vector<int32_t> token_turns(const Episode& e) {
   return turns;
 }
 
+// Adds e's sampled tokens' Episode::sampler_kl (and their count) and, where
+// the sampler recorded kept sets, their sizes (and count).
+void add_sampler_counts(const Episode& e, double& kl, double& kl_tokens, double& kept, double& kept_tokens) {
+  const size_t n = e.tokens.size(), k = e.sampling_mask_id.size() / std::max<size_t>(n, 1);
+  for (size_t t = 0; t < n; ++t) {
+    if (e.loss_weight[t] <= 0) continue;
+    if (!e.sampler_kl.empty()) kl += e.sampler_kl[t], kl_tokens += 1;
+    if (k == 0) continue;
+    const auto* ids = e.sampling_mask_id.data() + t * k;
+    const double size = static_cast<double>(std::count_if(ids, ids + k, [](int32_t id) { return id >= 0; }));
+    if (size > 0) kept += size, kept_tokens += 1;
+  }
+}
+
 }  // namespace
 
 std::vector<float> kl_reward_tokens(const Episode& e, algo::KlEstimator estimator, double beta) {
@@ -104,6 +120,9 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
                   EpisodeOptions eo = options_.env.episode;
                   eo.max_batch_rows = options_.max_batch_rows;
                   eo.add_special_tokens = options_.add_special_tokens;
+                  eo.record_sampler_kl = true;
+                  eo.sampling_replay = sampling_replay_applies(options_.sampling_replay, options_.sampling,
+                                                               policy.model()->config().vocab_size);
                   return eo;
                 }()),
       cursor_(examples.size(), DataCursorOptions{
@@ -434,6 +453,7 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) {
   std::vector<double> totals, lengths;
   struct {
     double truncated = 0, correct = 0, judged = 0, episodes = 0;
+    double sampler_kl = 0, kl_tokens = 0, kept_ids = 0, kept_tokens = 0;  // over sampled tokens
   } counts;
   const size_t C = rewards_.size();
   std::vector<std::vector<double>> component(C), token_sums(C);
@@ -449,6 +469,7 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) {
       length_max = std::max(length_max, len), length_min = std::min(length_min, len);
       counts.truncated += e.finish_reason == "length";
       counts.episodes += 1;
+      add_sampler_counts(e, counts.sampler_kl, counts.kl_tokens, counts.kept_ids, counts.kept_tokens);
       for (size_t c = 0; c < C; ++c) {
         const RewardResult& rr = g.scores.results[c][i];
         if (rr.score) component[c].push_back(*rr.score);
@@ -502,6 +523,9 @@ void RlSteps::reward_metrics(const std::vector<ScoredGroup>& groups, Json& m) {
   m["completion/length_max"] = l.n > 0 ? extremes.length_max : 0.0;
   m["completion/length_min"] = l.n > 0 ? -extremes.minus_length_min : 0.0;
   m["completion/truncated_frac"] = counts.episodes > 0 ? counts.truncated / counts.episodes : 0.0;
+  // KL(sampling distribution || learner's) per sampled token; with replay, the kept sets' mean size.
+  if (counts.kl_tokens > 0) m["rollout/sampler_kl"] = counts.sampler_kl / counts.kl_tokens;
+  if (counts.kept_tokens > 0) m["rollout/kept_ids_mean"] = counts.kept_ids / counts.kept_tokens;
   DiagnosticSums diag = diagnostic_sums(groups, accuracy_component_);
   reducer_.sum_fields(diag);
   m.update(diagnostics_from_sums(diag));
@@ -517,7 +541,7 @@ void RlSteps::recompute_old_logprobs(std::vector<ScoredGroup>& groups, Json& met
       view.push_back(&e);
     }
   auto lp = recompute_logprobs(*policy_.model(), view, options_.reference_micro_batch_size,
-                               LogprobScope::FromFirstWeighted);
+                               LogprobScope::FromFirstWeighted, /*replay_mask=*/true);
   double diff_max = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     Episode& e = *all[i];

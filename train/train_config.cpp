@@ -1,5 +1,7 @@
 #include "train/train_config.h"
 
+#include "train/sampling_replay.h"
+
 #include "config/config_binding.h"
 #include "config/toml_config.h"
 #include "model/cpu_features.h"
@@ -59,6 +61,17 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
              "auto = on for a micro-batch whose padding is at least an eighth of its grid; off = the padded grid "
              "(today's numbers bit for bit)",
              RLF_MEMBER(memory.padding_free), padding_free_mode_names()),
+      choice("trainer.sampling_replay", "",
+             "sampling-mask replay: under top-k/top-p/min-p rollouts, record each token's kept set and renormalise "
+             "the old and the trainer's log-probs over it, so both measure the distribution sampled; auto = on where "
+             "rollout.top_k (1..1024) bounds the kept sets and the temperature is above 0; off = the whole "
+             "vocabulary (rollout/sampler_kl then shows the gap)",
+             RLF_MEMBER(rl.sampling_replay), sampling_replay_mode_names()),
+      field("trainer.balance_ranks", "",
+            "data-parallel runs: the ranks exchange a step's episodes once and split each mini-batch's groups by "
+            "tokens, so no rank waits on a neighbour that drew the long completions (the same gradient to float "
+            "rounding); false = each rank trains the groups it rolled out",
+            RLF_MEMBER(trainer.balance_ranks)),
       field("trainer.micro_batch_tokens", "tokens",
             "token budget per micro-batch: sequences (sorted by length) join one while their tokens fit, however "
             "many (one longer than the budget is a micro-batch on its own); 0 = algorithm.micro_batch_size "
@@ -665,6 +678,7 @@ void RlStepOptions::validate() const {
         dynamic_sampling_max_rounds, ")");
   check(std::isfinite(kl_beta) && kl_beta >= 0, "algorithm.kl_beta must be >= 0 (got ", kl_beta, "; 0 = no reference model)");
   sampling.validate("rollout.");
+  sampling_replay_applies(sampling_replay, sampling);  // "on" where it cannot apply: the error names the keys
   credit.validate();
   algo::KlControllerOptions{.initial_beta = kl_beta, .target = kl_target, .horizon = kl_horizon}.validate();
   check(kl_target == 0 || kl_in_reward, "algorithm.kl_target adapts the KL-in-reward coefficient: set "

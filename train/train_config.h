@@ -120,6 +120,7 @@ struct RlStepOptions {
   double kl_target = 0.0;                // > 0: adaptive kl_beta towards this KL per episode (algorithms/kl_controller.h)
   double kl_horizon = 10000;             // episodes over which the adaptive controller's full error moves beta by 100%
   bool dynamic_sampling = false;         // DAPO: drop zero-variance groups and refill
+  LeverMode sampling_replay = LeverMode::Auto;  // trainer.sampling_replay (train/sampling_replay.h)
   bool recompute_old_logprobs = false;   // the trainer recomputes the on-policy episodes' old log-probs before the
                                          // update; the rollout's become Episode::behaviour_logprob (rollout correction)
   double seed_alpha = 0.0;               // SEED-GRPO: advantages times 1 - alpha * SE / log G (0 = off;

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "rollout/sampling.h"
+#include "train/rank_balance.h"
 #include "util/error.h"
 #include "util/seed.h"
 
@@ -118,13 +119,15 @@ StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
     const int64_t from = want_logp ? first_weighted_column(mb[Stream::loss_weight], weights[m]) : 0;
     const MicroBatchForward fw = forward_for_heads(*model_, mb, from);
     const int64_t head_from = fw.padding_free() ? 0 : from;  // padding-free: the heads hold columns >= from only
+    // Sampling-mask replay: log-probs renormalised over each token's kept set, as old_logprob is.
+    const torch::Tensor keep = mb.has(Stream::sampling_mask_id) ? fw.from_grid(mb[Stream::sampling_mask_id]) : torch::Tensor();
     if (want_topk && mb.has(Stream::teacher_topk_id))
       logp = model_->token_logprobs_selected(fw.hidden, fw.targets, fw.from_grid(mb[Stream::teacher_topk_id]),
                                              &teacher_buckets, want_entropy ? &entropy : nullptr, entropy_grad,
-                                             head_from);
+                                             head_from, keep);
     else if (want_entropy)
-      std::tie(logp, entropy) = model_->token_logprobs_entropy(fw.hidden, fw.targets, entropy_grad, head_from);
-    else if (want_logp) logp = model_->token_logprobs(fw.hidden, fw.targets, head_from);
+      std::tie(logp, entropy) = model_->token_logprobs_entropy(fw.hidden, fw.targets, entropy_grad, head_from, keep);
+    else if (want_logp) logp = model_->token_logprobs(fw.hidden, fw.targets, head_from, keep);
     if (want_scores) scores = model_->scores(fw.hidden);
     for (torch::Tensor* t : {&logp, &entropy, &scores, &teacher_buckets})
       if (t->defined()) *t = fw.to_grid(*t);
@@ -216,16 +219,55 @@ void reduce_step_loss(StepLoss& st, Reducer& reducer) {
   st.logprob_diff_max = mx;
 }
 
+// How evenly one update's optimiser steps spread their tokens over the ranks.
+struct RankTokens {
+  double imbalance_sum = 0;  // over optimiser steps: the largest rank's tokens / the mean rank's
+  int64_t steps = 0;
+  void add(double local_tokens, Reducer& reducer) {
+    if (reducer.world_size() == 1) return;
+    double total = local_tokens, most = local_tokens;
+    reducer.sum(std::span<double>(&total, 1));
+    reducer.max(std::span<double>(&most, 1));
+    if (total <= 0) return;
+    imbalance_sum += most / (total / static_cast<double>(reducer.world_size()));
+    ++steps;
+  }
+  double mean_imbalance() const { return steps ? imbalance_sum / static_cast<double>(steps) : 1.0; }
+};
+
 }  // namespace
+
+std::vector<const Episode*> Trainer::mini_batch_episodes(const std::map<int64_t, std::vector<const Episode*>>& groups,
+                                                         const std::vector<int64_t>& order, int64_t mb,
+                                                         bool balance) const {
+  std::vector<const std::vector<const Episode*>*> members;
+  std::vector<GroupLoad> loads;
+  for (size_t j = static_cast<size_t>(mb); j < order.size(); j += static_cast<size_t>(options_.mini_batches))
+    if (auto it = groups.find(order[j]); it != groups.end()) {
+      members.push_back(&it->second);
+      GroupLoad g{.slot = order[j], .tokens = 0};
+      for (const Episode* e : it->second) g.tokens += static_cast<int64_t>(e->tokens.size());
+      loads.push_back(g);
+    }
+  const std::vector<int64_t> owner =
+      balance ? assign_groups_to_ranks(loads, reducer_.world_size()) : std::vector<int64_t>(loads.size(), reducer_.rank());
+  std::vector<const Episode*> eps;
+  for (size_t g = 0; g < members.size(); ++g)
+    if (owner[g] == reducer_.rank()) eps.insert(eps.end(), members[g]->begin(), members[g]->end());
+  return eps;
+}
 
 Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
   // Whole groups by their id (Episode::group: the group's slot in the step,
   // the same across ranks); episodes with nothing to train on are left out.
   // The mini-batches are a seeded permutation of the slots 0..G-1 (G over
   // every rank), so each rank takes its part of the same global mini-batch.
+  // Balanced across ranks: every rank holds every rank's episodes, and trains its share of each mini-batch.
+  const bool balance = options_.balance_ranks && reducer_.world_size() > 1;
+  const std::vector<Episode> gathered = balance ? gather_episodes(episodes, reducer_) : std::vector<Episode>();
   std::map<int64_t, std::vector<const Episode*>> groups;
   double n_slots = 0;
-  for (const Episode& e : episodes) {
+  for (const Episode& e : balance ? gathered : episodes) {
     if (e.tokens.size() < 2 || e.n_policy_tokens() == 0) continue;
     check(e.group >= 0, "trainer: an episode has a negative group id (", e.group, ")");
     groups[e.group].push_back(&e);
@@ -236,6 +278,7 @@ Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
   std::iota(order.begin(), order.end(), 0);
   Rng rng(mix_seed(derive_seed(options_.seed, SeedStream::MiniBatchOrder) ^ static_cast<uint64_t>(step_index)));
 
+  RankTokens balance_stats;
   double loss = 0, grad_norm = 0, lr = 0, logprob_diff_first = 0;
   int64_t applied = 0, skipped = 0, n_steps = 0;
   bool have_first = false;
@@ -246,10 +289,10 @@ Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
   for (int64_t epoch = 0; epoch < options_.epochs; ++epoch) {
     for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.next() % i]);
     for (int64_t mb = 0; mb < options_.mini_batches; ++mb) {
-      std::vector<const Episode*> eps;
-      for (size_t j = static_cast<size_t>(mb); j < order.size(); j += static_cast<size_t>(options_.mini_batches))
-        if (auto it = groups.find(order[j]); it != groups.end())
-          for (const Episode* e : it->second) eps.push_back(e);
+      const std::vector<const Episode*> eps = mini_batch_episodes(groups, order, mb, balance);
+      double local_tokens = 0;
+      for (const Episode* e : eps) local_tokens += static_cast<double>(e->tokens.size());
+      balance_stats.add(local_tokens, reducer_);
       double n_eps = static_cast<double>(eps.size());
       reducer_.sum(std::span<double>(&n_eps, 1));  // empty on every rank: no optimiser step
       if (n_eps == 0) continue;
@@ -299,6 +342,7 @@ Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
   if (std::none_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_logprobs(); })) m.erase("kl/ref");
   // Before any update of this step: how far the trainer's log-probs are from the rollout's.
   if (options_.log_rollout_agreement) m["policy/logprob_diff_max"] = logprob_diff_first;
+  if (reducer_.world_size() > 1) m["dist/token_imbalance"] = balance_stats.mean_imbalance();
   m["optim/grad_norm"] = grad_norm;
   m["optim/lr"] = lr;
   m["optim/steps_applied"] = applied;

@@ -42,6 +42,7 @@ struct TrainerOptions {
   int64_t micro_batch_size = 8;   // sequences per forward/backward (gradient accumulation)
   int64_t micro_batch_tokens = 0; // > 0: a micro-batch holds up to this many positions instead (any number of
                                   // sequences; train/micro_batch.h split_micro_batches)
+  bool balance_ranks = true;      // across ranks: each mini-batch's groups split by tokens (train/rank_balance.h)
   uint64_t seed = 0;              // seeds the mini-batch order
   bool log_entropy = true;        // compute the policy's entropy for metrics even when no term trains on it
   algo::KlEstimator kl_metric_estimator = algo::KlEstimator::K3;  // estimator of the kl/ref metric
@@ -97,6 +98,12 @@ class Trainer {
   const std::vector<std::unique_ptr<LossTerm>>& terms() const { return terms_; }
 
  private:
+  // Mini-batch `mb` of the slot permutation `order`: its groups' episodes
+  // that this rank trains (with `balance`, its share by tokens; otherwise
+  // the groups it holds).
+  std::vector<const Episode*> mini_batch_episodes(const std::map<int64_t, std::vector<const Episode*>>& groups,
+                                                  const std::vector<int64_t>& order, int64_t mb, bool balance) const;
+
   CausalLM model_;
   std::vector<std::unique_ptr<LossTerm>> terms_;
   TrainerOptions options_;

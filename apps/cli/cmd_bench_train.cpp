@@ -26,6 +26,7 @@ CommandSpec make_bench_train_command() {
       {"lora-rank", OptKind::Int, "0", "train LoRA adapters of this rank (alpha = 2 x rank), the base frozen; 0 = full fine-tuning", "R", 0, 65536},
       {"lora-targets", OptKind::List, "", "projections given adapters (repeatable; default: all seven)", "NAME"},
       {"logprob-recompute", OptKind::String, "auto", "auto|on|off: vocabulary-chunked log-probs recomputed in backward (trainer.logprob_recompute)", "MODE"},
+      {"logprob-chunk-rows", OptKind::Int, "0", "rows per chunk of recomputed log-probs (trainer.logprob_chunk_rows; 0 = about 2^25 logits)", "N", 0, 1e9},
       {"checkpoint", OptKind::String, "auto", "auto|none|layers: activation checkpointing (trainer.checkpoint_activations)", "MODE"},
       {"checkpoint-every", OptKind::Int, "1", "decoder layers per checkpointed segment (trainer.checkpoint_every)", "N", 1, 1e6},
       {"lengths", OptKind::String, "full", "full|mixed: every row --seq tokens, or rollout-like lengths (mostly seq/16..seq/4, a fifth seq/2..seq)", "KIND"},
@@ -54,6 +55,7 @@ CommandSpec make_bench_train_command() {
     o.levers.logprob_recompute = recompute_names.parse(a.str("logprob-recompute"));
     o.levers.checkpoint = checkpoint_names.parse(a.str("checkpoint"));
     o.levers.checkpoint_every = a.integer("checkpoint-every");
+    o.levers.logprob_chunk_rows = a.integer("logprob-chunk-rows");
     EnumNames<LeverMode> padding_names = padding_free_mode_names();
     padding_names.key = "--padding-free";
     o.levers.padding_free = padding_names.parse(a.str("padding-free"));

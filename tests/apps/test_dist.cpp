@@ -173,6 +173,8 @@ TEST(Dist, TwoRanksTrainWhatOneProcessTrains) {
   EXPECT_NEAR(m1[0]["loss"].get<double>(), m2[0]["loss"].get<double>(), 1e-5);
   EXPECT_EQ(m2[0]["dist/world_size"], 2);
   EXPECT_EQ(m1[0]["dist/world_size"], 1);
+  EXPECT_GE(m2[0]["dist/token_imbalance"].get<double>(), 1.0);  // the ranks split each mini-batch by tokens
+  EXPECT_FALSE(m1[0].contains("dist/token_imbalance"));
   const double diff = max_weight_diff(dir / "one/checkpoints/step-3/model", dir / "two/checkpoints/step-3/model");
   std::cout << "[ dist ] 1 process vs 2 ranks, 3 steps: max |weight difference| = " << diff << "\n";
   EXPECT_LT(diff, 1e-3);

@@ -197,6 +197,66 @@ std::vector<LogprobCase> cases() {
 
 INSTANTIATE_TEST_SUITE_P(Models, LogprobRecompute, ::testing::ValuesIn(cases()), case_name);
 
+// Sampling-mask replay (token_logprobs' keep_ids): where a position has ids,
+// the target's log-prob renormalised over their logits, written out here as
+// logit - logsumexp over the ids; where it has none, the whole vocabulary's.
+// Values and gradients, keeping the logits or recomputing them in chunks,
+// fast and module path, soft-capped logits (Gemma 2).
+TEST(SamplingMask, LogprobsRenormaliseOverTheKeptIdsWithTheirGradients) {
+  for (const char* name : {"qwen2", "gemma2"})
+    for (bool fast : {false, true})
+      for (int64_t chunk_rows : {int64_t{-1}, int64_t{0}, int64_t{4}}) {  // -1: logits kept
+        SCOPED_TRACE(std::string(name) + (fast ? " fast" : " module") + " rows " + std::to_string(chunk_rows));
+        CausalLM m = tiny_model(name);
+        m->set_fast_cpu_path(fast);
+        m->set_logprob_recompute(chunk_rows >= 0, std::max<int64_t>(chunk_rows, 0));
+        const int64_t B = 2, T = 7, V = m->config().vocab_size, k = 5;
+        torch::manual_seed(5);
+        auto ids = torch::randint(0, V, {B, T}, torch::kInt64);
+        auto targets = torch::randint(0, V, {B, T}, torch::kInt64);
+        auto positions = torch::arange(T, torch::kInt64).view({1, T}).expand({B, T}).contiguous();
+        // Each position's set: the target, 3 other ids, one -1; row 1 position 2 and 5: no ids at all.
+        auto keep = torch::randint(0, V, {B, T, k}, torch::kInt64);
+        keep.select(2, 0).copy_(targets);
+        keep.select(2, k - 1).fill_(-1);
+        keep[1][2].fill_(-1), keep[1][5].fill_(-1);
+        auto w = torch::randn({B, T});
+        std::map<std::string, torch::Tensor> grads[2];
+        torch::Tensor lp[2];
+        for (int direct = 0; direct < 2; ++direct) {
+          for (auto& q : m->parameters()) q.mutable_grad() = torch::Tensor();
+          auto hidden = m->forward_hidden(ids, positions);
+          if (direct == 0) {
+            lp[0] = m->token_logprobs(hidden, targets, 0, keep);
+          } else {
+            auto logits = m->logits(hidden).to(torch::kFloat32);  // [B, T, V], soft-capped
+            auto full = torch::log_softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1);
+            std::vector<torch::Tensor> rows;
+            for (int64_t b = 0; b < B; ++b)
+              for (int64_t t = 0; t < T; ++t) {
+                std::vector<int64_t> set;
+                for (int64_t j = 0; j < k; ++j)
+                  if (keep[b][t][j].item<int64_t>() >= 0) set.push_back(keep[b][t][j].item<int64_t>());
+                if (set.empty()) {
+                  rows.push_back(full[b][t]);
+                  continue;
+                }
+                auto l = logits[b][t];
+                rows.push_back(l[targets[b][t].item<int64_t>()] - torch::logsumexp(l.index_select(0, torch::tensor(set)), 0));
+              }
+            lp[1] = torch::stack(rows).view({B, T});
+          }
+          (lp[direct] * w).sum().backward();
+          for (auto& q : m->named_parameters())
+            if (q.value().grad().defined()) grads[direct][q.key()] = q.value().grad().clone();
+        }
+        expect_close(lp[0], lp[1], "log-probs");
+        EXPECT_LE(lp[0].max().item<double>(), 1e-6) << "a log-prob renormalised over a set holding the target";
+        ASSERT_EQ(grads[0].size(), grads[1].size());
+        for (const auto& [key, g] : grads[1]) expect_close(grads[0].at(key), g, key);
+      }
+}
+
 struct LayerCase {
   std::string model;
   bool fast;             // fp32 CPU fast path or the module path

@@ -185,6 +185,73 @@ TEST(Engine, LogprobsEqualTheTrainersFullForward) {
   }
 }
 
+// The logits [T, V] (fp32) at every position of prompt + completion, by the trainer's full forward.
+torch::Tensor full_logits(CausalLM& model, const GeneratedSequence& s) {
+  torch::NoGradGuard ng;
+  std::vector<int64_t> all(s.prompt_ids.begin(), s.prompt_ids.end());
+  all.insert(all.end(), s.completion_ids.begin(), s.completion_ids.end());
+  const int64_t T = static_cast<int64_t>(all.size());
+  auto ids = torch::tensor(all).view({1, T});
+  auto pos = torch::arange(T, torch::kInt64).view({1, T});
+  return model->logits(model->forward_hidden(ids, pos))[0].to(torch::kFloat32);
+}
+
+// What a request records of its draws for training (GenerationRequest::
+// record_sampler_kl, record_kept), against the trainer's full forward: each
+// filtered draw's kept set holds its token and top_k ids, its log-mass is
+// log sum softmax over them, and sampler_kl is KL(sampling || learner) over
+// the vocabulary written out here — 0 at temperature 1 when the learner
+// replays the set, -log-mass when it does not, the tempered softmax's KL to
+// the plain one, -log p when greedy. Recording changes no draw, on the CPU
+// scan and the tensor path alike.
+TEST(Engine, RecordsEachDrawsKeptSetAndItsKlToTheLearner) {
+  auto model = tiny_model();
+  for (bool tensor_sampling : {false, true}) {
+    SCOPED_TRACE(tensor_sampling ? "tensor sampling" : "cpu sampling");
+    EngineOptions eo;
+    eo.tensor_sampling = tensor_sampling;
+    RolloutEngine engine(model, nullptr, eo);
+    auto topk = request(prompt(6, 2), 1.0, 12, 3);
+    topk.params.top_k = 6;
+    auto replay = topk, no_replay = topk;
+    replay.record_sampler_kl = replay.record_kept = true;
+    no_replay.record_sampler_kl = true;
+    auto tempered = request(prompt(7, 4), 0.7, 12, 5), greedy = request(prompt(7, 4), 0.0, 6, 5);
+    tempered.record_sampler_kl = greedy.record_sampler_kl = true;
+    const auto out = engine.generate({topk, replay, no_replay, tempered, greedy});
+    EXPECT_TRUE(out[0].sampler_kl.empty() && out[0].kept_ids.empty()) << "nothing recorded unless asked";
+    EXPECT_EQ(out[1].completion_ids, out[0].completion_ids) << "recording changes no draw";
+    EXPECT_EQ(out[2].completion_ids, out[0].completion_ids);
+    const auto& r = out[1];
+    const auto logits = full_logits(model, r);
+    const int64_t P = static_cast<int64_t>(r.prompt_ids.size());
+    ASSERT_EQ(r.kept_ids.size(), r.completion_ids.size());
+    ASSERT_EQ(r.sampler_kl.size(), r.completion_ids.size());
+    for (size_t t = 0; t < r.completion_ids.size(); ++t) {
+      const auto l = logits[P - 1 + static_cast<int64_t>(t)];
+      const auto top = std::get<1>(l.topk(6));
+      std::set<int32_t> want, got(r.kept_ids[t].begin(), r.kept_ids[t].end());
+      for (int64_t j = 0; j < 6; ++j) want.insert(static_cast<int32_t>(top[j].item<int64_t>()));
+      EXPECT_EQ(got, want) << "token " << t;
+      EXPECT_TRUE(got.count(r.completion_ids[t])) << "token " << t;
+      const double log_mass = (torch::logsumexp(l.index_select(0, top), 0) - torch::logsumexp(l, 0)).item<double>();
+      EXPECT_NEAR(r.kept_logmass[t], log_mass, 2e-5) << "token " << t;
+      EXPECT_NEAR(r.sampler_kl[t], 0.0, 2e-5) << "the learner replays the set the draw came from";
+      EXPECT_NEAR(out[2].sampler_kl[t], -log_mass, 2e-5) << "KL(renormalised || whole) = -log mass";
+    }
+    const auto& q = out[3];
+    const auto lq = full_logits(model, q);
+    const int64_t Pq = static_cast<int64_t>(q.prompt_ids.size());
+    for (size_t t = 0; t < q.completion_ids.size(); ++t) {
+      const auto l = lq[Pq - 1 + static_cast<int64_t>(t)].to(torch::kFloat64);
+      const auto log_q = torch::log_softmax(l / 0.7, 0), log_p = torch::log_softmax(l, 0);
+      EXPECT_NEAR(q.sampler_kl[t], (log_q.exp() * (log_q - log_p)).sum().item<double>(), 1e-4) << "token " << t;
+    }
+    for (size_t t = 0; t < out[4].completion_ids.size(); ++t)
+      EXPECT_NEAR(out[4].sampler_kl[t], -out[4].logprobs[t], 2e-5) << "greedy: KL(point mass || p) = -log p";
+  }
+}
+
 TEST(Engine, FinishReasonsAndStopIds) {
   auto model = tiny_model();
   // Greedy output tells us which token comes third; stopping on it must end there.

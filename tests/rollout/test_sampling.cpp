@@ -50,6 +50,35 @@ TEST(Sampling, TemperatureTopKTopPMinP) {
   EXPECT_EQ(sample_token(logits.data(), 5, greedy, rng, s).id, 0);
 }
 
+// The kept set sample_token_id leaves in its scratch is what the filters
+// keep (written out here from the softmax by hand); none when nothing is
+// filtered or the draw is greedy.
+TEST(Sampling, TheKeptSetIsWhatTheFiltersKeep) {
+  // softmax: 0.467, 0.423, 0.063, 0.038, 0.009 (cumulative 0.467, 0.890, 0.953, ...)
+  std::vector<float> logits = {3.0f, 2.9f, 1.0f, 0.5f, -1.0f};
+  auto kept = [&](const SamplingParams& p) {
+    Rng rng(3);
+    SamplerScratch s;
+    const int32_t id = sample_token_id(logits.data(), 5, p, rng, s);
+    std::set<int32_t> set;
+    for (size_t i = 0; i < s.kept; ++i) set.insert(s.candidates[i].second);
+    if (!set.empty()) EXPECT_TRUE(set.count(id)) << "the draw is in its kept set";
+    return set;
+  };
+  SamplingParams k3, p90, minp, k2p90, plain, greedy;
+  k3.top_k = 3;
+  p90.top_p = 0.9;   // 0.890 < 0.9: the third token joins
+  minp.min_p = 0.1;  // p >= 0.0467: {0, 1, 2}
+  k2p90.top_k = 2, k2p90.top_p = 0.9;  // top-p over the two kept by top-k: 0.467 / 0.890 < 0.9 -> both
+  greedy.temperature = 0;
+  EXPECT_EQ(kept(k3), (std::set<int32_t>{0, 1, 2}));
+  EXPECT_EQ(kept(p90), (std::set<int32_t>{0, 1, 2}));
+  EXPECT_EQ(kept(minp), (std::set<int32_t>{0, 1, 2}));
+  EXPECT_EQ(kept(k2p90), (std::set<int32_t>{0, 1}));
+  EXPECT_TRUE(kept(plain).empty());
+  EXPECT_TRUE(kept(greedy).empty());
+}
+
 // Top-k over a real-sized vocabulary with many tied logits: only the k best
 // (higher logit first, then lower id) are ever drawn, at softmax frequencies
 // over them; k = 1 is the argmax with the lowest id among ties.

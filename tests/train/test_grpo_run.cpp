@@ -48,6 +48,44 @@ TEST(GrpoRun, ResumeContinuesExactly) {
   EXPECT_TRUE(std::filesystem::exists(dir / "a/summary.json"));
 }
 
+// Top-k rollouts (trainer.sampling_replay): replayed, the old and the
+// trainer's log-probs both renormalise over the kept sets (they agree: a
+// trainer that did not would be apart by the sets' log-mass) and the
+// sampler's KL to the learner is 0; not replayed, both measure the whole
+// vocabulary's distribution, not the one sampled, and rollout/sampler_kl
+// says how far. "on" where no top_k bounds the sets is an error naming the keys.
+TEST(GrpoRun, SamplingReplayMakesTruncatedSamplingAgree) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  Json metrics[2];
+  for (int replay = 0; replay < 2; ++replay) {
+    Json j = grpo_run_config(model, dir / ("run" + std::to_string(replay)), 2);
+    j["rollout"]["top_k"] = 8;
+    j["trainer"]["sampling_replay"] = replay ? "auto" : "off";
+    metrics[replay] = run_training(train_config_from_json(j, "replay"), quiet).last_metrics;
+  }
+  EXPECT_LT(metrics[1]["policy/logprob_diff_max"].get<double>(), 1e-4);
+  EXPECT_LT(metrics[1]["rollout/sampler_kl"].get<double>(), 1e-5);
+  EXPECT_EQ(metrics[1]["rollout/kept_ids_mean"].get<double>(), 8.0);
+  // Not replayed: both sides compute the whole vocabulary's log-probs (equal numbers), which is not the
+  // distribution the tokens were drawn from.
+  EXPECT_LT(metrics[0]["policy/logprob_diff_max"].get<double>(), 1e-4);
+  EXPECT_GT(metrics[0]["rollout/sampler_kl"].get<double>(), 1e-2);
+  EXPECT_FALSE(metrics[0].contains("rollout/kept_ids_mean"));
+
+  Json on = grpo_run_config(model, dir / "on", 1);
+  on["rollout"]["top_p"] = 0.9;
+  on["trainer"]["sampling_replay"] = "on";
+  test::expect_config_error(on, "rollout.top_k must bound it");
+  on["rollout"]["top_k"] = 20;
+  on["rollout"]["temperature"] = 0.0;
+  test::expect_config_error(on, "rollout.temperature is 0");
+  on["trainer"]["sampling_replay"] = "sometimes";
+  test::expect_config_error(on, "trainer.sampling_replay' must be one of auto, on, off");
+}
+
 TEST(GrpoRun, ConfigErrorsNameTheKey) {
   auto expect_error = [](Json j, const std::string& needle) {
     try {

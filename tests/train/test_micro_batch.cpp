@@ -48,6 +48,7 @@ double expected_fill(ts::Fill f, int64_t j, int64_t width) {
     case ts::Fill::NaN: return std::nan("");
     case ts::Fill::Column: return static_cast<double>(j);
     case ts::Fill::UniformLogprob: return -std::log(static_cast<double>(width));
+    case ts::Fill::NoId: return -1.0;
   }
   return 0.0;
 }
