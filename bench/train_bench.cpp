@@ -13,6 +13,7 @@
 #include "model/lora.h"
 #include "train/optimizer.h"
 #include "util/error.h"
+#include "train/phase_memory.h"
 #include "util/memory_usage.h"
 
 namespace rlf {
@@ -153,8 +154,8 @@ Json run_train_bench(const TrainBenchOptions& o) {
   };
 
   for (int64_t i = 0; i < o.warmup; ++i) run_step();
-  PeakRss steps_peak;
-  const double peak_before_steps = steps_peak.peak_mb();  // loading and warm-up
+  PhasePeak steps_peak(device);
+  const double peak_before_steps = steps_peak.rss_peak_mb();  // loading and warm-up
   steps_peak.begin();
   std::vector<double> fwd, head, bwd, optim, total;
   double loss_first = 0, loss_last = 0;
@@ -213,7 +214,8 @@ Json run_train_bench(const TrainBenchOptions& o) {
   j["optimizer_ms"] = median(optim);
   j["loss_first"] = loss_first;
   j["loss_last"] = loss_last;
-  j["peak_rss_mb_steps"] = steps_peak.peak_mb();  // the timed steps' own peak (warm-up excluded)
+  j["peak_rss_mb_steps"] = steps_peak.rss_peak_mb();  // the timed steps' own peak (warm-up excluded)
+  if (device.is_cuda()) j["peak_cuda_mb_steps"] = steps_peak.cuda_peak_mb();  // the allocator's, the same steps
   j["peak_rss_mb"] = std::max(peak_before_steps, j["peak_rss_mb_steps"].get<double>());  // the process's
   j["memory_mb"] = memory_parts_mb(*model, opt);
   const MemoryLevers& lv = model->memory_levers();

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "data/examples.h"
+#include "feedback/critique_spans.h"
 
 namespace rlf {
 
@@ -40,6 +41,10 @@ struct Critique {
   std::string error;              // why it failed ("timeout after 30 s", "empty critique", ...)
   double latency_s = 0;           // time spent on this request
   int64_t n_generated_tokens = 0; // tokens a local model generated for it (0 for templates and endpoints)
+  // Spans of the response the critic marked (feedback/critique_spans.h): set
+  // by critics that know the task; empty otherwise (a model's critique may
+  // quote them: spans_from_critique).
+  std::vector<CritiqueSpan> spans;
 };
 
 class Critic {

@@ -1,5 +1,7 @@
 #include "feedback/critic_config.h"
 
+#include "feedback/columns_critic.h"
+
 #include <map>
 
 #include "feedback/endpoint_critic.h"
@@ -48,7 +50,9 @@ Parsed parse(const Json& in, const std::string& where) {
         "'; valid types: ", join_names(types));
   OptionReader r(table, p.type, where, "critic type", {"type"});
   try {
-    if (p.type == "simple" || p.type == "simple_gt" || p.type == "text" || p.type == "template") {
+    if (p.type == "columns") {
+      // no options
+    } else if (p.type == "simple" || p.type == "simple_gt" || p.type == "text" || p.type == "template") {
       p.templ.kind = p.type;
       if (p.type == "template") {
         p.templ.correct_text = r.get_string("correct_text", p.templ.correct_text);
@@ -100,8 +104,8 @@ Parsed parse(const Json& in, const std::string& where) {
 }  // namespace
 
 const std::vector<std::string>& critic_types() {
-  static const std::vector<std::string> kTypes = {"endpoint", "model", "self", "simple", "simple_gt", "template",
-                                                  "text"};
+  static const std::vector<std::string> kTypes = {"columns", "endpoint", "model", "self", "simple", "simple_gt",
+                                                  "template", "text"};
   return kTypes;
 }
 
@@ -133,6 +137,7 @@ std::unique_ptr<Critic> make_critic(const CriticConfig& config, Policy& policy, 
       }
       return std::make_unique<EndpointCritic>(p.endpoint);
     }
+    if (p.type == "columns") return std::make_unique<ColumnsCritic>();
     return std::make_unique<TemplateCritic>(p.templ);
   });
 }

@@ -1,7 +1,7 @@
 // Critics by type, from a run config's [critic] table (docs/feedback.md):
 //
 //   [critic]
-//   type = "simple_gt"     # simple | simple_gt | text | template | self | model | endpoint
+//   type = "simple_gt"     # simple | simple_gt | text | template | columns | self | model | endpoint
 //   # template: correct_text, incorrect_text
 //   # self (the policy), model (path = another model directory, tokenizer):
 //   #   prompt, max_new_tokens, temperature, stop, seed

@@ -1,5 +1,6 @@
 #include "train/rl_steps.h"
 
+#include "train/phase_memory.h"
 #include "train/sampling_replay.h"
 
 #include <algorithm>
@@ -139,6 +140,10 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
     refiner_ = std::make_unique<Refiner>(producer_, rewards_, *critic, options_.refine, options_.sampling,
                                          options_.reward_aggregation, accuracy_component_, options_.add_special_tokens,
                                          options_.seed);
+  }
+  if (options_.span_credit.enabled) {
+    check(critic != nullptr, "span_credit.enabled needs a critic ([critic])");
+    span_credit_ = std::make_unique<CritiqueCredit>(*critic, *policy_.tokenizer, options_.span_credit);
   }
   if (options_.replay.enabled) replay_ = std::make_unique<ReplayBuffer>(options_.replay);
   if (options_.lessons.enabled) {
@@ -584,15 +589,16 @@ void RlSteps::scale_by_semantic_entropy(std::vector<ScoredGroup>& groups, Json& 
 std::vector<Episode> RlSteps::next(int64_t step, int32_t version, Json& metrics) {
   // Peak memory per phase, where the phases do not overlap (no rollout pipeline).
   const bool phases = options_.max_staleness == 0;
-  PeakRss peak;
+  PhasePeak peak(policy_.model()->device());
   if (phases) peak.begin();
   auto groups = collect_and_score(step, version, metrics);
-  if (phases) metrics["mem/rss_peak_mb_rollout"] = peak.peak_mb(), peak.begin();
+  if (phases) peak.write(metrics, "rollout"), peak.begin();
   add_reference_logprobs(groups);
   if (options_.recompute_old_logprobs) recompute_old_logprobs(groups, metrics);
   if (teacher_) metrics.update(teacher_->add_teacher_logprobs(groups).metrics(reducer_));
-  if (phases) metrics["mem/rss_peak_mb_reference"] = peak.peak_mb();
+  if (phases) peak.write(metrics, "reference");
   assign_credit(groups, metrics);
+  if (span_credit_) metrics.update(span_credit_->apply(groups, reducer_));
   reward_metrics(groups, metrics);
   std::vector<Episode> out;
   for (const auto& g : groups)

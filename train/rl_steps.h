@@ -33,6 +33,9 @@
 //                   their value targets; the accuracy reward's verdicts and
 //                   each group's correct rate (NFT); SEED-GRPO's scale of each
 //                   group's advantages by its semantic entropy (seed_alpha)
+//   5b. span credit — span_credit.enabled (train/critique_credit.h): the
+//                   critic marks spans of failed episodes, their tokens get
+//                   coef x score on top of their advantage
 // and the step's metrics (rewards per component, accuracy, lengths, turns,
 // environment outcomes). The trainer (train/trainer.h) then updates the
 // policy on the returned episodes. The engine's KV cache is released before
@@ -52,6 +55,7 @@
 #include "rewards/reward_set.h"
 #include "rollout/policy.h"
 #include "feedback/critic.h"
+#include "train/critique_credit.h"
 #include "train/distillation.h"
 #include "train/lessons.h"
 #include "train/reducer.h"
@@ -121,6 +125,7 @@ class RlSteps {
   DataCursor cursor_;
   size_t accuracy_component_ = 0;
   std::unique_ptr<Refiner> refiner_;  // refine.enabled
+  std::unique_ptr<CritiqueCredit> span_credit_;  // span_credit.enabled
   std::unique_ptr<DistillTeacher> teacher_;  // distill.enabled
   std::unique_ptr<ReplayBuffer> replay_;     // replay.enabled
   std::unique_ptr<LessonStage> lessons_;     // lessons.enabled

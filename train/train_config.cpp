@@ -305,8 +305,23 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       field("refine.max_critiques", "", "failed episodes critiqued per step at most (0 = all)",
             RLF_MEMBER(rl.refine.max_critiques))
           .in(0, 1e9),
+      // [span_credit]
+      field("span_credit.enabled", "",
+            "critique-to-token credit (Text2Grad, CAPO; docs/feedback.md): the critic marks spans of failed responses "
+            "and the tokens that wrote them get coef x score on top of their advantage; needs a critic that marks "
+            "spans (columns, or self / model / endpoint quoting them as Error: \"...\")",
+            RLF_MEMBER(rl.span_credit.enabled)),
+      field("span_credit.coef", "", "advantage added per marked token, times its span's score (-1 wrong, +1 good)",
+            RLF_MEMBER(rl.span_credit.coef))
+          .in(1e-9, 100),
+      field("span_credit.episodes", "", "which rollout episodes are critiqued", RLF_MEMBER(rl.span_credit.episodes),
+            {"failed", "all"}),
+      field("span_credit.max_critiques", "", "episodes critiqued per step at most (0 = all)",
+            RLF_MEMBER(rl.span_credit.max_critiques))
+          .in(0, 1e9),
       section("critic", Json::object(),
-              "who writes critiques (docs/feedback.md): type = simple | simple_gt | text | template | self | model | "
+              "who writes critiques (docs/feedback.md): type = simple | simple_gt | text | template | columns | self | "
+              "model | "
               "endpoint, and the type's options",
               [](TrainConfig& c, const Json& v, const std::string& source) {
                 c.rl.critic = critic_config_from_json(v, source + " [critic]");
@@ -684,6 +699,7 @@ void RlStepOptions::validate() const {
   check(kl_target == 0 || kl_in_reward, "algorithm.kl_target adapts the KL-in-reward coefficient: set "
         "algorithm.kl_placement = \"reward\" (or kl_target = 0)");
   refine.validate();
+  if (span_credit.enabled) span_credit.validate();
   if (distill.enabled) distill.validate();
   replay.validate();
   lessons.validate();
@@ -765,7 +781,7 @@ void check_sections(const TrainConfig& c) {
 void check_no_rl_sections(const TrainConfig& c) {
   const std::pair<const char*, bool> sections[] = {
       {"replay", c.rl.replay.enabled}, {"lessons", c.rl.lessons.enabled},
-      {"distill", c.rl.distill.enabled}, {"refine", c.rl.refine.enabled}};
+      {"distill", c.rl.distill.enabled}, {"refine", c.rl.refine.enabled}, {"span_credit", c.rl.span_credit.enabled}};
   for (const auto& [key, enabled] : sections)
     if (enabled) fail(c.source, ": ", key, ".enabled is part of RL (trainer.kind = \"grpo\")");
 }
@@ -815,6 +831,12 @@ void check_rl(const TrainConfig& c) {
     fail_at("refine.enabled writes refinements as answers to the task's prompt, which needs the single-turn ",
             "environment (env.type = \"", c.rl.env.type, "\"); for multi-turn feedback use an environment that ",
             "appends feedback (docs/feedback.md)");
+  if (c.rl.span_credit.enabled) {
+    const std::string& t = c.rl.critic.type;
+    if (t != "columns" && t != "self" && t != "model" && t != "endpoint")
+      fail_at("span_credit.enabled needs a critic that marks spans: critic.type = \"columns\" (column addition), or ",
+              "\"self\", \"model\" or \"endpoint\" with a prompt asking for Error: \"...\" lines (got \"", t, "\")");
+  }
   if (c.rl.lessons.enabled && c.rl.env.type == "external")
     fail_at("lessons.enabled puts lessons in front of the task's prompt, but an external environment writes its own ",
             "prompts (env.type = \"external\")");

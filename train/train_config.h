@@ -58,6 +58,7 @@
 #include "data/sft_dataset.h"
 #include "env/env_registry.h"
 #include "feedback/critic_config.h"
+#include "train/critique_credit.h"
 #include "rewards/reward_aggregation.h"
 #include "rollout/sampling.h"
 #include "rm/gating.h"
@@ -131,6 +132,7 @@ struct RlStepOptions {
   int64_t reference_micro_batch_size = 8;  // sequences per reference forward (= algorithm.micro_batch_size)
   EnvConfig env;                         // [env]
   RefineOptions refine;                  // [refine]: critique-guided refinement (train/refinement.h)
+  CritiqueCreditOptions span_credit;     // [span_credit]: critique-to-token credit (train/critique_credit.h)
   CriticConfig critic;                   // [critic]: who writes critiques (feedback/critic_config.h)
   DistillOptions distill;                // [distill]: self-distillation from feedback (train/distillation.h)
   ReplayOptions replay;                  // [replay]: experience replay of successes (train/replay_buffer.h)
@@ -268,7 +270,9 @@ struct TrainConfig {
   // The model directory the run loads (model.path, or out_dir/init with random_init).
   std::filesystem::path model_path() const;
   // An RL run whose refinement or lessons ask a critic ([critic]) for critiques.
-  bool asks_critic() const { return kind == TrainerKind::Rl && (rl.refine.enabled || rl.lessons.enabled); }
+  bool asks_critic() const {
+    return kind == TrainerKind::Rl && (rl.refine.enabled || rl.lessons.enabled || rl.span_credit.enabled);
+  }
 };
 
 // Reads a TOML file, applies --set overrides, validates everything and builds

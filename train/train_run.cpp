@@ -16,6 +16,7 @@
 #include "model/flops.h"
 #include "train/perf_metrics.h"
 #include "train/rollout_pipeline.h"
+#include "train/phase_memory.h"
 #include "util/memory_usage.h"
 #include "train/run_context.h"
 #include "train/run_kind.h"
@@ -220,8 +221,8 @@ struct StepLoop {
 
   // mem/rss_peak_mb_update (the run's so far with a rollout pipeline, whose phases overlap) and what the memory
   // levers' auto settings did so far (model/memory_levers.h).
-  void memory_metrics(const PeakRss& update_peak, Json& m) const {
-    m[pipeline ? "mem/rss_peak_mb_run" : "mem/rss_peak_mb_update"] = update_peak.peak_mb();
+  void memory_metrics(const PhasePeak& update_peak, Json& m) const {
+    update_peak.write(m, pipeline ? "run" : "update");
     const auto& uses = r.policy.model()->memory_lever_uses();
     m["mem/checkpointed_forwards"] = uses.checkpointed_forwards;
     m["mem/recomputed_logprob_calls"] = uses.recomputed_logprob_calls;
@@ -247,7 +248,7 @@ struct StepLoop {
       episodes = kind.next(step, version, m);
     }
     auto t_update = Clock::now();
-    PeakRss update_peak;
+    PhasePeak update_peak(r.policy.model()->device());
     if (!pipeline) update_peak.begin();
     // LoRA dropout masks: drawn from (run.seed, step), so a resumed step draws the same ones.
     if (cfg.lora.enabled && r.policy.model()->lora->options.dropout > 0)

@@ -173,8 +173,13 @@ TEST(Cuda, GrpoRunTrainsAndResumesExactlyOnTheGpu) {
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i]["reward/mean"], b[i]["reward/mean"]) << "step " << i + 1;
     EXPECT_LT(a[i]["policy/logprob_diff_max"].get<double>(), 1e-4) << "step " << i + 1;
+    // Peak CUDA memory per phase (train/phase_memory.h): the weights alone are on the device throughout.
+    for (const char* phase : {"rollout", "reference", "update"})
+      EXPECT_GT(a[i].value(std::string("mem/cuda_peak_mb_") + phase, 0.0), 0.0) << phase << ", step " << i + 1;
     std::cout << "[ cuda ] step " << i + 1 << ": reward " << a[i]["reward/mean"] << ", max |rollout - trainer| "
-              << a[i]["policy/logprob_diff_max"] << "\n";
+              << a[i]["policy/logprob_diff_max"] << ", peak CUDA MB (rollout, update) "
+              << a[i].value("mem/cuda_peak_mb_rollout", 0.0) << ", " << a[i].value("mem/cuda_peak_mb_update", 0.0)
+              << "\n";
   }
   test::expect_same_parameters(dir / "a/checkpoints/step-4/model", model, /*same=*/false);
 }

@@ -204,8 +204,12 @@ TEST(CriticConfig, TypesKeysAndErrors) {
   EXPECT_EQ(critic_config_from_json(Json(), "cfg").type, "simple_gt");
   EXPECT_EQ(critic_config_from_json(Json{{"type", "text"}}, "cfg").type, "text");
   EXPECT_EQ(error_of([] { critic_config_from_json(Json{{"type", "oracle"}}, "cfg [critic]"); }),
-            "cfg [critic]: unknown critic type 'oracle'; valid types: endpoint, model, self, simple, simple_gt, "
-            "template, text");
+            "cfg [critic]: unknown critic type 'oracle'; valid types: columns, endpoint, model, self, simple, "
+            "simple_gt, template, text");
+  EXPECT_EQ(critic_config_from_json(Json{{"type", "columns"}}, "cfg").type, "columns");
+  EXPECT_NE(error_of([] { critic_config_from_json(Json{{"type", "columns"}, {"prompt", "x"}}, "cfg [critic]"); })
+                .find("prompt"),
+            std::string::npos);
   EXPECT_NE(error_of([] { critic_config_from_json(Json{{"type", "simple"}, {"max_new_tokens", 3}}, "cfg [critic]"); })
                 .find("max_new_tokens"),
             std::string::npos);

@@ -86,6 +86,34 @@ TEST(GrpoRun, SamplingReplayMakesTruncatedSamplingAgree) {
   test::expect_config_error(on, "trainer.sampling_replay' must be one of auto, on, off");
 }
 
+// Critique credit on the addition task with the column critic: failed
+// episodes are critiqued, their wrong column marked, those tokens' advantage
+// moved (the formula and the spans are tested in test_feedback); a critic
+// that marks no spans is refused, naming the keys.
+TEST(GrpoRun, SpanCreditCritiquesFailedEpisodesAndMarksTokens) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  Json j = grpo_run_config(model, dir / "run", 2);
+  j["data"]["arithmetic"]["operations"] = "+";
+  j["critic"]["type"] = "columns";
+  j["span_credit"] = {{"enabled", true}, {"coef", 0.5}};
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  const Json m = run_training(train_config_from_json(j, "span"), quiet).last_metrics;
+  EXPECT_GT(m["span_credit/critiques"].get<double>(), 0.0);
+  EXPECT_EQ(m["span_credit/critic_failures"].get<double>(), 0.0);
+  EXPECT_GT(m["span_credit/with_spans"].get<double>(), 0.0);
+  EXPECT_GT(m["span_credit/flagged_tokens"].get<double>(), 0.0);
+  EXPECT_GT(m["span_credit/flagged_share"].get<double>(), 0.0);
+  EXPECT_LE(m["span_credit/flagged_share"].get<double>(), 1.0);
+
+  j["critic"]["type"] = "simple_gt";
+  test::expect_config_error(j, "span_credit.enabled needs a critic that marks spans");
+  j["critic"]["type"] = "columns";
+  j["span_credit"]["episodes"] = "some";
+  test::expect_config_error(j, "span_credit.episodes");
+}
+
 TEST(GrpoRun, ConfigErrorsNameTheKey) {
   auto expect_error = [](Json j, const std::string& needle) {
     try {

@@ -9,6 +9,7 @@
 
 #include "tests/support/test_env.h"
 #include "train/metrics.h"
+#include "train/phase_memory.h"
 #include "train/plot.h"
 #include "train/progress.h"
 #include "util/fs.h"
@@ -169,6 +170,20 @@ TEST(Plot, HtmlWithOneSvgPerMetric) {
             "plotting '" + path.string() +
                 "': plot: no record has a numeric 'reward' with a numeric 'step' (metrics present: accuracy, loss, "
                 "reward_mean)");
+}
+
+// A phase's peak (train/phase_memory.h) on the CPU: the resident memory's,
+// under the phase's name, at least what the phase touched; no CUDA key.
+TEST(PhasePeak, WritesTheResidentPeakAndNoCudaKeyOffTheGpu) {
+  PhasePeak peak(torch::kCPU);
+  peak.begin();
+  const double before = current_rss_mb();
+  std::vector<char> touched(64 << 20, 1);  // 64 MB, written
+  Json m;
+  peak.write(m, "update");
+  EXPECT_GE(m["mem/rss_peak_mb_update"].get<double>(), before + 60.0) << touched[12345];
+  EXPECT_FALSE(m.contains("mem/cuda_peak_mb_update"));
+  EXPECT_EQ(peak.cuda_peak_mb(), 0.0);
 }
 
 }  // namespace
