@@ -511,8 +511,9 @@ void CausalLMImpl::set_logprob_recompute(bool on, int64_t chunk_rows) {
 CausalLMImpl::LogprobChunk CausalLMImpl::logprob_head(const torch::Tensor& logits, const torch::Tensor& targets,
                                                       const torch::Tensor& select_ids, bool entropy,
                                                       bool entropy_grad, const torch::Tensor& keep_ids) {
-  LogprobChunk out = logprob_head_full(logits, targets, select_ids, entropy, entropy_grad);
-  if (keep_ids.defined()) out.logprobs = renormalise_over_kept(logits.to(torch::kFloat32), targets, keep_ids, out.logprobs);
+  const auto lg = logits.to(torch::kFloat32);  // once, for both
+  LogprobChunk out = logprob_head_full(lg, targets, select_ids, entropy, entropy_grad);
+  if (keep_ids.defined()) out.logprobs = renormalise_over_kept(lg, targets, keep_ids, out.logprobs);
   return out;
 }
 

@@ -26,9 +26,10 @@ DrawRecord sorted_draw_record(const float* lg, int64_t V, float lse, int32_t id,
   const auto& cand = scratch.candidates;
   const size_t kept = scratch.kept;
   double lse_kept = lse;  // the learner's normaliser: the whole vocabulary's, or the kept set's (replay)
+  double mx = -std::numeric_limits<double>::infinity();  // the kept set's largest logit
+  for (size_t i = 0; i < kept; ++i) mx = std::max(mx, static_cast<double>(cand[i].first));
   if (kept > 0) {
-    double mx = -std::numeric_limits<double>::infinity(), sum = 0;
-    for (size_t i = 0; i < kept; ++i) mx = std::max(mx, static_cast<double>(cand[i].first));
+    double sum = 0;
     for (size_t i = 0; i < kept; ++i) sum += std::exp(static_cast<double>(cand[i].first) - mx);
     if (req.record_kept) {
       lse_kept = mx + std::log(sum);
@@ -44,8 +45,7 @@ DrawRecord sorted_draw_record(const float* lg, int64_t V, float lse, int32_t id,
   }
   // q over the kept set at the request's temperature; p = exp(l - lse_kept).
   const double inv_t = 1.0 / req.params.temperature;
-  double mx = -std::numeric_limits<double>::infinity(), z = 0, kl = 0;
-  for (size_t i = 0; i < kept; ++i) mx = std::max(mx, static_cast<double>(cand[i].first));
+  double z = 0, kl = 0;
   for (size_t i = 0; i < kept; ++i) z += std::exp((cand[i].first - mx) * inv_t);
   for (size_t i = 0; i < kept; ++i) {
     const double log_q = (cand[i].first - mx) * inv_t - std::log(z);

@@ -420,7 +420,7 @@ std::vector<std::vector<float>> recompute_logprobs(CausalLMImpl& model, const st
     const int64_t from = scope == LogprobScope::FromFirstWeighted ? first_weighted_column(mb[Stream::loss_weight]) : 0;
     const MicroBatchForward fw = forward_for_heads(model, mb, from);
     const bool mask = replay_mask && mb.has(Stream::sampling_mask_id);
-    const torch::Tensor keep = mask ? fw.from_grid(mb[Stream::sampling_mask_id].to(model.device())) : torch::Tensor();
+    const torch::Tensor keep = mask ? fw.from_grid(mb[Stream::sampling_mask_id]) : torch::Tensor();
     return fw.to_grid(model.token_logprobs(fw.hidden, fw.targets, fw.padding_free() ? 0 : from, keep));
   });
 }
