@@ -40,6 +40,7 @@ SftDataset SftDataset::load(const SftDatasetOptions& o, const TokenizerChat* tok
     so.tool_fraction = o.tool_fraction;
     so.feedback_fraction = o.feedback_fraction;
     so.feedback_text = o.feedback_text;
+    so.critique = o.critique;
     so.draws = o.draws;
     so.calculator = o.calculator;
     ds.examples_ = synthetic_sft_examples(problems.train(), so);
@@ -114,10 +115,9 @@ SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string
   check(o.feedback_fraction >= 0.0 && o.feedback_fraction <= 1.0, src, ": feedback_fraction must be in [0, 1] (got ",
         o.feedback_fraction, ")");
   o.feedback_text = json_get_or(t, "feedback_text", o.feedback_text, src);
-  check(!o.columns || (o.worked && (o.wrong_style == "drop_carry" || o.wrong_fraction == 0) && o.tool_fraction == 0 &&
-                       o.feedback_fraction == 0),
+  check(!o.columns || (o.worked && (o.wrong_style == "drop_carry" || o.wrong_fraction == 0) && o.tool_fraction == 0),
         src, ": columns needs worked = true, wrong_style = \"drop_carry\" (with wrong_fraction > 0), and no ",
-        "tool_fraction or feedback_fraction");
+        "tool_fraction");
   o.draws = json_get_or(t, "draws", o.draws, src);
   check(o.draws >= 1 && o.draws <= 1000, src, ": draws must be in [1, 1000] (got ", o.draws, ")");
   return o;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,10 @@ struct SftDatasetOptions {
   CalculatorSyntax calculator;      // synthetic arithmetic tool targets: tool_call_open/close (around "a*b") and
                                     //   tool_result_open/close (around the value); default <calc>, <result>
   double feedback_fraction = 0.0;   // synthetic arithmetic: share of targets "wrong answer, feedback, right answer"
-  std::string feedback_text = "\nThat is not right. Try again.\n";  // the feedback there ({answer}, {prompt})
+  std::string feedback_text = "\nThat is not right. Try again.\n";  // the feedback there ({answer}, {prompt},
+                                    //   {critique}: the run's [critic] on the wrong answer)
+  // Not a config key: the run sets it from [critic] when feedback_text has {critique} (train/run_context.cpp).
+  std::function<std::string(const PromptExample& problem, const std::string& wrong_response)> critique;
   int64_t draws = 1;                // synthetic presets: responses per problem, each with its own wrong/tool/feedback
                                     //   choices (a demonstrator's habit rather than fixed wrong problems)
   ArithmeticOptions arithmetic;     // preset "arithmetic"

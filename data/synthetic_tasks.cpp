@@ -284,10 +284,11 @@ std::vector<SftExample> one_draw(const std::vector<PromptExample>& problems, con
   check(tool_fraction >= 0.0 && tool_fraction <= 1.0, "tool_fraction must be in [0, 1] (got ", tool_fraction, ")");
   check(o.feedback_fraction >= 0.0 && o.feedback_fraction <= 1.0, "feedback_fraction must be in [0, 1] (got ",
         o.feedback_fraction, ")");
-  check(!o.columns || (worked && (style == WrongStyle::DropCarry || wrong_fraction == 0) && tool_fraction == 0 &&
-                       o.feedback_fraction == 0),
+  check(!o.columns || (worked && (style == WrongStyle::DropCarry || wrong_fraction == 0) && tool_fraction == 0),
         "columns shows a sum worked column by column, right or with its carries dropped: it needs worked = true, ",
-        "wrong_style = \"drop_carry\" (with wrong_fraction > 0), and no tool_fraction or feedback_fraction");
+        "wrong_style = \"drop_carry\" (with wrong_fraction > 0), and no tool_fraction");
+  check(o.feedback_fraction == 0 || o.feedback_text.find("{critique}") == std::string::npos || o.critique,
+        "feedback_text has {critique}: it needs a critic to write it ([critic])");
   // Problems answered with the calculator, in a seeded choice.
   std::vector<bool> tool(problems.size(), false);
   {
@@ -295,13 +296,22 @@ std::vector<SftExample> one_draw(const std::vector<PromptExample>& problems, con
     const size_t n_tool = static_cast<size_t>(std::llround(tool_fraction * static_cast<double>(problems.size())));
     for (size_t i = 0; i < n_tool; ++i) tool[order[i]] = true;
   }
-  // Problems shown as wrong answer -> feedback -> right answer (not the tool ones).
+  // Problems shown as wrong answer -> feedback -> right answer (not the tool
+  // ones; with columns, sums with a carry to drop).
   std::vector<bool> feedback(problems.size(), false);
   {
+    const auto can_show = [&](size_t i) {
+      if (tool[i]) return false;
+      if (!o.columns) return true;
+      const Json& r = problems[i].record;
+      if (r.value("task", "") != "arithmetic" || r.value("op", "") != "+") return false;
+      const int64_t a = r["a"].get<int64_t>(), b = r["b"].get<int64_t>();
+      return a >= 0 && b >= 0 && column_sum(a, b, true).answer != column_sum(a, b, false).answer;
+    };
     const std::vector<size_t> order = shuffled_indices(problems.size(), derive_seed(seed, "sft-feedback"));
     const size_t n = static_cast<size_t>(std::llround(o.feedback_fraction * static_cast<double>(problems.size())));
     for (size_t k = 0, taken = 0; k < order.size() && taken < n; ++k)
-      if (!tool[order[k]]) feedback[order[k]] = true, ++taken;
+      if (can_show(order[k])) feedback[order[k]] = true, ++taken;
   }
   SeededRng feedback_rng(derive_seed(seed, "sft-feedback-answers"));
   // Problems that may be made wrong, in a seeded order.
@@ -348,12 +358,19 @@ std::vector<SftExample> one_draw(const std::vector<PromptExample>& problems, con
       for (const SftTurn& t : s.turns) s.response += t.text;
     } else if (task == "arithmetic" && feedback[i]) {
       const int64_t answer = r["answer"].get<int64_t>();
-      const int64_t delta = feedback_rng.uniform_int(1, 10);
-      const int64_t wrong_answer = answer + (feedback_rng.below(2) ? delta : -delta);
-      const std::string text =
+      std::string wrong_text, right_text;
+      if (o.columns) {
+        const int64_t a = r["a"].get<int64_t>(), b = r["b"].get<int64_t>();
+        wrong_text = column_sum(a, b, true).text, right_text = column_sum(a, b, false).text;
+      } else {
+        const int64_t delta = feedback_rng.uniform_int(1, 10);
+        const int64_t wrong_answer = answer + (feedback_rng.below(2) ? delta : -delta);
+        wrong_text = arithmetic_response(r, wrong_answer, worked), right_text = arithmetic_response(r, answer, worked);
+      }
+      std::string text =
           replace_all(replace_all(o.feedback_text, "{answer}", std::to_string(answer)), "{prompt}", p.prompt);
-      s.turns = {{false, arithmetic_response(r, wrong_answer, worked)}, {false, text},
-                 {true, arithmetic_response(r, answer, worked)}};
+      if (text.find("{critique}") != std::string::npos) text = replace_all(text, "{critique}", o.critique(p, wrong_text));
+      s.turns = {{false, wrong_text}, {false, text}, {true, right_text}};
       for (const SftTurn& t : s.turns) s.response += t.text;
     } else if (task == "arithmetic") {
       s.response = direct_arithmetic(r, wrong[i], style, worked, o.columns, rng, &s.correct);

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -107,7 +108,9 @@ struct SyntheticSftOptions {
   // Arithmetic '+': each sum worked column by column, units first
   // ("7+8=15, 3+4+1=8. #### 85", column_sum below), so a dropped carry is a
   // visible step ("7+8=15, 3+4=7. #### 75"). Needs wrong_style drop_carry
-  // (the wrong responses drop every carry) and no tool or feedback targets.
+  // (the wrong responses drop every carry) and no tool targets. Its feedback
+  // targets (feedback_fraction) are drawn from sums with a carry: the working
+  // with the carries dropped, `feedback_text`, then the right working.
   bool columns = false;
   double tool_fraction = 0.0;           // arithmetic: share of targets that call the calculator
   // Arithmetic: share of targets (chosen by `seed`, apart from the tool ones)
@@ -115,9 +118,14 @@ struct SyntheticSftOptions {
   // a multi-turn target whose first two stretches are never trained on, so
   // the policy learns to answer after feedback (the format of the feedback
   // methods of docs/feedback.md). {answer} and {prompt} in the text are
-  // replaced by the right answer and the prompt.
+  // replaced by the right answer and the prompt, {critique} by what
+  // `critique` writes about the wrong answer (a critic's words: the warm
+  // start teaches the policy to read the critiques RL will show it).
   double feedback_fraction = 0.0;
   std::string feedback_text = "\nThat is not right. Try again.\n";
+  // Writes the critique of `wrong_response` to `problem` for {critique}
+  // (throws when it cannot); unset = {critique} is an error.
+  std::function<std::string(const PromptExample& problem, const std::string& wrong_response)> critique;
   // Responses per problem, each with its own seeded choices (wrong, tool,
   // feedback): with draws > 1 a mistake is the demonstrator's habit, made on
   // about wrong_fraction of a problem's showings, not a fixed set of

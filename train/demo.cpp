@@ -11,7 +11,7 @@ namespace rlf {
 
 namespace {
 
-ModelConfig demo_model_config(int64_t vocab_size) {
+ModelConfig demo_model_config(int64_t vocab_size, int64_t context) {
   ModelConfig c;
   c.vocab_size = vocab_size;
   c.hidden_size = 128;
@@ -19,7 +19,7 @@ ModelConfig demo_model_config(int64_t vocab_size) {
   c.num_hidden_layers = 3;
   c.num_attention_heads = 4;
   c.num_key_value_heads = 4;
-  c.max_position_embeddings = 128;
+  c.max_position_embeddings = context;
   c.bos_token_id = 1;
   c.eos_token_ids = {2};
   c.tie_word_embeddings = true;
@@ -28,15 +28,23 @@ ModelConfig demo_model_config(int64_t vocab_size) {
 
 }  // namespace
 
-void write_demo_policy(const std::filesystem::path& dir, uint64_t seed) {
+void write_demo_policy(const std::filesystem::path& dir, uint64_t seed, int64_t context) {
   const std::filesystem::path tok_dir = dir / "tokenizer";
   write_char_tokenizer(tok_dir, printable_ascii());
-  ModelConfig c = demo_model_config(3 + static_cast<int64_t>(printable_ascii().size()));
+  ModelConfig c = demo_model_config(3 + static_cast<int64_t>(printable_ascii().size()), context);
   c.validate("demo model");
   CausalLM model = make_random_model(c, seed, torch::kFloat32, torch::kCPU);
   SaveOptions so;
   so.tokenizer_source = tok_dir;
   save_model(*model, dir, so);
+}
+
+void ensure_demo_policy(const std::filesystem::path& dir, uint64_t seed, int64_t context) {
+  const std::filesystem::path config = dir / "config.json";
+  if (std::filesystem::exists(config) &&
+      read_json_file(config.string()).value("max_position_embeddings", int64_t{0}) == context)
+    return;
+  write_demo_policy(dir, seed, context);
 }
 
 double demo_wrong_fraction(bool clean) { return clean ? 0.0 : 0.7; }

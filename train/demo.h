@@ -51,7 +51,9 @@ double demo_wrong_fraction(bool clean);
 std::string demo_verdict(double pass1_after, double pass1_control, bool clean);
 
 // Writes the initial policy (random weights + char tokenizer) into `dir`.
-void write_demo_policy(const std::filesystem::path& dir, uint64_t seed);
+void write_demo_policy(const std::filesystem::path& dir, uint64_t seed, int64_t context = 128);
+// The same, unless `dir` holds a policy with that context already (written by an earlier run).
+void ensure_demo_policy(const std::filesystem::path& dir, uint64_t seed, int64_t context);
 
 // Builds the policy, runs SFT + GRPO, returns the run summary.
 TrainRunSummary run_demo(const DemoOptions& options);

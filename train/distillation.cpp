@@ -19,7 +19,8 @@ using Clock = std::chrono::steady_clock;
 
 const EnumNames<DistillTeacherKind>& distill_teacher_names() {
   static const EnumNames<DistillTeacherKind> names{
-      "distill.teacher", {{DistillTeacherKind::Self, "self"}, {DistillTeacherKind::Model, "model"}}};
+      "distill.teacher",
+      {{DistillTeacherKind::Self, "self"}, {DistillTeacherKind::Frozen, "frozen"}, {DistillTeacherKind::Model, "model"}}};
   return names;
 }
 
@@ -46,23 +47,36 @@ std::string DistillOptions::teacher_context() const {
 Json DistillStats::metrics(Reducer& reducer) const {
   struct {
     double episodes, skipped, truncated, teacher_s;
+    double critic_failures, generated_tokens;
   } v{.episodes = static_cast<double>(n_episodes),
       .skipped = static_cast<double>(n_skipped),
       .truncated = static_cast<double>(n_truncated),
-      .teacher_s = teacher_s};
+      .teacher_s = teacher_s,
+      .critic_failures = static_cast<double>(n_critic_failures),
+      .generated_tokens = static_cast<double>(n_generated_tokens)};
   reducer.sum_fields(v);
-  return Json{{"distill/episodes", v.episodes}, {"distill/skipped", v.skipped}, {"distill/truncated", v.truncated},
-              {"time/teacher_s", v.teacher_s}};
+  return Json{{"distill/episodes", v.episodes},   {"distill/skipped", v.skipped},
+              {"distill/truncated", v.truncated}, {"distill/critic_failures", v.critic_failures},
+              {"distill/generated_tokens", v.generated_tokens}, {"time/teacher_s", v.teacher_s}};
 }
 
 DistillTeacher::DistillTeacher(Policy& policy, DistillOptions options, size_t accuracy_component,
-                               bool add_special_tokens, int64_t micro_batch_size)
+                               bool add_special_tokens, int64_t micro_batch_size, Critic* critic,
+                               CausalLM reference)
     : policy_(policy),
+      critic_(critic),
       options_(std::move(options)),
       accuracy_component_(accuracy_component),
       add_special_tokens_(add_special_tokens),
       micro_batch_size_(micro_batch_size) {
   options_.validate();
+  check(!options_.needs_critic() || critic_ != nullptr,
+        "distill.context has {critique}: it needs a critic ([critic]) to write it");
+  if (options_.teacher == DistillTeacherKind::Frozen) {
+    check(static_cast<bool>(reference), "distill.teacher = \"frozen\" needs the KL reference model");
+    own_teacher_ = std::make_unique<Policy>(policy);
+    own_teacher_->loaded.model = std::move(reference);
+  }
   if (options_.teacher == DistillTeacherKind::Model) {
     LoadOptions lo;
     lo.device = policy.model()->device().str();
@@ -85,7 +99,15 @@ DistillStats DistillTeacher::add_teacher_logprobs(std::vector<ScoredGroup>& grou
   const int64_t window = teacher.loaded.config.max_position_embeddings;
   std::vector<Episode> views;   // teacher context + the episode's tokens after its prompt
   std::vector<Episode*> owners;
-  std::vector<int64_t> context_lengths;
+  // The episodes that get a teacher, with what the context is filled from.
+  struct Pending {
+    Episode* episode;
+    CritiqueRequest request;
+    std::string context;
+  };
+  std::vector<Pending> pending;
+  const std::string context = options_.teacher_context();
+  const bool needs_sibling = context.find("{sibling}") != std::string::npos;
   for (ScoredGroup& g : groups) {
     std::string sibling;
     bool has_sibling = false;
@@ -95,36 +117,58 @@ DistillStats DistillTeacher::add_teacher_logprobs(std::vector<ScoredGroup>& grou
     for (size_t i = 0; i < g.group.episodes.size(); ++i) {
       Episode& e = g.group.episodes[i];
       if (e.n_policy_tokens() == 0) continue;
-      const bool needs_sibling = options_.teacher_context().find("{sibling}") != std::string::npos;
       if ((options_.failed_only && is_correct(g, accuracy_component_, i)) || (needs_sibling && !has_sibling)) {
         ++st.n_skipped;
         continue;
       }
-      CritiqueRequest r;
-      r.task = g.group.task;
-      r.prompt = g.group.prompt;
-      r.response = e.transcript();
-      r.explanation = g.scores.describe(i);
-      const std::string context = replace_all(options_.teacher_context(), "{sibling}", sibling);
-      auto fitted = fit_feedback_prompt(context, r, "", *teacher.tokenizer, add_special_tokens_, e.n_completion(), window);
-      if (!fitted) {
-        ++st.n_skipped;
-        continue;
-      }
-      st.n_truncated += fitted->truncated;
-      Episode v;
-      v.tokens = fitted->ids;
-      v.tokens.insert(v.tokens.end(), e.tokens.begin() + e.n_prompt, e.tokens.end());
-      v.n_prompt = static_cast<int64_t>(fitted->ids.size());
-      v.loss_weight.assign(v.tokens.size(), 0.0f);
-      v.old_logprob.assign(v.tokens.size(), 0.0f);
-      if (v.tokens.size() < 2) {
-        ++st.n_skipped;
-        continue;
-      }
-      views.push_back(std::move(v));
-      owners.push_back(&e);
+      Pending p{.episode = &e, .request = {}, .context = replace_all(context, "{sibling}", sibling)};
+      p.request.task = g.group.task;
+      p.request.prompt = g.group.prompt;
+      p.request.response = e.transcript();
+      p.request.reward = e.reward;
+      p.request.correct = is_correct(g, accuracy_component_, i);
+      p.request.explanation = g.scores.describe(i);
+      pending.push_back(std::move(p));
     }
+  }
+  std::vector<std::string> critiques(pending.size());
+  std::vector<bool> critiqued(pending.size(), true);
+  if (options_.needs_critic() && !pending.empty()) {
+    std::vector<CritiqueRequest> requests;
+    for (const Pending& p : pending) requests.push_back(p.request);
+    const std::vector<Critique> got = critic_->critique(requests);
+    check(got.size() == requests.size(), "critic '", critic_->name(), "' returned ", got.size(), " critiques for ",
+          requests.size(), " requests");
+    for (size_t k = 0; k < got.size(); ++k) {
+      critiqued[k] = got[k].ok, critiques[k] = got[k].text;
+      st.n_generated_tokens += got[k].n_generated_tokens;
+    }
+  }
+  for (size_t k = 0; k < pending.size(); ++k) {
+    Episode& e = *pending[k].episode;
+    if (!critiqued[k]) {
+      ++st.n_critic_failures, ++st.n_skipped;
+      continue;
+    }
+    auto fitted = fit_feedback_prompt(pending[k].context, pending[k].request, critiques[k], *teacher.tokenizer,
+                                      add_special_tokens_, e.n_completion(), window);
+    if (!fitted) {
+      ++st.n_skipped;
+      continue;
+    }
+    st.n_truncated += fitted->truncated;
+    Episode v;
+    v.tokens = fitted->ids;
+    v.tokens.insert(v.tokens.end(), e.tokens.begin() + e.n_prompt, e.tokens.end());
+    v.n_prompt = static_cast<int64_t>(fitted->ids.size());
+    v.loss_weight.assign(v.tokens.size(), 0.0f);
+    v.old_logprob.assign(v.tokens.size(), 0.0f);
+    if (v.tokens.size() < 2) {
+      ++st.n_skipped;
+      continue;
+    }
+    views.push_back(std::move(v));
+    owners.push_back(&e);
   }
   if (!views.empty()) score_views(teacher, views, owners);
   st.n_episodes = static_cast<int64_t>(owners.size());

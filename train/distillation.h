@@ -29,9 +29,12 @@
 // (algorithms/distill_divergence.h), on the whole next-token distribution
 // rather than the sampled token.
 //
-// Context placeholders: {prompt} {reference} {explanation} and {sibling} (the
-// first correct episode's text in the group; episodes of groups with none get
-// no teacher). A context that does not fit the teacher's window with the
+// Context placeholders: {prompt} {reference} {explanation} {response} (the
+// episode's own text), {sibling} (the first correct episode's text in the
+// group; episodes of groups with none get no teacher) and {critique} (the
+// run's critic on the episode, [critic]: the teacher reads what the critic
+// says about the student's attempt; an episode whose critique fails gets no
+// teacher and is counted in distill/critic_failures). A context that does not fit the teacher's window with the
 // episode's tokens is cut by the rule of feedback/feedback_prompt.h or, when
 // even that fails, the episode gets no teacher; both are counted.
 #pragma once
@@ -43,6 +46,7 @@
 #include "algorithms/distill_divergence.h"
 #include "algorithms/kl.h"
 #include "config/enum_names.h"
+#include "feedback/critic.h"
 #include "rollout/policy.h"
 #include "train/reducer.h"
 #include "env/scored_group.h"
@@ -50,9 +54,13 @@
 
 namespace rlf {
 
-// distill.teacher: Self = the policy with distill.context in front; Model = the model at distill.teacher_path.
-enum class DistillTeacherKind { Self, Model };
-const EnumNames<DistillTeacherKind>& distill_teacher_names();  // "self", "model"
+// distill.teacher: Self = the policy with distill.context in front; Frozen = the same context in front of the
+// KL reference (the policy as RL starts, algorithm.kl_reference; saved for resume), a teacher that does not move
+// with the student — a live teacher can follow the student into a degenerate fixed point (measured: the columns
+// example's self-distillation collapsed to "1111..." with a live teacher); Model = the model at
+// distill.teacher_path.
+enum class DistillTeacherKind { Self, Frozen, Model };
+const EnumNames<DistillTeacherKind>& distill_teacher_names();  // "self", "frozen", "model"
 
 struct DistillOptions {
   bool enabled = false;                     // [distill] enabled
@@ -77,21 +85,27 @@ struct DistillOptions {
   void validate() const;
   // `context`, or its default for `teacher` when "".
   std::string teacher_context() const;
+  // The context has {critique}: the stage asks the run's critic.
+  bool needs_critic() const { return enabled && teacher_context().find("{critique}") != std::string::npos; }
 };
 
 struct DistillStats {
   int64_t n_episodes = 0;         // episodes given teacher log-probs
   int64_t n_skipped = 0;          // without a teacher: no correct sibling, failed_only, or no room
   int64_t n_truncated = 0;        // teacher contexts cut to fit
+  int64_t n_critic_failures = 0;  // {critique}: episodes whose critique failed (no teacher)
+  int64_t n_generated_tokens = 0; // {critique}: tokens a local critic generated (count against the run's budget)
   double teacher_s = 0;           // time in teacher forwards
   Json metrics(Reducer& reducer) const;  // "distill/episodes", "distill/skipped", ...
 };
 
 class DistillTeacher {
  public:
-  // Borrows the policy; loads the teacher model when options.teacher = "model".
+  // Borrows the policy (and the critic, needed when the context has
+  // {critique}); loads the teacher model when options.teacher = "model";
+  // teacher = "frozen" reads `reference` (required then).
   DistillTeacher(Policy& policy, DistillOptions options, size_t accuracy_component, bool add_special_tokens,
-                 int64_t micro_batch_size);
+                 int64_t micro_batch_size, Critic* critic = nullptr, CausalLM reference = nullptr);
   // Sets Episode::teacher_logprob on the episodes that get a teacher.
   DistillStats add_teacher_logprobs(std::vector<ScoredGroup>& groups);
 
@@ -100,7 +114,8 @@ class DistillTeacher {
   void score_views(Policy& teacher, const std::vector<Episode>& views, const std::vector<Episode*>& owners);
 
   Policy& policy_;
-  std::unique_ptr<Policy> own_teacher_;  // teacher = "model"
+  Critic* critic_;                       // {critique} in the context; else may be null
+  std::unique_ptr<Policy> own_teacher_;  // teacher = "model", or "frozen" (the policy's tokenizer, the reference)
   DistillOptions options_;
   size_t accuracy_component_;
   bool add_special_tokens_;

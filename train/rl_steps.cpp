@@ -2,6 +2,7 @@
 
 #include "train/phase_memory.h"
 #include "train/sampling_replay.h"
+#include "train/update_shares.h"
 
 #include <algorithm>
 #include <chrono>
@@ -164,7 +165,8 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
   }
   if (options_.distill.enabled)
     teacher_ = std::make_unique<DistillTeacher>(policy_, options_.distill, accuracy_component_,
-                                                options_.add_special_tokens, options_.reference_micro_batch_size);
+                                                options_.add_special_tokens, options_.reference_micro_batch_size,
+                                                critic, reference_);
 }
 
 std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t version, Json& metrics) {
@@ -603,6 +605,7 @@ std::vector<Episode> RlSteps::next(int64_t step, int32_t version, Json& metrics)
   std::vector<Episode> out;
   for (const auto& g : groups)
     for (const auto& e : g.group.episodes) out.push_back(e);
+  metrics.update(update_share_metrics(out, reducer_));
   last_groups_ = std::move(groups);
   return out;
 }

@@ -37,7 +37,8 @@
 //                   critic marks spans of failed episodes, their tokens get
 //                   coef x score on top of their advantage
 // and the step's metrics (rewards per component, accuracy, lengths, turns,
-// environment outcomes). The trainer (train/trainer.h) then updates the
+// environment outcomes, and where the update's signal comes from:
+// train/update_shares.h). The trainer (train/trainer.h) then updates the
 // policy on the returned episodes. The engine's KV cache is released before
 // returning, so the update reclaims its memory.
 #pragma once

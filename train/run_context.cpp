@@ -5,6 +5,7 @@
 
 #include "data/decontamination.h"
 #include "env/env_registry.h"
+#include "feedback/critic_config.h"
 #include "util/memory_usage.h"
 #include "eval/evaluator.h"
 #include "model/loader.h"
@@ -101,8 +102,8 @@ RunSpec reflexion_spec_of(const TrainConfig& cfg, const ReadEnvironment& read_en
 }
 
 RunContext load_run_context(const TrainConfig& cfg, const TrainRunOptions& opts, Reducer& reducer) {
-  if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
-    write_demo_policy(cfg.model_path(), cfg.run.seed);
+  if (!cfg.model.random_init.empty())
+    ensure_demo_policy(cfg.model_path(), cfg.run.seed, cfg.model.random_init_context);
   RunContext r{cfg, opts, reducer, load_run_policy(run_spec_of(cfg).policy), {}, {}, {}, {}, {}, {}, {}};
   r.policy.model()->set_memory_levers(memory_levers_here(cfg.memory));
   r.chat = tokenizer_chat_of(*r.policy.tokenizer);
@@ -172,7 +173,22 @@ void load_prompts(RunContext& r, const std::vector<EvalText>& eval_texts) {
 
 void load_sft_pairs(RunContext& r, const std::vector<EvalText>& eval_texts) {
   const TrainConfig& cfg = r.cfg;
-  SftDataset sft = SftDataset::load(cfg.sft.data, &r.chat);
+  SftDatasetOptions data = cfg.sft.data;
+  // Feedback targets that show a critique: the run's own critic writes it, so the warm start teaches the policy
+  // to read what RL's critiques will say.
+  std::unique_ptr<Critic> critic;
+  if (data.feedback_fraction > 0 && data.feedback_text.find("{critique}") != std::string::npos) {
+    critic = make_critic(cfg.rl.critic, r.policy, r.opts.read_env, cfg.source + " [critic]");
+    data.critique = [&critic](const PromptExample& problem, const std::string& wrong) {
+      CritiqueRequest q;
+      q.task = &problem, q.prompt = problem.prompt, q.response = wrong, q.correct = false;
+      const Critique c = critic->critique({q})[0];
+      check(c.ok, "sft.data.feedback_text: critic '", critic->name(), "' could not critique ", problem.where, ": ",
+            c.error);
+      return c.text;
+    };
+  }
+  SftDataset sft = SftDataset::load(data, &r.chat);
   // Held-out prompts stay held out: SFT pairs whose prompt is an eval prompt are dropped.
   r.sft_examples = without_held_out_prompts(sft.examples(), r.eval);
   if (cfg.decontamination.enabled()) {

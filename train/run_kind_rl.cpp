@@ -114,7 +114,8 @@ class RlKind final : public RunKind {
 
   void prepare(RunContext& r) override { attach_lora_to_lm(r); }
   bool needs_reference() const override {
-    return cfg_.rl.kl_beta > 0 || (cfg_.preference.online && !cfg_.preference.loss.reference_free());
+    return cfg_.rl.kl_beta > 0 || (cfg_.preference.online && !cfg_.preference.loss.reference_free()) ||
+           (cfg_.rl.distill.enabled && cfg_.rl.distill.teacher == DistillTeacherKind::Frozen);
   }
 
   void start(RunContext& r, CausalLM reference, bool warmed, bool) override {
@@ -149,7 +150,7 @@ class RlKind final : public RunKind {
   }
   std::optional<int64_t> generated_tokens(const Json& m) const override {
     return static_cast<int64_t>(m.value("rollout/generated_tokens", 0.0) + m.value("refine/generated_tokens", 0.0) +
-                                m.value("lessons/generated_tokens", 0.0));
+                                m.value("lessons/generated_tokens", 0.0) + m.value("distill/generated_tokens", 0.0));
   }
   void observe(int64_t step, Json& m) override {
     if (!gold_watch_ || !m.contains("reward/mean") || !m.contains("reward/" + cfg_.rl.gold_reward + "/mean")) return;

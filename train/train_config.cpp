@@ -102,6 +102,10 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
             "\"\" = load model.path; \"demo\" = a fresh random 0.6M-parameter Llama with a character tokenizer, seeded "
             "by run.seed, written to run.out_dir/init",
             RLF_MEMBER(model.random_init), {"", "demo"}),
+      field("model.random_init_context", "tokens",
+            "random_init: the fresh model's context (max_position_embeddings; its weights do not depend on it)",
+            RLF_MEMBER(model.random_init_context))
+          .in(16, 65536),
       section("data", Json::object(), "prompt dataset (docs/data.md): path, preset, fields, templates, split",
               [](TrainConfig& c, const Json& v, const std::string& source) {
                 c.has_data = !v.empty();
@@ -349,13 +353,16 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
             RLF_MEMBER(rl.distill.beta))
           .in(0, 1),
       choice("distill.teacher", "",
-             "self = the policy with distill.context in front; model = the model at distill.teacher_path",
+             "self = the policy with distill.context in front; frozen = the same with the KL reference's weights "
+             "(the policy as RL starts: a teacher that does not move with the student); model = the model at "
+             "distill.teacher_path",
              RLF_MEMBER(rl.distill.teacher), distill_teacher_names()),
       field("distill.teacher_path", "", "teacher = \"model\": its directory (the policy's tokenizer)",
             RLF_MEMBER(rl.distill.teacher_path)),
       field("distill.context", "",
-            "the teacher's prompt; placeholders {prompt} {reference} {explanation} {sibling}; \"\" = by teacher: self "
-            "\"The answer is {reference}.\\n{prompt}\", model \"{prompt}\"",
+            "the teacher's prompt; placeholders {prompt} {reference} {explanation} {response} {sibling} {critique} "
+            "([critic] on the episode); \"\" = by teacher: self and frozen \"The answer is {reference}.\\n{prompt}\", "
+            "model \"{prompt}\"",
             RLF_MEMBER(rl.distill.context)),
       field("distill.failed_only", "", "distill only on episodes the accuracy reward scored wrong",
             RLF_MEMBER(rl.distill.failed_only)),
@@ -950,9 +957,12 @@ void check_combinations(const TrainConfig& c, const Json& config) {
     }
     // Critiques need a critic: the [critic] section, given (its type defaults to simple_gt once given).
     if (c.asks_critic() && !config.contains("critic"))
-      fail(c.rl.refine.enabled ? "refine.enabled" : "lessons.enabled", " = true needs a [critic] section: who writes "
-           "the critiques (type = \"simple_gt\", \"simple\", \"text\", \"template\", \"self\", \"model\" or "
-           "\"endpoint\"; docs/feedback.md)");
+      fail(c.rl.refine.enabled ? "refine.enabled = true"
+           : c.rl.lessons.enabled ? "lessons.enabled = true"
+           : c.rl.span_credit.enabled ? "span_credit.enabled = true"
+                                       : "distill.context with {critique}", " needs a [critic] section: who writes "
+           "the critiques (type = \"simple_gt\", \"simple\", \"text\", \"template\", \"columns\", \"self\", "
+           "\"model\" or \"endpoint\"; docs/feedback.md)");
     if (c.lora.enabled) {
       const char* why = c.kind == TrainerKind::Rm && !c.reward_model.train_backbone
                             ? "reward_model.train_backbone = false trains the score head alone (a linear probe); "

@@ -235,6 +235,8 @@ struct ModelOptions {
   bool pack_weights = true;      // CausalLMImpl::set_pack_weights: rollouts decode with packed weight panels
   std::string random_init;       // "" = load `path`; a preset ("demo"): a fresh random model with a
                                  // character tokenizer, written to run.out_dir/init and loaded from there
+  int64_t random_init_context = 128;  // random_init: its context (max_position_embeddings); the weights are the
+                                      // same at any value
 };
 
 // [lora]: low-rank adapters on the policy (model/lora.h, docs/lora.md).
@@ -269,9 +271,11 @@ struct TrainConfig {
 
   // The model directory the run loads (model.path, or out_dir/init with random_init).
   std::filesystem::path model_path() const;
-  // An RL run whose refinement or lessons ask a critic ([critic]) for critiques.
+  // An RL run whose refinement, lessons, span credit or distillation context ({critique}) ask a critic
+  // ([critic]) for critiques.
   bool asks_critic() const {
-    return kind == TrainerKind::Rl && (rl.refine.enabled || rl.lessons.enabled || rl.span_credit.enabled);
+    return kind == TrainerKind::Rl &&
+           (rl.refine.enabled || rl.lessons.enabled || rl.span_credit.enabled || rl.distill.needs_critic());
   }
 };
 

@@ -363,8 +363,8 @@ TrainRunSummary run_training(const TrainConfig& cfg, const TrainRunOptions& opts
 
   // 1. Load everything and check every record before any step; the paths first, before anything is written.
   check_run_paths(cfg, !opts.reducer || opts.reducer->writes());
-  if (!cfg.model.random_init.empty() && !fs::exists(cfg.model_path() / "config.json"))
-    write_demo_policy(cfg.model_path(), cfg.run.seed);
+  if (!cfg.model.random_init.empty())
+    ensure_demo_policy(cfg.model_path(), cfg.run.seed, cfg.model.random_init_context);
   LocalReducer one_process;
   Reducer& reducer = opts.reducer ? *opts.reducer : one_process;
   summary.world_size = reducer.world_size();

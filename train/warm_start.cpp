@@ -31,6 +31,9 @@ Json warm_start_key(const TrainConfig& cfg) {
            {"data", cfg.raw.at("data")},
            {"sft", cfg.raw.at("sft")},
            {"seed", cfg.run.seed}};
+  // A critic writes the feedback targets' critiques (sft.data.feedback_text with {critique}).
+  if (cfg.sft.data.feedback_fraction > 0 && cfg.sft.data.feedback_text.find("{critique}") != std::string::npos)
+    key["critic"] = cfg.raw.value("critic", Json::object());
   // Decontamination changes the SFT pairs and the training prompts the early stop measures.
   if (cfg.decontamination.enabled())
     key["decontaminate"] = {{"sources", cfg.decontamination.sources},

@@ -319,12 +319,58 @@ TEST(SyntheticTasks, ColumnsShowTheDroppedCarryAsAStep) {
                                             "[sft.data]");
             }),
             "[sft.data]: columns needs worked = true, wrong_style = \"drop_carry\" (with wrong_fraction > 0), and no "
-            "tool_fraction or feedback_fraction");
+            "tool_fraction");
   o.operations = "*";
   so.style = WrongStyle::DropCarry;
   EXPECT_NE(error_of([&] { synthetic_sft_examples(generate_arithmetic(o, 1), so); })
                 .find("columns applies to sums of non-negative numbers"),
             std::string::npos);
+}
+
+// columns with feedback targets: sums with a carry shown as the working with
+// the carry dropped, the critique of that working ({critique}, written by the
+// caller's critic), then the right working, which alone is trained on.
+TEST(SyntheticTasks, ColumnsFeedbackTargetsShowTheCritiqueOfTheDroppedCarry) {
+  ArithmeticOptions o;
+  o.n_problems = 100;
+  o.min_digits = 2;
+  o.max_digits = 2;
+  o.operations = "+";
+  std::vector<PromptExample> problems = generate_arithmetic(o, 8);
+  SyntheticSftOptions so;
+  so.style = WrongStyle::DropCarry;
+  so.columns = true;
+  so.feedback_fraction = 0.3;
+  so.feedback_text = "\n{critique} Again:\n";
+  EXPECT_EQ(error_of([&] { synthetic_sft_examples(problems, so); }),
+            "feedback_text has {critique}: it needs a critic to write it ([critic])");
+  int64_t critiqued = 0;
+  so.critique = [&](const PromptExample& p, const std::string& wrong) {
+    ++critiqued;
+    return "[" + p.id + ": " + wrong + "]";
+  };
+  std::vector<SftExample> pairs = synthetic_sft_examples(problems, so);
+  int64_t n_feedback = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const Json& r = problems[i].record;
+    const int64_t a = r["a"].get<int64_t>(), b = r["b"].get<int64_t>();
+    if (pairs[i].turns.empty()) {
+      EXPECT_EQ(pairs[i].response, column_sum(a, b, false).text);
+      continue;
+    }
+    ++n_feedback;
+    EXPECT_GE(a % 10 + b % 10, 10) << a << " + " << b;  // only sums with a carry to drop
+    ASSERT_EQ(pairs[i].turns.size(), 3u);
+    const std::string wrong = column_sum(a, b, true).text;
+    EXPECT_EQ(pairs[i].turns[0].text, wrong);
+    EXPECT_FALSE(pairs[i].turns[0].policy);
+    EXPECT_EQ(pairs[i].turns[1].text, "\n[" + problems[i].id + ": " + wrong + "] Again:\n");
+    EXPECT_FALSE(pairs[i].turns[1].policy);
+    EXPECT_EQ(pairs[i].turns[2].text, column_sum(a, b, false).text);
+    EXPECT_TRUE(pairs[i].turns[2].policy);
+  }
+  EXPECT_EQ(n_feedback, 30);
+  EXPECT_EQ(critiqued, 30);
 }
 
 // draws > 1: every problem answered `draws` times, each draw with its own

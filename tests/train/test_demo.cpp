@@ -64,6 +64,22 @@ TEST(Demo, ConfigIsValidAndPolicyLoads) {
   EXPECT_EQ(p.eos_token_ids[0], 2);
 }
 
+// model.random_init_context: the context changes, the weights do not; a
+// directory with another context is rewritten, one with the same kept.
+TEST(Demo, RandomInitContextKeepsTheWeights) {
+  test::TempDir dir;
+  write_demo_policy(dir / "a", 3);
+  ensure_demo_policy(dir / "b", 3, 256);
+  Policy a = load_policy(dir / "a", "", {}), b = load_policy(dir / "b", "", {});
+  EXPECT_EQ(a.loaded.config.max_position_embeddings, 128);
+  EXPECT_EQ(b.loaded.config.max_position_embeddings, 256);
+  auto pa = a.model()->named_parameters(), pb = b.model()->named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (const auto& kv : pa) EXPECT_TRUE(torch::equal(kv.value(), pb[kv.key()])) << kv.key();
+  ensure_demo_policy(dir / "a", 3, 256);
+  EXPECT_EQ(load_policy(dir / "a", "", {}).loaded.config.max_position_embeddings, 256);
+}
+
 TEST(Demo, BadOverridesNameTheKeyAndWriteNothing) {
   test::TempDir dir;
   DemoOptions o;

@@ -36,18 +36,21 @@ TEST(Examples, EveryShippedConfigLoads) {
     TrainConfig c;
     EXPECT_NO_THROW(c = load_train_config(entry.path(), {})) << test::error_of([&] { load_train_config(entry.path(), {}); });
     const auto folder = entry.path().parent_path();
-    // The recipes compared by `rlf compare` are those with a token budget (the curation recipes run by steps).
-    if (folder.parent_path() == root && (folder.filename() == "feedback" ||
-                                         (folder.filename() == "recipes" && c.run.rollout_token_budget > 0)))
-      budgets[folder.filename().string()].insert(c.run.rollout_token_budget);
+    const std::string rel = std::filesystem::relative(folder, root).string();
+    // The folders compared by `rlf compare`: each feedback task's (examples/feedback, feedback/<task>,
+    // stories_keywords/feedback), and the recipes with a token budget (the curation recipes run by steps).
+    if (rel.find("feedback") != std::string::npos || (rel == "recipes" && c.run.rollout_token_budget > 0))
+      budgets[rel].insert(c.run.rollout_token_budget);
   }
   EXPECT_GE(n, 22);
-  for (const char* folder : {"feedback", "recipes"}) {
+  for (const char* folder : {"feedback", "feedback/columns", "stories_keywords/feedback", "recipes"}) {
     EXPECT_EQ(budgets[folder].size(), 1u) << "examples/" << folder << "/*.toml must share run.rollout_token_budget";
     if (!budgets[folder].empty()) {
       EXPECT_GT(*budgets[folder].begin(), 0);
     }
   }
+  for (const char* folder : {"feedback/columns", "stories_keywords/feedback"})
+    EXPECT_TRUE(std::filesystem::exists(root / folder / "grpo.toml")) << folder << ": the scalar baseline";
 }
 
 }  // namespace

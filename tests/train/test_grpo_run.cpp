@@ -328,8 +328,11 @@ TEST(GrpoRun, RefinementRunResumesExactly) {
     // Refinement tokens are left out of the rollout-agreement check.
     EXPECT_LT(ma[i]["policy/logprob_diff_max"].get<double>(), 1e-4) << "step " << i + 1;
     added += ma[i]["refine/added"].get<double>();
+    // Every refinement that joined a group reaches the update (its group has a failure: a non-zero advantage).
+    EXPECT_EQ(ma[i]["update/episodes_refinement"].get<double>(), ma[i]["refine/added"].get<double>());
     if (ma[i]["refine/added"].get<double>() > 0) {
       EXPECT_GT(ma[i]["policy/shaped_frac"].get<double>(), 0.0);
+      EXPECT_GT(ma[i]["update/share_refinement"].get<double>(), 0.0);
     }
   }
   EXPECT_GT(added, 0) << "no refinement joined a group in 4 steps";
@@ -448,6 +451,36 @@ TEST(GrpoRun, SelfDistillationRunResumesExactly) {
     EXPECT_GT(r["distill/kl"].get<double>(), 0.0);
     EXPECT_GT(r["loss/distill"].get<double>(), 0.0);
   }
+}
+
+// Self-distillation with privileged feedback in a whole run: the frozen
+// teacher (the run's reference) reads the episode's attempt and the critic's
+// words on it; the run asks for the reference although kl_beta is 0, and
+// resumes bit for bit.
+TEST(GrpoRun, FrozenCritiqueTeacherRunResumesExactly) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  auto config = [&](const std::filesystem::path& out, int64_t steps) {
+    Json j = grpo_run_config(model, out, steps);
+    j["distill"] = {{"enabled", true}, {"coef", 0.5}, {"teacher", "frozen"}, {"top_k", 4},
+                    {"context", "{prompt}{response}\n{critique}\n"}};
+    j["critic"] = {{"type", "text"}};
+    return train_config_from_json(j, "distill");
+  };
+  auto m = straight_and_resumed(config, dir, 4, 2, {"policy", "distill"}).first;
+  ASSERT_EQ(m.size(), 4u);
+  for (const Json& r : m) {
+    EXPECT_EQ(r["distill/episodes"].get<double>() + r["distill/skipped"].get<double>(), 8.0);
+    EXPECT_GT(r["distill/episodes"].get<double>(), 0.0);
+    EXPECT_EQ(r["distill/critic_failures"].get<double>(), 0.0);
+    EXPECT_GT(r["loss/distill"].get<double>(), 0.0);
+    EXPECT_TRUE(r.contains("update/share_rollout"));
+  }
+  Json j = grpo_run_config(model, dir / "bad", 2);
+  j["distill"] = {{"enabled", true}, {"context", "{prompt}\n{critique}\n"}};
+  EXPECT_NE(test::error_of([&] { train_config_from_json(j, "run.toml"); })
+                .find("distill.context with {critique} needs a [critic] section"),
+            std::string::npos);
 }
 
 // On-policy distillation from another model directory with the teacher's

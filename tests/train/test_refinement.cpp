@@ -25,6 +25,7 @@
 #include "feedback/reflexion.h"
 #include "train/replay_buffer.h"
 #include "train/rl_steps.h"
+#include "train/run_context.h"
 
 namespace rlf {
 namespace {
@@ -242,6 +243,106 @@ TEST(Distillation, TeacherLogprobsAreThePolicysWithTheContextInFront) {
   o.teacher_path = "";
   EXPECT_EQ(test::error_of([&] { o.validate(); }),
             "distill.teacher = \"model\" needs distill.teacher_path (the teacher's model directory)");
+}
+
+// Writes "Fix <n>." for the n-th request, failing every third.
+class CountingCritic final : public Critic {
+ public:
+  int64_t calls = 0, requests = 0;
+  std::string name() const override { return "counting"; }
+  std::vector<Critique> critique(const std::vector<CritiqueRequest>& rs) override {
+    ++calls;
+    std::vector<Critique> out(rs.size());
+    for (size_t i = 0; i < rs.size(); ++i, ++requests) {
+      if (requests % 3 == 2) {
+        out[i].error = "no";
+        continue;
+      }
+      out[i].ok = true;
+      out[i].text = "Fix " + std::to_string(requests) + ".";
+      out[i].n_generated_tokens = 2;
+    }
+    return out;
+  }
+};
+
+// {critique} in the context: the run's critic is asked once per step for the
+// episodes that get a teacher, and the teacher reads what it wrote about each
+// one's own attempt; a failed critique leaves its episode without a teacher.
+TEST(Distillation, CritiqueContextReadsTheCriticOnTheEpisodesOwnAttempt) {
+  Fixture f;
+  auto groups = f.groups(4);
+  DistillOptions o;
+  o.enabled = true;
+  o.context = "{prompt}{response}\n{critique}\n";
+  EXPECT_TRUE(o.needs_critic());
+  EXPECT_EQ(test::error_of([&] { DistillTeacher(f.policy, o, 0, true, 8); }),
+            "distill.context has {critique}: it needs a critic ([critic]) to write it");
+  CountingCritic critic;
+  DistillStats st = DistillTeacher(f.policy, o, 0, true, 8, &critic).add_teacher_logprobs(groups);
+  EXPECT_EQ(critic.calls, 1);
+  EXPECT_EQ(critic.requests, 16);
+  EXPECT_EQ(st.n_critic_failures, 5);  // requests 2, 5, 8, 11, 14
+  EXPECT_EQ(st.n_episodes, 11);
+  EXPECT_EQ(st.n_skipped, 5);
+  EXPECT_EQ(st.n_generated_tokens, 22);
+  // Episode 1 of group 1 is request 5 (failed): no teacher; episode 2 is request 6.
+  EXPECT_TRUE(groups[1].group.episodes[1].teacher_logprob.empty());
+  const ScoredGroup& g = groups[1];
+  const Episode& e = g.group.episodes[2];
+  ASSERT_EQ(e.teacher_logprob.size(), e.tokens.size());
+  Episode by_hand;
+  by_hand.tokens = f.policy.tokenizer->encode(g.group.prompt + e.transcript() + "\nFix 6.\n", true);
+  const size_t n_context = by_hand.tokens.size();
+  by_hand.tokens.insert(by_hand.tokens.end(), e.tokens.begin() + e.n_prompt, e.tokens.end());
+  by_hand.loss_weight.assign(by_hand.tokens.size(), 0.0f);
+  by_hand.old_logprob.assign(by_hand.tokens.size(), 0.0f);
+  auto lp = recompute_logprobs(*f.policy.model(), {&by_hand}, 4)[0];
+  for (int64_t t = e.n_prompt; t < static_cast<int64_t>(e.tokens.size()); ++t)
+    EXPECT_NEAR(e.teacher_logprob[static_cast<size_t>(t)], lp[n_context + static_cast<size_t>(t - e.n_prompt)], 1e-5)
+        << t;
+  LocalReducer reducer;
+  const Json m = st.metrics(reducer);
+  EXPECT_EQ(m["distill/critic_failures"].get<double>(), 5);
+  EXPECT_EQ(m["distill/generated_tokens"].get<double>(), 22);
+}
+
+// teacher = "frozen": the context in front of the KL reference's weights,
+// which the student's updates do not move.
+TEST(Distillation, FrozenTeacherReadsTheReferenceNotTheLivePolicy) {
+  Fixture f;
+  CausalLM reference = frozen_copy(*f.policy.model());
+  {
+    torch::NoGradGuard ng;
+    for (auto& p : f.policy.model()->parameters()) p.add_(0.05);  // the student has moved since RL started
+  }
+  auto groups = f.groups(2);
+  DistillOptions o;
+  o.enabled = true;
+  o.teacher = DistillTeacherKind::Frozen;
+  o.context = "Hint\n{prompt}";
+  EXPECT_EQ(test::error_of([&] { DistillTeacher(f.policy, o, 0, true, 8); }),
+            "distill.teacher = \"frozen\" needs the KL reference model");
+  DistillStats st = DistillTeacher(f.policy, o, 0, true, 8, nullptr, reference).add_teacher_logprobs(groups);
+  EXPECT_EQ(st.n_episodes, 8);
+  const ScoredGroup& g = groups[1];
+  const Episode& e = g.group.episodes[1];
+  Episode by_hand;
+  by_hand.tokens = f.policy.tokenizer->encode("Hint\n" + g.group.prompt, true);
+  const size_t n_context = by_hand.tokens.size();
+  by_hand.tokens.insert(by_hand.tokens.end(), e.tokens.begin() + e.n_prompt, e.tokens.end());
+  by_hand.loss_weight.assign(by_hand.tokens.size(), 0.0f);
+  by_hand.old_logprob.assign(by_hand.tokens.size(), 0.0f);
+  const auto by_reference = recompute_logprobs(*reference, {&by_hand}, 4)[0];
+  const auto by_policy = recompute_logprobs(*f.policy.model(), {&by_hand}, 4)[0];
+  double moved = 0;
+  for (int64_t t = e.n_prompt; t < static_cast<int64_t>(e.tokens.size()); ++t) {
+    const size_t k = n_context + static_cast<size_t>(t - e.n_prompt);
+    EXPECT_NEAR(e.teacher_logprob[static_cast<size_t>(t)], by_reference[k], 1e-5) << t;
+    moved = std::max(moved, std::abs(static_cast<double>(by_policy[k] - by_reference[k])));
+  }
+  EXPECT_GT(moved, 1e-3);  // the live policy would have given other targets
+  EXPECT_EQ(distill_teacher_names().parse("frozen"), DistillTeacherKind::Frozen);
 }
 
 // [distill]'s divergence keys: errors name the key; the context's default follows the teacher.

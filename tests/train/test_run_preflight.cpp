@@ -95,7 +95,8 @@ TEST(RunPreflight, RefinementAndLessonsNeedACritic) {
     j[feature] = {{"enabled", true}};
     EXPECT_EQ(error_of([&] { train_config_from_json(j, "run.toml"); }),
               std::string("run.toml: ") + feature + ".enabled = true needs a [critic] section: who writes the critiques "
-              "(type = \"simple_gt\", \"simple\", \"text\", \"template\", \"self\", \"model\" or \"endpoint\"; "
+              "(type = \"simple_gt\", \"simple\", \"text\", \"template\", \"columns\", \"self\", \"model\" or "
+                  "\"endpoint\"; "
               "docs/feedback.md)");
     j["critic"] = Json::object();  // given, even empty: its type is simple_gt
     EXPECT_NO_THROW(train_config_from_json(j, "run.toml"));
