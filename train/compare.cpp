@@ -15,14 +15,8 @@ namespace rlf {
 namespace {
 
 void mean_std(const std::vector<double>& v, double* mean, double* sd) {
-  *mean = 0, *sd = 0;
-  if (v.empty()) return;
-  for (double x : v) *mean += x;
-  *mean /= static_cast<double>(v.size());
-  if (v.size() < 2) return;
-  double sq = 0;
-  for (double x : v) sq += (x - *mean) * (x - *mean);
-  *sd = std::sqrt(sq / static_cast<double>(v.size() - 1));
+  const MeanSe m = mean_se(v);
+  *mean = m.mean, *sd = m.sd;
 }
 
 std::string fmt(const char* f, double v) {
@@ -32,6 +26,20 @@ std::string fmt(const char* f, double v) {
 }
 
 }  // namespace
+
+MeanSe mean_se(const std::vector<double>& v) {
+  MeanSe m;
+  m.n = static_cast<int64_t>(v.size());
+  if (v.empty()) return m;
+  for (double x : v) m.mean += x;
+  m.mean /= static_cast<double>(v.size());
+  if (v.size() < 2) return m;
+  double sq = 0;
+  for (double x : v) sq += (x - m.mean) * (x - m.mean);
+  m.sd = std::sqrt(sq / static_cast<double>(v.size() - 1));
+  m.se = m.sd / std::sqrt(static_cast<double>(v.size()));
+  return m;
+}
 
 void CompareOptions::validate() const {
   check(seeds >= 1 && seeds <= 1000, "--seeds must be in [1, 1000] (got ", seeds, ")");
@@ -48,6 +56,10 @@ Json CompareResult::to_json() const {
               {"name", e.name},
               {"pass1_after_mean", e.pass1_after_mean},
               {"pass1_after_std", e.pass1_after_std},
+              {"pass1_after_se", e.pass1_after_se},
+              {"vs_first_mean", e.vs_first_mean},
+              {"vs_first_se", e.vs_first_se},
+              {"vs_first_ahead", e.vs_first_ahead},
               {"gain_mean", e.gain_mean},
               {"gain_std", e.gain_std},
               {"rollout_tokens_mean", e.rollout_tokens_mean},
@@ -60,23 +72,43 @@ Json CompareResult::to_json() const {
                            {"steps", r.steps},
                            {"rollout_tokens", r.rollout_tokens},
                            {"wall_s", r.wall_s},
-                           {"rl_s", r.rl_s}});
+                           {"rl_s", r.rl_s},
+                           {"pass1_control", r.pass1_control}});
     j["configs"].push_back(std::move(c));
   }
   return j;
 }
 
 std::string CompareResult::table() const {
-  std::string out =
-      "| config | pass@1 after (mean ± std) | gain (mean ± std) | steps (mean) | rollout tokens (mean) | RL time s (mean) |\n";
-  out += "|---|---|---|---|---|---|\n";
+  const std::string first = entries.empty() ? "" : entries[0].name;
+  std::string out = "| config | pass@1 after (mean ± s.e.) | per seed | vs " + first +
+                    " (paired mean ± s.e., seeds ahead) | gain (mean ± std) | steps (mean) | rollout tokens (mean) | "
+                    "RL time s (mean) |\n";
+  out += "|---|---|---|---|---|---|---|---|\n";
+  std::vector<double> control;
   for (const CompareEntry& e : entries) {
     double steps = 0;
-    for (const CompareRun& r : e.runs) steps += static_cast<double>(r.steps);
+    std::string per_seed;
+    for (const CompareRun& r : e.runs) {
+      steps += static_cast<double>(r.steps);
+      per_seed += (per_seed.empty() ? "" : " ") + fmt("%.3f", r.pass1_after);
+      if (r.pass1_control >= 0 && control.size() < e.runs.size()) control.push_back(r.pass1_control);
+    }
     steps /= std::max<size_t>(1, e.runs.size());
-    out += "| " + e.name + " | " + fmt("%.3f", e.pass1_after_mean) + " ± " + fmt("%.3f", e.pass1_after_std) + " | " +
-           fmt("%+.3f", e.gain_mean) + " ± " + fmt("%.3f", e.gain_std) + " | " + fmt("%.0f", steps) + " | " +
-           fmt("%.0f", e.rollout_tokens_mean) + " | " + fmt("%.0f", e.rl_s_mean) + " |\n";
+    const std::string vs = &e == &entries[0] ? "baseline"
+                                             : fmt("%+.3f", e.vs_first_mean) + " ± " + fmt("%.3f", e.vs_first_se) +
+                                                   ", " + std::to_string(e.vs_first_ahead) + " of " +
+                                                   std::to_string(e.runs.size());
+    out += "| " + e.name + " | " + fmt("%.3f", e.pass1_after_mean) + " ± " + fmt("%.3f", e.pass1_after_se) + " | " +
+           per_seed + " | " + vs + " | " + fmt("%+.3f", e.gain_mean) + " ± " + fmt("%.3f", e.gain_std) + " | " +
+           fmt("%.0f", steps) + " | " + fmt("%.0f", e.rollout_tokens_mean) + " | " + fmt("%.0f", e.rl_s_mean) + " |\n";
+  }
+  if (!control.empty()) {
+    const MeanSe c = mean_se(control);
+    std::string per_seed;
+    for (double x : control) per_seed += (per_seed.empty() ? "" : " ") + fmt("%.3f", x);
+    out += "| SFT alone (run.sft_control) | " + fmt("%.3f", c.mean) + " ± " + fmt("%.3f", c.se) + " | " + per_seed +
+           " | | | | | |\n";
   }
   return out;
 }
@@ -131,6 +163,8 @@ CompareResult compare_configs(const std::vector<std::filesystem::path>& configs,
         r.rollout_tokens = j.value("rollout_tokens", int64_t{0});
         r.wall_s = j.value("wall_s", 0.0);
         r.rl_s = j.value("steps_wall_s", 0.0);
+        const Json control = j.value("pass1_control", Json(nullptr));
+        r.pass1_control = control.is_number() ? control.get<double>() : -1.0;
         r.reused = true;
       } else {
         TrainRunOptions ro;
@@ -143,6 +177,7 @@ CompareResult compare_configs(const std::vector<std::filesystem::path>& configs,
         r.rollout_tokens = sum.rollout_tokens;
         r.wall_s = sum.wall_s;
         r.rl_s = sum.steps_wall_s;
+        r.pass1_control = sum.pass1_control;
       }
       if (!o.quiet)
         std::cout << "compare: " << e.name << " seed " << s << ": pass@1 " << fmt("%.3f", r.pass1_before) << " -> "
@@ -155,6 +190,17 @@ CompareResult compare_configs(const std::vector<std::filesystem::path>& configs,
       e.runs.push_back(r);
     }
     mean_std(after, &e.pass1_after_mean, &e.pass1_after_std);
+    e.pass1_after_se = mean_se(after).se;
+    if (!result.entries.empty()) {  // paired against the first config, seed by seed
+      const CompareEntry& base_entry = result.entries[0];
+      std::vector<double> diff;
+      for (size_t k = 0; k < e.runs.size() && k < base_entry.runs.size(); ++k) {
+        diff.push_back(e.runs[k].pass1_after - base_entry.runs[k].pass1_after);
+        e.vs_first_ahead += diff.back() > 0;
+      }
+      const MeanSe d = mean_se(diff);
+      e.vs_first_mean = d.mean, e.vs_first_se = d.se;
+    }
     mean_std(gain, &e.gain_mean, &e.gain_std);
     double sd = 0;
     mean_std(tokens, &e.rollout_tokens_mean, &sd);

@@ -1,9 +1,13 @@
 // Comparing methods on the same task, seeds and rollout-token budget
 // (`rlf compare CONFIG... --seeds N`): every config runs once per seed
 // (run.seed = 0..N-1, each in out_dir/<config stem>/seed-<s>), and the table
-// reports per config the mean and sample standard deviation over seeds of
-// the final held-out greedy pass@1, its change from before RL, the steps and
-// the rollout tokens used.
+// reports per config the mean, sample standard deviation and standard error
+// over seeds of the final held-out greedy pass@1, each seed's value, its
+// change from before RL, the steps and the rollout tokens used; and, against
+// the FIRST config (the baseline: grpo.toml sorts first in the example
+// folders), the paired difference seed by seed (mean ± standard error, and
+// on how many seeds it is ahead). A config with run.sft_control adds the row
+// "SFT alone": the warm start trained by SFT for RL's wall time.
 //
 // The same budget: every config must end up with the same
 // run.rollout_token_budget (set it in the files or with --set for all);
@@ -40,14 +44,26 @@ struct CompareRun {
   int64_t steps = 0, rollout_tokens = 0;
   double wall_s = 0;                        // the whole run (warm start, evaluations, RL)
   double rl_s = 0;                          // its RL steps (rollouts, feedback, updates)
+  double pass1_control = -1;                // run.sft_control: SFT alone for rl_s (-1: none)
   bool reused = false;                      // read from an earlier finished run
 };
+
+// Mean, sample standard deviation and standard error (sd / sqrt(n)) of `v`; 0 for what one value cannot give.
+struct MeanSe {
+  double mean = 0, sd = 0, se = 0;
+  int64_t n = 0;
+};
+MeanSe mean_se(const std::vector<double>& v);
 
 struct CompareEntry {
   std::string config;                       // the path as given
   std::string name;                         // its stem (the run directory's name)
   std::vector<CompareRun> runs;
   double pass1_after_mean = 0, pass1_after_std = 0;   // over seeds (sample std; 0 for one seed)
+  double pass1_after_se = 0;                          // its standard error (std / sqrt(seeds))
+  // Paired against the first config, seed by seed (0 / 0 / 0 for the first itself).
+  double vs_first_mean = 0, vs_first_se = 0;
+  int64_t vs_first_ahead = 0;                         // seeds where this config's pass@1 is higher
   double gain_mean = 0, gain_std = 0;                 // pass1_after - pass1_before
   double rollout_tokens_mean = 0;
   double rl_s_mean = 0;                     // the same token budget can cost different time: reported too

@@ -28,6 +28,20 @@ std::filesystem::path write_config(const test::TempDir& dir, const std::string& 
   return p;
 }
 
+// The one formula of the table's spread, by hand.
+TEST(Compare, MeanStandardDeviationAndStandardError) {
+  const MeanSe m = mean_se({1, 2, 3, 4});
+  EXPECT_EQ(m.n, 4);
+  EXPECT_DOUBLE_EQ(m.mean, 2.5);
+  EXPECT_NEAR(m.sd, std::sqrt(5.0 / 3.0), 1e-12);
+  EXPECT_NEAR(m.se, std::sqrt(5.0 / 3.0) / 2, 1e-12);
+  const MeanSe one = mean_se({0.7});
+  EXPECT_DOUBLE_EQ(one.mean, 0.7);
+  EXPECT_EQ(one.sd, 0.0);
+  EXPECT_EQ(one.se, 0.0);
+  EXPECT_EQ(mean_se({}).n, 0);
+}
+
 TEST(Compare, SameBudgetSeedsMeansAndReuse) {
   test::TempDir dir;
   ModelConfig c = ModelConfig::preset("stories260K");
@@ -60,7 +74,17 @@ TEST(Compare, SameBudgetSeedsMeansAndReuse) {
     EXPECT_NEAR(e.pass1_after_std, std::abs(after[0] - after[1]) / std::sqrt(2.0), 1e-12);
   }
   EXPECT_EQ(r.entries[0].name, "scalar");
+  for (const CompareEntry& e : r.entries) EXPECT_NEAR(e.pass1_after_se, e.pass1_after_std / std::sqrt(2.0), 1e-12);
+  // Paired against the first config, seed by seed.
+  const double d0 = r.entries[1].runs[0].pass1_after - r.entries[0].runs[0].pass1_after;
+  const double d1 = r.entries[1].runs[1].pass1_after - r.entries[0].runs[1].pass1_after;
+  EXPECT_NEAR(r.entries[1].vs_first_mean, (d0 + d1) / 2, 1e-12);
+  EXPECT_NEAR(r.entries[1].vs_first_se, std::abs(d0 - d1) / 2, 1e-12);
+  EXPECT_EQ(r.entries[1].vs_first_ahead, (d0 > 0) + (d1 > 0));
+  EXPECT_EQ(r.entries[0].vs_first_mean, 0.0);
   EXPECT_NE(r.table().find("| refined | "), std::string::npos) << r.table();
+  EXPECT_NE(r.table().find("vs scalar (paired"), std::string::npos) << r.table();
+  EXPECT_EQ(r.table().find("SFT alone"), std::string::npos) << r.table();  // no run.sft_control
   const Json j = r.to_json();
   EXPECT_EQ(j["configs"][1]["runs"].size(), 2u);
   EXPECT_EQ(j["seeds"], 2);
