@@ -196,6 +196,20 @@ TEST(Refinement, BestAddsOnePerGroupAndFailedCritiquesAreCounted) {
 namespace rlf {
 namespace {
 
+// The log-probs `model` gives e's completion tokens with `context` in front
+// of them instead of e's prompt: element k is completion token k's.
+std::vector<float> after_context(CausalLMImpl& model, const Tokenizer& tokenizer, const std::string& context,
+                                 const Episode& e) {
+  Episode by_hand;
+  by_hand.tokens = tokenizer.encode(context, true);
+  const size_t n_context = by_hand.tokens.size();
+  by_hand.tokens.insert(by_hand.tokens.end(), e.tokens.begin() + e.n_prompt, e.tokens.end());
+  by_hand.loss_weight.assign(by_hand.tokens.size(), 0.0f);
+  by_hand.old_logprob.assign(by_hand.tokens.size(), 0.0f);
+  const std::vector<float> lp = recompute_logprobs(model, {&by_hand}, 4)[0];
+  return std::vector<float>(lp.begin() + static_cast<int64_t>(n_context), lp.end());
+}
+
 // The distillation teacher: the policy with the context in front of the
 // episode's own tokens; its log-probs equal a forward over exactly that
 // sequence. failed_only and {sibling} skip what they must.
@@ -212,15 +226,10 @@ TEST(Distillation, TeacherLogprobsAreThePolicysWithTheContextInFront) {
   const ScoredGroup& g = groups[1];
   const Episode& e = g.group.episodes[2];
   ASSERT_EQ(e.teacher_logprob.size(), e.tokens.size());
-  Episode by_hand;
-  by_hand.tokens = f.policy.tokenizer->encode("Hint: " + g.scores.describe(2) + "\n" + g.group.prompt, true);
-  const size_t n_context = by_hand.tokens.size();
-  by_hand.tokens.insert(by_hand.tokens.end(), e.tokens.begin() + e.n_prompt, e.tokens.end());
-  by_hand.loss_weight.assign(by_hand.tokens.size(), 0.0f);
-  by_hand.old_logprob.assign(by_hand.tokens.size(), 0.0f);
-  auto lp = recompute_logprobs(*f.policy.model(), {&by_hand}, 4)[0];
+  const auto lp = after_context(*f.policy.model(), *f.policy.tokenizer,
+                                "Hint: " + g.scores.describe(2) + "\n" + g.group.prompt, e);
   for (int64_t t = 0; t < static_cast<int64_t>(e.tokens.size()); ++t) {
-    const float want = t < e.n_prompt ? 0.0f : lp[n_context + static_cast<size_t>(t - e.n_prompt)];
+    const float want = t < e.n_prompt ? 0.0f : lp[static_cast<size_t>(t - e.n_prompt)];
     EXPECT_NEAR(e.teacher_logprob[static_cast<size_t>(t)], want, 1e-5) << t;
   }
 
@@ -291,16 +300,10 @@ TEST(Distillation, CritiqueContextReadsTheCriticOnTheEpisodesOwnAttempt) {
   const ScoredGroup& g = groups[1];
   const Episode& e = g.group.episodes[2];
   ASSERT_EQ(e.teacher_logprob.size(), e.tokens.size());
-  Episode by_hand;
-  by_hand.tokens = f.policy.tokenizer->encode(g.group.prompt + e.transcript() + "\nFix 6.\n", true);
-  const size_t n_context = by_hand.tokens.size();
-  by_hand.tokens.insert(by_hand.tokens.end(), e.tokens.begin() + e.n_prompt, e.tokens.end());
-  by_hand.loss_weight.assign(by_hand.tokens.size(), 0.0f);
-  by_hand.old_logprob.assign(by_hand.tokens.size(), 0.0f);
-  auto lp = recompute_logprobs(*f.policy.model(), {&by_hand}, 4)[0];
+  const auto lp =
+      after_context(*f.policy.model(), *f.policy.tokenizer, g.group.prompt + e.transcript() + "\nFix 6.\n", e);
   for (int64_t t = e.n_prompt; t < static_cast<int64_t>(e.tokens.size()); ++t)
-    EXPECT_NEAR(e.teacher_logprob[static_cast<size_t>(t)], lp[n_context + static_cast<size_t>(t - e.n_prompt)], 1e-5)
-        << t;
+    EXPECT_NEAR(e.teacher_logprob[static_cast<size_t>(t)], lp[static_cast<size_t>(t - e.n_prompt)], 1e-5) << t;
   LocalReducer reducer;
   const Json m = st.metrics(reducer);
   EXPECT_EQ(m["distill/critic_failures"].get<double>(), 5);
@@ -327,17 +330,11 @@ TEST(Distillation, FrozenTeacherReadsTheReferenceNotTheLivePolicy) {
   EXPECT_EQ(st.n_episodes, 8);
   const ScoredGroup& g = groups[1];
   const Episode& e = g.group.episodes[1];
-  Episode by_hand;
-  by_hand.tokens = f.policy.tokenizer->encode("Hint\n" + g.group.prompt, true);
-  const size_t n_context = by_hand.tokens.size();
-  by_hand.tokens.insert(by_hand.tokens.end(), e.tokens.begin() + e.n_prompt, e.tokens.end());
-  by_hand.loss_weight.assign(by_hand.tokens.size(), 0.0f);
-  by_hand.old_logprob.assign(by_hand.tokens.size(), 0.0f);
-  const auto by_reference = recompute_logprobs(*reference, {&by_hand}, 4)[0];
-  const auto by_policy = recompute_logprobs(*f.policy.model(), {&by_hand}, 4)[0];
+  const auto by_reference = after_context(*reference, *f.policy.tokenizer, "Hint\n" + g.group.prompt, e);
+  const auto by_policy = after_context(*f.policy.model(), *f.policy.tokenizer, "Hint\n" + g.group.prompt, e);
   double moved = 0;
   for (int64_t t = e.n_prompt; t < static_cast<int64_t>(e.tokens.size()); ++t) {
-    const size_t k = n_context + static_cast<size_t>(t - e.n_prompt);
+    const size_t k = static_cast<size_t>(t - e.n_prompt);
     EXPECT_NEAR(e.teacher_logprob[static_cast<size_t>(t)], by_reference[k], 1e-5) << t;
     moved = std::max(moved, std::abs(static_cast<double>(by_policy[k] - by_reference[k])));
   }
