@@ -46,8 +46,9 @@
   X(float,   behaviour_logprob,    Any,    One,       NaN,            Zero,           None)                        \
   /* log-prob under the frozen reference */                                                                       \
   X(float,   ref_logprob,          All,    One,       Zero,           Zero,           None)                        \
-  /* log-prob under a distillation teacher (train/distillation.h); mask: the rows that have them */               \
-  X(float,   teacher_logprob,      Any,    One,       Zero,           Zero,           Rows)                        \
+  /* log-prob under a distillation teacher (train/distillation.h); NaN = no target (distill.guard dropped the    \
+     token); mask: the finite values of the rows that have them */                                                \
+  X(float,   teacher_logprob,      Any,    One,       Zero,           Zero,           Finite)                      \
   /* distill.top_k > 0: the teacher's k most likely tokens at each token's position (row t: the distribution    \
      of tokens[t]); rows without and padding: 0..k-1 */                                                           \
   X(int32_t, teacher_topk_id,      Any,    PerTokenK, Column,         Column,         None)                        \

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "feedback/feedback_prompt.h"
 #include "train/micro_batch.h"
@@ -22,6 +23,27 @@ const EnumNames<DistillTeacherKind>& distill_teacher_names() {
       "distill.teacher",
       {{DistillTeacherKind::Self, "self"}, {DistillTeacherKind::Frozen, "frozen"}, {DistillTeacherKind::Model, "model"}}};
   return names;
+}
+
+const EnumNames<DistillGuard>& distill_guard_names() {
+  static const EnumNames<DistillGuard> names{
+      "distill.guard", {{DistillGuard::None, "none"}, {DistillGuard::VerifierSign, "verifier_sign"}}};
+  return names;
+}
+
+int64_t apply_verifier_sign_guard(Episode& e, std::optional<bool> correct) {
+  check(e.teacher_logprob.size() == e.tokens.size() && e.old_logprob.size() == e.tokens.size(),
+        "distill.guard: the episode needs teacher and old log-probs on every token");
+  int64_t n_dropped = 0;
+  for (size_t t = 0; t < e.tokens.size(); ++t) {
+    if (e.loss_weight[t] <= 0) continue;
+    const float teacher = e.teacher_logprob[t], student = e.old_logprob[t];
+    const bool keep = correct && (*correct ? teacher > student : teacher < student);
+    if (keep) continue;
+    e.teacher_logprob[t] = std::numeric_limits<float>::quiet_NaN();
+    ++n_dropped;
+  }
+  return n_dropped;
 }
 
 void DistillOptions::validate() const {
@@ -48,16 +70,21 @@ Json DistillStats::metrics(Reducer& reducer) const {
   struct {
     double episodes, skipped, truncated, teacher_s;
     double critic_failures, generated_tokens;
+    double guard_tokens, guard_dropped;
   } v{.episodes = static_cast<double>(n_episodes),
       .skipped = static_cast<double>(n_skipped),
       .truncated = static_cast<double>(n_truncated),
       .teacher_s = teacher_s,
       .critic_failures = static_cast<double>(n_critic_failures),
-      .generated_tokens = static_cast<double>(n_generated_tokens)};
+      .generated_tokens = static_cast<double>(n_generated_tokens),
+      .guard_tokens = static_cast<double>(n_guard_tokens),
+      .guard_dropped = static_cast<double>(n_guard_dropped)};
   reducer.sum_fields(v);
-  return Json{{"distill/episodes", v.episodes},   {"distill/skipped", v.skipped},
-              {"distill/truncated", v.truncated}, {"distill/critic_failures", v.critic_failures},
-              {"distill/generated_tokens", v.generated_tokens}, {"time/teacher_s", v.teacher_s}};
+  Json m{{"distill/episodes", v.episodes},   {"distill/skipped", v.skipped},
+         {"distill/truncated", v.truncated}, {"distill/critic_failures", v.critic_failures},
+         {"distill/generated_tokens", v.generated_tokens}, {"time/teacher_s", v.teacher_s}};
+  if (guarded) m["distill/guard_dropped"] = v.guard_tokens > 0 ? v.guard_dropped / v.guard_tokens : 0.0;
+  return m;
 }
 
 DistillTeacher::DistillTeacher(Policy& policy, DistillOptions options, size_t accuracy_component,
@@ -99,11 +126,13 @@ DistillStats DistillTeacher::add_teacher_logprobs(std::vector<ScoredGroup>& grou
   const int64_t window = teacher.loaded.config.max_position_embeddings;
   std::vector<Episode> views;   // teacher context + the episode's tokens after its prompt
   std::vector<Episode*> owners;
+  std::vector<std::optional<bool>> verdicts;  // the owners'
   // The episodes that get a teacher, with what the context is filled from.
   struct Pending {
     Episode* episode;
     CritiqueRequest request;
     std::string context;
+    std::optional<bool> verdict;  // the accuracy reward's (unset: not scored)
   };
   std::vector<Pending> pending;
   const std::string context = options_.teacher_context();
@@ -127,6 +156,7 @@ DistillStats DistillTeacher::add_teacher_logprobs(std::vector<ScoredGroup>& grou
       p.request.response = e.transcript();
       p.request.reward = e.reward;
       p.request.correct = is_correct(g, accuracy_component_, i);
+      if (g.scores.results[accuracy_component_][i].score) p.verdict = p.request.correct;
       p.request.explanation = g.scores.describe(i);
       pending.push_back(std::move(p));
     }
@@ -169,8 +199,14 @@ DistillStats DistillTeacher::add_teacher_logprobs(std::vector<ScoredGroup>& grou
     }
     views.push_back(std::move(v));
     owners.push_back(&e);
+    verdicts.push_back(pending[k].verdict);
   }
   if (!views.empty()) score_views(teacher, views, owners);
+  st.guarded = options_.guard == DistillGuard::VerifierSign;
+  for (size_t i = 0; i < owners.size() && st.guarded; ++i) {
+    st.n_guard_tokens += owners[i]->n_policy_tokens();
+    st.n_guard_dropped += apply_verifier_sign_guard(*owners[i], verdicts[i]);
+  }
   st.n_episodes = static_cast<int64_t>(owners.size());
   st.teacher_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return st;

@@ -29,6 +29,26 @@
 // (algorithms/distill_divergence.h), on the whole next-token distribution
 // rather than the sampled token.
 //
+// The guard (distill.guard = "verifier_sign"; default "none"): the verifier
+// gives each token's direction, the teacher only its size. The student's
+// log-prob s_t is the one the episode carries (Episode::old_logprob: the
+// rollout's, or the trainer's recomputation with
+// algorithm.recompute_old_logprobs), t_t the teacher's:
+//
+//   episode the accuracy reward scored correct: keep token t iff t_t > s_t (the teacher would raise it)
+//   episode it scored wrong:                    keep token t iff t_t < s_t (the teacher would lower it)
+//   episode it did not score:                   keep none (no direction)
+//
+// A dropped token's teacher_logprob is NaN, "no target" (env/token_streams.h):
+// its distill weight is 0, so the term gives it exactly 0 loss and gradient
+// and leaves it out of its normaliser. With top_k > 0 the same mask applies
+// to the position, by the sampled token's t_t and s_t; a kept position's
+// update still moves the whole next-token distribution there. Metric:
+// distill/guard_dropped, the share of distill tokens dropped. Why: a teacher
+// reading a hint also pulls the student towards the hint's style, and on
+// some seeds the policy collapsed into copying it; the guard keeps only the
+// pulls the verifier's verdict agrees with.
+//
 // Context placeholders: {prompt} {reference} {explanation} {response} (the
 // episode's own text), {sibling} (the first correct episode's text in the
 // group; episodes of groups with none get no teacher) and {critique} (the
@@ -40,6 +60,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +83,11 @@ namespace rlf {
 enum class DistillTeacherKind { Self, Frozen, Model };
 const EnumNames<DistillTeacherKind>& distill_teacher_names();  // "self", "frozen", "model"
 
+// distill.guard: None = every token with a teacher is trained; VerifierSign = only where the teacher's direction
+// agrees with the accuracy reward's verdict (above).
+enum class DistillGuard { None, VerifierSign };
+const EnumNames<DistillGuard>& distill_guard_names();  // "none", "verifier_sign"
+
 struct DistillOptions {
   bool enabled = false;                     // [distill] enabled
   double coef = 1.0;                        // weight of the distill term
@@ -80,6 +106,7 @@ struct DistillOptions {
   // The teacher's prompt; "" = by teacher: self "The answer is {reference}.\n{prompt}", model "{prompt}".
   std::string context;
   bool failed_only = false;                 // distill on episodes the accuracy reward scored wrong only
+  DistillGuard guard = DistillGuard::None;  // distill.guard: "none" | "verifier_sign" (above)
 
   // Throws rlf::Error naming the distill.* key.
   void validate() const;
@@ -96,8 +123,17 @@ struct DistillStats {
   int64_t n_critic_failures = 0;  // {critique}: episodes whose critique failed (no teacher)
   int64_t n_generated_tokens = 0; // {critique}: tokens a local critic generated (count against the run's budget)
   double teacher_s = 0;           // time in teacher forwards
-  Json metrics(Reducer& reducer) const;  // "distill/episodes", "distill/skipped", ...
+  bool guarded = false;           // distill.guard = "verifier_sign": the metrics have distill/guard_dropped
+  int64_t n_guard_tokens = 0;     // guarded: the policy tokens (loss weight > 0) given teacher log-probs
+  int64_t n_guard_dropped = 0;    // ... of which the guard dropped
+  // "distill/episodes", "distill/skipped", ...; guarded: "distill/guard_dropped" (dropped / tokens, over the ranks).
+  Json metrics(Reducer& reducer) const;
 };
+
+// distill.guard = "verifier_sign" on one episode with teacher log-probs and the verdict `correct` (unset: the
+// accuracy reward did not score it): sets teacher_logprob to NaN on the policy tokens (loss weight > 0) it drops.
+// Returns the number dropped.
+int64_t apply_verifier_sign_guard(Episode& episode, std::optional<bool> correct);
 
 class DistillTeacher {
  public:

@@ -22,8 +22,9 @@
 //   ce       cross-entropy on the weighted tokens: -log p (SFT is this term alone)
 //   kl       beta * k(logp, ref_logp), k1/k2/k3, to the frozen reference
 //   entropy  -coef * H(p) on the weighted tokens (an entropy bonus)
-//   distill  coef * k(logp, teacher_logp) on tokens of episodes with teacher
-//            log-probs: reverse KL to a teacher (train/distillation.h); with
+//   distill  coef * k(logp, teacher_logp) on tokens with a (finite) teacher
+//            log-prob: reverse KL to a teacher (train/distillation.h; NaN =
+//            dropped by distill.guard); with
 //            distill.top_k > 0 coef * D(policy || teacher) on the teacher's
 //            top-k tokens plus a tail bucket instead (train/topk_distill_term.h)
 //   pref     a preference loss on whole sequences (DPO, IPO, hinge, SimPO,
@@ -194,7 +195,7 @@ class DistillTerm final : public LossTerm {
   DistillTerm(double coef, algo::KlEstimator estimator, algo::AggregationOptions aggregation);
   std::string name() const override { return "distill"; }
   double coef() const override { return coef_; }
-  // The loss weights of episodes that have teacher log-probs; 0 elsewhere.
+  // The loss weights of tokens with a finite teacher log-prob; 0 elsewhere (no teacher, or dropped by distill.guard).
   torch::Tensor weights(const MicroBatch& mb) const override;
   algo::AggregationOptions aggregation() const override { return aggregation_; }
   torch::Tensor per_token(const TermInput& in, TermSums& sums) const override;

@@ -335,7 +335,9 @@ int64_t RlSteps::record_in_pool(const std::vector<size_t>& batch, const std::vec
 }
 
 void RlSteps::add_reference_logprobs(std::vector<ScoredGroup>& groups) {
-  if (!reference_) return;  // given when the kl term, KL in the reward or a preference term needs it
+  // Given when the kl term, KL in the reward, a preference term or a frozen distill teacher needs it; only the
+  // first three read its log-probs.
+  if (!reference_ || !options_.reference_logprobs) return;
   std::vector<Episode*> all;
   std::vector<const Episode*> view;
   for (auto& g : groups)

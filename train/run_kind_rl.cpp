@@ -129,8 +129,11 @@ class RlKind final : public RunKind {
       rollout_policy_->loaded.model = frozen_copy(*r.policy.model());
     }
     train_ = &r.train;
+    // A frozen distill teacher alone (kl_beta = 0) needs the reference model, not its log-probs: no forward for them.
+    RlStepOptions steps = cfg_.rl;
+    steps.reference_logprobs = trainer_->needs_reference() || (cfg_.rl.kl_in_reward && cfg_.rl.kl_beta > 0);
     steps_ = std::make_unique<RlSteps>(rollout_policy_ ? *rollout_policy_ : r.policy, r.train, r.rewards, *r.env,
-                                       cfg_.rl, r.reducer, std::move(reference), critic_.get(), value_.get());
+                                       steps, r.reducer, std::move(reference), critic_.get(), value_.get());
   }
   Trainer& trainer() override { return *trainer_; }
   ValueModel* value() override { return value_.get(); }

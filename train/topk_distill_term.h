@@ -25,7 +25,7 @@ class TopKDistillTerm final : public LossTerm {
   std::string name() const override { return "distill"; }
   double coef() const override { return coef_; }
   bool needs_teacher_topk() const override { return true; }
-  // The loss weights of episodes that have teacher log-probs; 0 elsewhere.
+  // The loss weights of tokens with a finite teacher log-prob; 0 elsewhere (no teacher, or dropped by distill.guard).
   torch::Tensor weights(const MicroBatch& mb) const override;
   algo::AggregationOptions aggregation() const override { return aggregation_; }
   // Diagnostics per teacher token: distill/kl (the divergence D; the name

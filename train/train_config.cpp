@@ -366,6 +366,11 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
             RLF_MEMBER(rl.distill.context)),
       field("distill.failed_only", "", "distill only on episodes the accuracy reward scored wrong",
             RLF_MEMBER(rl.distill.failed_only)),
+      choice("distill.guard", "",
+             "none = train every token with a teacher; verifier_sign = the verifier gives the direction, the teacher "
+             "the size: on an episode the accuracy reward scored correct only tokens the teacher would raise, on one "
+             "scored wrong only tokens it would lower (distill/guard_dropped: the share dropped)",
+             RLF_MEMBER(rl.distill.guard), distill_guard_names()),
       // [replay]
       field("replay.enabled", "",
             "experience replay (ARPO, docs/feedback.md): correct episodes are stored per task; a group with none gets "

@@ -130,6 +130,9 @@ struct RlStepOptions {
   uint64_t seed = 0;                     // seeds sampling and the data order (= run.seed, set by the config)
   bool add_special_tokens = true;        // add BOS when encoding prompts (false when a chat template wrote it)
   int64_t reference_micro_batch_size = 8;  // sequences per reference forward (= algorithm.micro_batch_size)
+  bool reference_logprobs = true;        // not a key, set by the RL run kind: step 4 computes the reference's log-probs
+                                         // only when a loss term or the KL-in-reward reads them (a frozen distill
+                                         // teacher borrows the reference without them)
   EnvConfig env;                         // [env]
   RefineOptions refine;                  // [refine]: critique-guided refinement (train/refinement.h)
   CritiqueCreditOptions span_credit;     // [span_credit]: critique-to-token credit (train/critique_credit.h)

@@ -455,8 +455,8 @@ TEST(GrpoRun, SelfDistillationRunResumesExactly) {
 
 // Self-distillation with privileged feedback in a whole run: the frozen
 // teacher (the run's reference) reads the episode's attempt and the critic's
-// words on it; the run asks for the reference although kl_beta is 0, and
-// resumes bit for bit.
+// words on it; the run asks for the reference although kl_beta is 0 (but
+// computes no reference log-probs: no term reads them), and resumes bit for bit.
 TEST(GrpoRun, FrozenCritiqueTeacherRunResumesExactly) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);
@@ -475,12 +475,31 @@ TEST(GrpoRun, FrozenCritiqueTeacherRunResumesExactly) {
     EXPECT_EQ(r["distill/critic_failures"].get<double>(), 0.0);
     EXPECT_GT(r["loss/distill"].get<double>(), 0.0);
     EXPECT_TRUE(r.contains("update/share_rollout"));
+    EXPECT_EQ(r["kl/ref"].get<double>(), 0.0);  // the episodes carried no reference log-probs
   }
   Json j = grpo_run_config(model, dir / "bad", 2);
   j["distill"] = {{"enabled", true}, {"context", "{prompt}\n{critique}\n"}};
   EXPECT_NE(test::error_of([&] { train_config_from_json(j, "run.toml"); })
                 .find("distill.context with {critique} needs a [critic] section"),
             std::string::npos);
+}
+
+// distill.guard = "verifier_sign" in a whole run (sampled-token k2): the
+// guard drops some distill tokens and not all, and the term still trains.
+TEST(GrpoRun, VerifierSignGuardDropsTheDisagreeingTokens) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  Json j = grpo_run_config(model, dir / "run", 2);
+  j["distill"] = {{"enabled", true}, {"coef", 0.5}, {"guard", "verifier_sign"},
+                  {"context", "The answer is {reference}. {prompt}"}};
+  run_training(train_config_from_json(j, "guard"), test::quiet_run());
+  const auto m = read_jsonl(dir / "run" / "metrics.jsonl");
+  ASSERT_EQ(m.size(), 2u);
+  for (const Json& r : m) {
+    EXPECT_GT(r["distill/guard_dropped"].get<double>(), 0.0);
+    EXPECT_LT(r["distill/guard_dropped"].get<double>(), 1.0);
+    EXPECT_GT(r["loss/distill"].get<double>(), 0.0);
+  }
 }
 
 // On-policy distillation from another model directory with the teacher's

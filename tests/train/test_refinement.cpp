@@ -18,6 +18,7 @@
 #include "rewards/reward_set.h"
 #include "tests/support/test_env.h"
 #include "tests/support/tiny_policy.h"
+#include "tests/train/run_fixtures.h"
 #include "train/distillation.h"
 #include "train/lessons.h"
 #include "train/micro_batch.h"
@@ -252,6 +253,62 @@ TEST(Distillation, TeacherLogprobsAreThePolicysWithTheContextInFront) {
   o.teacher_path = "";
   EXPECT_EQ(test::error_of([&] { o.validate(); }),
             "distill.teacher = \"model\" needs distill.teacher_path (the teacher's model directory)");
+}
+
+// distill.guard = "verifier_sign" in the stage: the verdict is the accuracy
+// reward's (the one failed_only reads), the student's log-prob the episode's
+// old_logprob; a policy token keeps its teacher log-prob only where the
+// teacher agrees with the verdict (correct: t > s; wrong: t < s), else NaN,
+// and distill/guard_dropped is the share dropped. An unknown value names the key.
+TEST(Distillation, VerifierSignGuardKeepsOnlyTheTeachersAgreeingTokens) {
+  Fixture f;
+  auto groups = f.groups(4);
+  auto unguarded = groups;
+  DistillOptions o;
+  o.enabled = true;
+  o.context = "Hint: {explanation}\n{prompt}";
+  DistillTeacher(f.policy, o, 0, true, 8).add_teacher_logprobs(unguarded);
+  o.guard = DistillGuard::VerifierSign;
+  const DistillStats st = DistillTeacher(f.policy, o, 0, true, 8).add_teacher_logprobs(groups);
+  EXPECT_EQ(st.n_episodes, 16);
+  int64_t n_tokens = 0, n_dropped = 0, n_correct = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t i = 0; i < groups[g].group.episodes.size(); ++i) {
+      const Episode& e = groups[g].group.episodes[i];
+      const Episode& plain = unguarded[g].group.episodes[i];
+      const bool correct = is_correct(groups[g], 0, i);
+      n_correct += correct;
+      ASSERT_EQ(e.teacher_logprob.size(), e.tokens.size());
+      for (size_t t = 0; t < e.tokens.size(); ++t) {
+        const float teacher = plain.teacher_logprob[t], student = e.old_logprob[t];
+        if (e.loss_weight[t] <= 0) {
+          EXPECT_EQ(e.teacher_logprob[t], teacher);
+          continue;
+        }
+        const bool keep = correct ? teacher > student : teacher < student;
+        ++n_tokens, n_dropped += !keep;
+        if (keep) EXPECT_EQ(e.teacher_logprob[t], teacher) << g << " " << i << " " << t;
+        else EXPECT_TRUE(std::isnan(e.teacher_logprob[t])) << g << " " << i << " " << t;
+      }
+    }
+  }
+  EXPECT_GT(n_correct, 0);
+  EXPECT_LT(n_correct, 16);
+  EXPECT_GT(n_dropped, 0);
+  EXPECT_LT(n_dropped, n_tokens);
+  EXPECT_EQ(st.n_guard_tokens, n_tokens);
+  EXPECT_EQ(st.n_guard_dropped, n_dropped);
+  LocalReducer reducer;
+  EXPECT_NEAR(st.metrics(reducer)["distill/guard_dropped"].get<double>(),
+              static_cast<double>(n_dropped) / static_cast<double>(n_tokens), 1e-12);
+  DistillStats plain_stats;
+  EXPECT_FALSE(plain_stats.metrics(reducer).contains("distill/guard_dropped"));  // guard = "none": no metric
+
+  Json j = test::grpo_run_config("m", "o", 1);
+  j["distill"] = {{"enabled", true}, {"guard", "verifier_sign"}};
+  EXPECT_EQ(train_config_from_json(j, "cfg.toml").rl.distill.guard, DistillGuard::VerifierSign);
+  j["distill"]["guard"] = "sign";
+  test::expect_config_error(j, "'distill.guard' must be one of none, verifier_sign");
 }
 
 // Writes "Fix <n>." for the n-th request, failing every third.

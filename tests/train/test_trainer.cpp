@@ -22,6 +22,7 @@
 #include "model/loader.h"
 #include "tests/support/test_env.h"
 #include "tests/train/run_fixtures.h"
+#include "train/distillation.h"
 #include "train/loss_terms.h"
 #include "train/rl_steps.h"
 #include "train/topk_distill_term.h"
@@ -182,6 +183,80 @@ TEST(LossTerms, DistillTermIsTheKlToTheTeacherOnTeacherTokensOnly) {
   EXPECT_EQ(logp.grad().masked_select(w == 0).abs().max().item<float>(), 0.0f);
   EXPECT_GT(logp.grad().abs().sum().item<float>(), 0.0f);
   EXPECT_NEAR(sums.at("distill/kl"), (want * w).sum().item<double>(), 1e-6);
+}
+
+// distill.guard = "verifier_sign" by hand: on a correct episode only the
+// tokens the teacher would raise (t > s) are trained, on a wrong one only
+// those it would lower (t < s), on an unscored one none; the others' teacher
+// log-probs become NaN and the term gives them weight 0, exactly 0 loss and
+// exactly zero gradient, for every estimator. s = the student's log-probs,
+// the episodes' old_logprob, here also the trainer's logp.
+TEST(LossTerms, VerifierSignGuardTrainsOnlyWhereTeacherAndVerifierAgree) {
+  const std::vector<float> s_right = {-1.0f, -2.0f, -0.5f, -3.0f}, t_right = {-0.5f, -2.5f, -0.5f, -1.0f};
+  const std::vector<float> s_wrong = {-1.0f, -2.0f, -0.25f, -3.0f}, t_wrong = {-2.0f, -1.0f, -1.25f, -3.5f};
+  auto episode = [](int64_t group, const std::vector<float>& s, const std::vector<float>& t) {
+    Episode e = Episode::single_turn(group, {7, 8}, {11, 12, 13, 14}, s);
+    e.teacher_logprob = {0.0f, 0.0f};
+    e.teacher_logprob.insert(e.teacher_logprob.end(), t.begin(), t.end());
+    return e;
+  };
+  std::vector<Episode> eps = {episode(0, s_right, t_right), episode(1, s_wrong, t_wrong)};
+  // Correct: t - s = 0.5, -0.5, 0 (a tie raises nothing), 2 -> keeps tokens 0 and 3.
+  EXPECT_EQ(apply_verifier_sign_guard(eps[0], true), 2);
+  // Wrong: t - s = -1, 1, -1, -0.5 -> keeps tokens 0, 2 and 3.
+  EXPECT_EQ(apply_verifier_sign_guard(eps[1], false), 1);
+  Episode unscored = episode(2, s_right, t_right);
+  EXPECT_EQ(apply_verifier_sign_guard(unscored, std::nullopt), 4);
+  const std::vector<std::vector<bool>> kept = {{true, false, false, true}, {true, false, true, true}};
+  for (size_t b = 0; b < 2; ++b)
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(std::isnan(eps[b].teacher_logprob[2 + i]), !kept[b][i]) << b << " " << i;
+
+  const std::vector<const Episode*> view = {&eps[0], &eps[1]};
+  const MicroBatch mb = make_micro_batch(view, torch::kCPU);
+  const std::vector<const std::vector<float>*> s = {&s_right, &s_wrong}, t = {&t_right, &t_wrong};
+  for (algo::KlEstimator k : {algo::KlEstimator::K1, algo::KlEstimator::K2, algo::KlEstimator::K3}) {
+    SCOPED_TRACE(std::string(algo::kl_estimator_name(k)));
+    DistillTerm term(1.0, k, algo::AggregationOptions{});
+    const auto w = term.weights(mb);
+    // Column c holds token c + 1: the completion's tokens 0..3 sit in columns 1..4.
+    auto logp = mb[Stream::old_logprob].clone().requires_grad_(true);
+    TermSums sums;
+    TermInput in{mb, logp, torch::Tensor(), torch::Tensor()};
+    auto per = term.per_token(in, sums);
+    per.sum().backward();
+    double kl_sum = 0;
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t i = 0; i < 4; ++i) {
+        const double d = static_cast<double>((*t[b])[i]) - (*s[b])[i];  // log teacher/student
+        const bool keep = kept[b][i];
+        const double want = !keep ? 0.0 : k == algo::KlEstimator::K1 ? -d : k == algo::KlEstimator::K2 ? 0.5 * d * d
+                                                                                                     : std::expm1(d) - d;
+        // d/dl of k(l, t): k1 1, k2 l - t, k3 1 - e^{t - l}.
+        const double grad = !keep ? 0.0 : k == algo::KlEstimator::K1 ? 1.0 : k == algo::KlEstimator::K2 ? -d
+                                                                                                   : -std::expm1(d);
+        EXPECT_EQ(w[b][i + 1].item<float>(), keep ? 1.0f : 0.0f) << b << " " << i;
+        // fp32: 1e-6 relative to values up to e^2.
+        EXPECT_NEAR(per[b][i + 1].item<double>(), want, 1e-6 * std::max(1.0, std::abs(want))) << b << " " << i;
+        EXPECT_NEAR(logp.grad()[b][i + 1].item<double>(), grad, 1e-6 * std::max(1.0, std::abs(grad))) << b << " " << i;
+        if (!keep) {
+          EXPECT_EQ(per[b][i + 1].item<float>(), 0.0f) << b << " " << i;
+          EXPECT_EQ(logp.grad()[b][i + 1].item<float>(), 0.0f) << b << " " << i;
+        }
+        kl_sum += want;
+      }
+      EXPECT_EQ(per[b][0].item<float>(), 0.0f);  // the prompt's
+      EXPECT_EQ(logp.grad()[b][0].item<float>(), 0.0f);
+    }
+    EXPECT_NEAR(sums.at("distill/kl"), kl_sum, 1e-5);
+    if (k == algo::KlEstimator::K2) {
+      // k2's gradient descends towards the verifier: up on the correct episode, down on the wrong one.
+      EXPECT_LT(logp.grad()[0][1].item<float>(), 0.0f);
+      EXPECT_GT(logp.grad()[1][1].item<float>(), 0.0f);
+    }
+  }
+  EXPECT_EQ(distill_guard_names().parse("verifier_sign"), DistillGuard::VerifierSign);
+  EXPECT_EQ(test::error_of([] { distill_guard_names().parse("sign"); }),
+            "distill.guard must be one of none, verifier_sign (got \"sign\")");
 }
 
 // The distill term with distill.top_k: the divergence on the teacher's top-k
