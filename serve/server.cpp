@@ -99,13 +99,14 @@ struct Call {
   std::deque<Event> events;                // streamed only
   std::atomic<bool> cancelled{false};
   std::vector<int64_t> engine_ids;
+  int64_t version = 0;                     // the policy version that produced it (set on the engine thread)
 };
 
 // The engine's RequestSource: a queue the HTTP threads fill, and the routing
 // of engine results back to their calls.
 class Scheduler : public RequestSource {
  public:
-  explicit Scheduler(int64_t max_pending) : max_pending_(max_pending) {}
+  Scheduler(int64_t max_pending, ServeLearning* learning) : max_pending_(max_pending), learning_(learning) {}
 
   void submit(const std::shared_ptr<Call>& call, std::vector<GenerationRequest> reqs) {
     std::lock_guard<std::mutex> lk(m_);
@@ -148,18 +149,41 @@ class Scheduler : public RequestSource {
     for (auto& c : waiting) fail(*c, "the server is shutting down", 503);
   }
 
+  // With a learner whose update is due: returns false without taking the
+  // waiting requests (they stay queued), so serve() finishes the batch it
+  // holds and returns; the engine thread then updates and resume()s.
   bool poll(std::vector<LiveRequest>& out, bool wait) override {
     std::unique_lock<std::mutex> lk(m_);
-    if (wait) cv_.wait(lk, [&] { return closed_ || !pending_.empty(); });
+    const auto ready = [&] { return closed_ || !pending_.empty(); };
+    if (wait && !learning_) cv_.wait(lk, ready);
+    while (wait && learning_ && !ready() && !learning_->update_due())
+      cv_.wait_for(lk, std::chrono::milliseconds(100));  // the learner's max_wait_s is a clock, not an event
+    if (!closed_ && learning_ && learning_->update_due()) {
+      pausing_ = true;
+      return false;
+    }
     for (auto& lr : pending_) out.push_back(std::move(lr));
     pending_.clear();
     return !closed_;
   }
 
+  // After serve() returned: true when it returned for an update (not closed).
+  bool paused_for_update() {
+    std::lock_guard<std::mutex> lk(m_);
+    return pausing_ && !closed_;
+  }
+  void resume() {
+    std::lock_guard<std::mutex> lk(m_);
+    pausing_ = false;
+  }
+  // Feedback arrived: an idle engine thread re-checks whether an update is due.
+  void wake() { cv_.notify_all(); }
+
   void on_delta(const StreamDelta& d) override {
     auto [call, prompt] = route(d.id, false);
     if (!call || !call->req.stream) return;
     std::lock_guard<std::mutex> lk(call->m);
+    call->version = version();
     Call::Event e;
     e.choice = prompt * call->req.n + d.sample;
     e.delta = d;
@@ -171,8 +195,10 @@ class Scheduler : public RequestSource {
     auto [call, prompt] = route(seq.request_index, true);
     if (!call) return;
     std::lock_guard<std::mutex> lk(call->m);
+    call->version = version();
     const int64_t choice = prompt * call->req.n + seq.sample_index;
     if (call->req.stream) {
+      if (learning_) call->results[static_cast<size_t>(choice)] = seq;  // remembered when the stream ends
       Call::Event e;
       e.choice = choice;
       e.finished = true;
@@ -225,13 +251,17 @@ class Scheduler : public RequestSource {
     return out;
   }
 
+  int64_t version() const { return learning_ ? learning_->version() : 0; }
+
   int64_t max_pending_;
+  ServeLearning* learning_;  // null without --learn
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<LiveRequest> pending_;
   std::unordered_map<int64_t, Route> routes_;
   int64_t next_id_ = 1;
   bool closed_ = false;
+  bool pausing_ = false;     // poll() returned false for an update
 };
 
 // Per streamed choice: what has been sent.
@@ -257,15 +287,17 @@ struct Server::Impl {
   std::atomic<int64_t> n_requests{0}, n_4xx{0}, n_5xx{0}, n_cancelled{0};
   std::thread engine_thread;
   std::atomic<bool> stopped{false};
+  ServeLearning* learning;  // null without --learn
 
-  Impl(Policy& p, EngineOptions eo, ServeOptions o)
+  Impl(Policy& p, EngineOptions eo, ServeOptions o, ServeLearning* l)
       : policy(p),
         options((o.validate(), std::move(o))),
         engine(p.model(), p.tokenizer, std::move(eo)),
-        scheduler(options.max_pending),
+        scheduler(options.max_pending, l),
         http(options.http, [](int status, const std::string& message) {
           return json_line(api_error_json(message, status >= 500 ? "server_error" : "invalid_request_error"));
-        }) {
+        }),
+        learning(l) {
     model.name = options.model_name;
     model.tokenizer = policy.tokenizer.get();
     model.context_limit = engine.context_limit();
@@ -304,7 +336,8 @@ struct Server::Impl {
     http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
       if (res.status == 404) error_reply(res, 404, "no route " + req.method + " " + req.path +
-                                                   " (rlf serve has GET /v1/models, POST /v1/completions, POST /v1/chat/completions)",
+                                                   " (rlf serve has GET /v1/models, POST /v1/completions, POST /v1/chat/completions" +
+                                                   (learning ? ", POST /v1/feedback, GET /v1/learn)" : "; POST /v1/feedback needs --learn)"),
                                          "invalid_request_error", "", "not_found");
       else if (res.status == 413) error_reply(res, 413, str("the request body is larger than ", options.max_body_bytes, " bytes"),
                                               "invalid_request_error");
@@ -326,6 +359,38 @@ struct Server::Impl {
     });
     http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { handle(Endpoint::Completions, req, res); });
     http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { handle(Endpoint::Chat, req, res); });
+    if (!learning) return;
+    http.Post("/v1/feedback", [this](const httplib::Request& req, httplib::Response& res) {
+      try {
+        res.set_content(json_line(learning->feedback(req.body)), "application/json");
+        scheduler.wake();
+      } catch (const FeedbackError& e) {
+        error_reply(res, e.status, e.what(), "invalid_request_error", e.param, e.status == 404 ? "not_found" : "");
+      }
+    });
+    http.Get("/v1/learn", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(json_line(learning->status()), "application/json");
+    });
+  }
+
+  // With --learn: the response says which policy version wrote it, and its choices are remembered for feedback.
+  void stamp(Json& response, int64_t version) const {
+    if (learning) response["system_fingerprint"] = "rlf-v" + std::to_string(version);
+  }
+  void remember(const Call& call, const std::string& id) {
+    if (!learning) return;
+    std::vector<ServedChoice> choices;
+    for (size_t k = 0; k < call.results.size(); ++k) {
+      const size_t prompt = k / static_cast<size_t>(call.req.n);
+      ServedChoice c;
+      c.sequence = call.results[k];
+      c.prompt = call.req.endpoint == Endpoint::Completions && prompt < call.req.prompt_texts.size()
+                     ? call.req.prompt_texts[prompt]
+                     : policy.tokenizer->decode(c.sequence.prompt_ids);
+      c.version = call.version;
+      choices.push_back(std::move(c));
+    }
+    learning->remember(id, std::move(choices));
   }
 
   void handle(Endpoint endpoint, const httplib::Request& hreq, httplib::Response& res) {
@@ -354,7 +419,11 @@ struct Server::Impl {
         scheduler.forget(*call);
         return error_reply(res, status, err, status >= 500 ? "server_error" : "invalid_request_error");
       }
-      res.set_content(json_line(api_response(call->req, model, id, created, call->results)), "application/json");
+      Json out = api_response(call->req, model, id, created, call->results);
+      stamp(out, call->version);
+      lk.unlock();
+      remember(*call, id);
+      res.set_content(json_line(out), "application/json");
       return;
     }
     res.set_header("Cache-Control", "no-cache");
@@ -438,7 +507,9 @@ struct Server::Impl {
         p.text = call.req.prompt_texts[static_cast<size_t>(prompt)] + p.text;
       st.started = true;
       if (p.token_ids.empty() && p.text.empty() && !p.finish_reason && !p.prompt_ids) continue;
-      if (!send(api_stream_chunk(call.req, model, id, created, p))) return false;
+      Json chunk = api_stream_chunk(call.req, model, id, created, p);
+      stamp(chunk, call.version);
+      if (!send(chunk)) return false;
     }
     if (!error.empty()) {
       send(api_error_json(error, "server_error"));
@@ -457,6 +528,10 @@ struct Server::Impl {
         if (!send(api_usage_chunk(call.req, model, id, created, prompt_tokens, completion_tokens))) return false;
       }
       complete = true;
+      {
+        std::lock_guard<std::mutex> lk(call.m);
+        remember(call, id);
+      }
       send_done(sink);
     }
     return true;
@@ -469,8 +544,8 @@ struct Server::Impl {
   }
 };
 
-Server::Server(Policy& policy, EngineOptions engine, ServeOptions options)
-    : impl_(std::make_unique<Impl>(policy, std::move(engine), std::move(options))) {}
+Server::Server(Policy& policy, EngineOptions engine, ServeOptions options, ServeLearning* learning)
+    : impl_(std::make_unique<Impl>(policy, std::move(engine), std::move(options), learning)) {}
 
 Server::~Server() {
   stop();
@@ -500,7 +575,13 @@ void Server::run() {
   bind();
   impl_->engine_thread = std::thread([this] {
     try {
-      impl_->engine.serve(impl_->scheduler);
+      for (;;) {
+        impl_->engine.serve(impl_->scheduler);
+        if (!impl_->learning || !impl_->scheduler.paused_for_update()) break;
+        impl_->engine.release_cache();  // the update's memory
+        impl_->learning->update();      // nothing decodes: requests that arrive wait in the queue
+        impl_->scheduler.resume();
+      }
     } catch (const std::exception& e) {
       std::cerr << "rlf serve: the engine stopped: " << e.what() << "\n";
       impl_->http.stop();

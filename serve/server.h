@@ -1,7 +1,16 @@
 // `rlf serve`: an OpenAI-compatible HTTP server over one RolloutEngine.
 //
 // Routes: GET /v1/models, POST /v1/completions, POST /v1/chat/completions
-// (serve/openai_api.h has the wire format), GET /health.
+// (serve/openai_api.h has the wire format), GET /health; with a learner
+// (`rlf serve --learn`, serve/learning.h) also POST /v1/feedback and GET
+// /v1/learn, and every response's system_fingerprint is "rlf-v<version>", the
+// policy version that wrote it.
+//
+// Learning: when the learner's update is due the engine thread stops taking
+// new requests, finishes the ones it is decoding, runs the update and goes
+// on with the new version. Requests that arrive meanwhile wait in the queue
+// (none is dropped): a request waits at most for the running ones' remaining
+// tokens plus one update (GET /v1/learn reports each update's seconds).
 //
 // Threads: connections wait for their request in one thread (poll), and a
 // whole request is handled by one of http.threads workers (cpp-httplib behind
@@ -31,6 +40,7 @@
 #include "rollout/engine.h"
 #include "rollout/policy.h"
 #include "serve/http_limits.h"
+#include "serve/learning.h"
 #include "tokenizer/chat_template.h"
 
 namespace rlf {
@@ -58,8 +68,10 @@ struct ServeOptions {
 
 class Server {
  public:
-  // `policy` must outlive the server; the engine borrows its model.
-  Server(Policy& policy, EngineOptions engine, ServeOptions options);
+  // `policy` must outlive the server; the engine borrows its model. With
+  // `learning` (borrowed, outlives the server) the server learns while it
+  // serves; it trains `policy`'s weights in place between decode rounds.
+  Server(Policy& policy, EngineOptions engine, ServeOptions options, ServeLearning* learning = nullptr);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -43,7 +45,8 @@ void truncate_after_step(const std::filesystem::path& path, int64_t resume_step)
 
 }  // namespace
 
-JsonlWriter::JsonlWriter(const std::filesystem::path& path, const JsonlWriterOptions& options) : path_(path) {
+JsonlWriter::JsonlWriter(const std::filesystem::path& path, const JsonlWriterOptions& options)
+    : path_(path), sync_(options.sync) {
   with_context("opening log '" + path.string() + "'", [&] {
     if (path.has_parent_path()) ensure_directory(path.parent_path());
     check_file_target(path);  // a regular file or a new name (appending to a FIFO would block the run)
@@ -60,7 +63,8 @@ JsonlWriter::~JsonlWriter() {
 void JsonlWriter::write(const Json& record) {
   check(record.is_object(), "log '", path_.string(), "': a record must be a JSON object, got ", record.type_name());
   const std::string line = json_line(record) + "\n";
-  const bool ok = std::fwrite(line.data(), 1, line.size(), file_) == line.size() && std::fflush(file_) == 0;
+  const bool ok = std::fwrite(line.data(), 1, line.size(), file_) == line.size() && std::fflush(file_) == 0 &&
+                  (!sync_ || ::fsync(::fileno(file_)) == 0);
   check(ok, "cannot write to log '", path_.string(), "': ", std::strerror(errno));
 }
 

@@ -24,6 +24,7 @@ namespace rlf {
 
 struct JsonlWriterOptions {
   int64_t resume_step = -1;  // >= 0: drop existing lines whose "step" is > this (and unparsable ones)
+  bool sync = false;         // fsync the file after each line (a record written is on disk when write() returns)
 };
 
 // Appends JSON objects to a .jsonl file, one per line, flushed per line.
@@ -41,6 +42,7 @@ class JsonlWriter {
  private:
   std::filesystem::path path_;
   std::FILE* file_ = nullptr;
+  bool sync_ = false;
 };
 
 // The metrics log: write_step(step, {"reward_mean": 0.4, ...}) writes

@@ -1,6 +1,8 @@
 // rlf serve: an OpenAI-compatible endpoint for a model (serve/server.h), so
 // any OpenAI client, agent framework or judge can talk to it. Ctrl-C (SIGINT)
 // or SIGTERM stops it after the requests being decoded finish (StopOnSignal).
+// With --learn [CONFIG] it also learns from the feedback its users post
+// (train/serve_learner.h; CONFIG: a TOML file with a [learn] table).
 #include <filesystem>
 #include <iostream>
 
@@ -8,6 +10,7 @@
 #include "apps/cli/runtime.h"
 #include "rollout/policy.h"
 #include "serve/server.h"
+#include "train/serve_learner.h"
 #include "setup/run_setup.h"
 #include "util/error.h"
 
@@ -21,6 +24,21 @@ std::string default_model_name(const std::string& path) {
   std::string name = p.filename().string();
   if (p.has_extension() && std::filesystem::is_regular_file(p)) name = p.stem().string();
   return name.empty() ? "model" : name;
+}
+
+// --learn: the learner (null without it).
+std::unique_ptr<ServeLearner> make_learner(const Args& args, Policy& policy, const std::string& dtype) {
+  const bool learn = args.flag("learn");
+  check(learn || (args.positional().empty() && !args.flag("resume") && !args.given("rollback-to")),
+        "rlf serve: a learning config, --resume and --rollback-to need --learn");
+  if (!learn) return nullptr;
+  LearnOptions lo;
+  if (!args.positional().empty()) lo = learn_options_from_file(args.positional()[0]);
+  CausalLM frozen = nullptr;
+  if (lo.distill_coef > 0 && lo.teacher == DistillTeacherKind::Frozen)
+    frozen = load_run_policy(policy_spec_of(args, dtype)).model();  // the model as loaded: the teacher
+  return std::make_unique<ServeLearner>(policy, frozen, lo, args.str("learn-dir"), args.flag("resume"),
+                                        args.integer("rollback-to"));
 }
 
 int run_serve(const Args& args) {
@@ -53,7 +71,8 @@ int run_serve(const Args& args) {
   }
   with_context("rlf serve", [&] { so.validate("--"); });
 
-  Server server(policy, eo, so);
+  std::unique_ptr<ServeLearner> learner = make_learner(args, policy, dtype);
+  Server server(policy, eo, so, learner.get());
   const int port = server.bind();
   StopOnSignal on_signal([&] {
     std::cerr << "rlf serve: stopping (finishing the requests being decoded)\n";
@@ -62,6 +81,9 @@ int run_serve(const Args& args) {
   std::cout << "rlf serve: model '" << so.model_name << "' on http://" << so.host << ":" << port << "/v1"
             << " (chat format " << server.chat_format() << (so.api_key.empty() ? "" : ", API key required") << ")"
             << std::endl;
+  if (learner)
+    std::cout << "rlf serve: learning from POST /v1/feedback into " << args.str("learn-dir") << " (serving version "
+              << learner->version() << ")" << std::endl;
   server.run();
   const auto c = server.counters();
   std::cerr << "rlf serve: stopped after " << c.requests << " requests (" << c.errors_4xx << " refused, " << c.errors_5xx
@@ -74,7 +96,10 @@ int run_serve(const Args& args) {
 CommandSpec make_serve_command() {
   CommandSpec c;
   c.name = "serve";
-  c.summary = "serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions)";
+  c.summary = "serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions); "
+              "--learn: learn from POST /v1/feedback while serving";
+  c.usage = "[LEARN_CONFIG]";
+  c.n_positional_max = 1;
   c.options = {
       {"model", OptKind::String, "", "model: a Hugging Face directory or a llama2.c checkpoint (.bin)", "PATH"},
       {"tokenizer", OptKind::String, "", "tokenizer.json, a directory with one, or a llama2.c tok*.bin (default: the model's)", "PATH"},
@@ -96,6 +121,12 @@ CommandSpec make_serve_command() {
       {"max-pending", OptKind::Int, "4096", "requests waiting for the engine beyond this get 503", "N", 1, 1e9},
       {"seed", OptKind::Int, "0", "seeds requests that carry no seed (in arrival order)", "N", 0, 9.2e18},
       {"dtype", OptKind::String, "auto", "compute dtype: auto (bf16 on a GPU, fp32 on a CPU: the fast ones for decoding), fp32 or bf16", "DTYPE"},
+      {"learn", OptKind::Flag, "false", "learn from the feedback users POST to /v1/feedback while serving (docs/serve.md); "
+       "LEARN_CONFIG: a TOML file with a [learn] table (defaults without one)", ""},
+      {"learn-dir", OptKind::String, "runs/serve-learn", "--learn: where versions (checkpoints), feedback.jsonl and "
+       "updates.jsonl go", "DIR"},
+      {"resume", OptKind::Flag, "false", "--learn: continue the learning run in --learn-dir (its newest version, its unused feedback)", ""},
+      {"rollback-to", OptKind::Int, "-1", "--learn --resume: serve version N's weights again, as a new version", "N", -1, 9.2e18},
   };
   c.run = [](const Args& a) {
     check(a.given("model"), "rlf serve: --model PATH is required");

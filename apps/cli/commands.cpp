@@ -28,6 +28,7 @@ const std::vector<CommandSpec>& command_table() {
       make_exec_command(),
       make_verify_code_command(),
       make_bench_exec_command(),
+      make_bench_serve_learn_command(),
   };
   return table;
 }

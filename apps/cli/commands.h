@@ -29,6 +29,7 @@ CommandSpec make_bench_train_command();
 CommandSpec make_exec_command();
 CommandSpec make_verify_code_command();
 CommandSpec make_bench_exec_command();
+CommandSpec make_bench_serve_learn_command();
 CommandSpec make_verify_math_command();
 
 }  // namespace rlf::cli

@@ -12,6 +12,7 @@
 #include "tests/support/test_env.h"
 #include "eval/eval_config.h"
 #include "config/toml_config.h"
+#include "train/serve_learner.h"
 #include "train/train_config.h"
 
 namespace rlf {
@@ -31,6 +32,11 @@ TEST(Examples, EveryShippedConfigLoads) {
       raw["model"]["path"] = "/m";
       EXPECT_NO_THROW(eval_config_from_json(raw, entry.path().string()))
           << test::error_of([&] { eval_config_from_json(raw, entry.path().string()); });
+      continue;
+    }
+    // A `rlf serve --learn` config (a [learn] table: examples/serve_learn).
+    if (raw.contains("learn")) {
+      EXPECT_NO_THROW(learn_options_from_file(entry.path())) << test::error_of([&] { learn_options_from_file(entry.path()); });
       continue;
     }
     TrainConfig c;
