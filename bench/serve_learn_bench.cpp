@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "data/synthetic_tasks.h"
 #include "feedback/columns_critic.h"
 #include "rewards/math/answer_extract.h"
 #include "serve/server.h"
+#include "train/compare.h"
 #include "util/error.h"
 #include "util/write_target.h"
 
@@ -141,6 +143,7 @@ Json run_condition(const ServeLearnBenchOptions& o, const std::string& condition
     out["feedback_with_words"] = words;
     out["update_s_last"] = st.at("last_update_s");
     out["update_s_max"] = st.at("max_update_s");
+    out["save_s_max"] = st.at("max_save_s");
     out["request_s_median"] = median(request_s);
     out["last_metrics"] = st.at("last_metrics");
   } catch (...) {
@@ -160,19 +163,47 @@ namespace slb = serve_learn_bench_detail;
 Json run_serve_learn_bench(const ServeLearnBenchOptions& o) {
   o.validate();
   ensure_directory(o.work_dir);
-  ArithmeticOptions ao;
-  ao.n_problems = o.rounds * o.round + o.eval;
-  ao.min_digits = ao.max_digits = 2;
-  ao.operations = "+";
-  std::vector<PromptExample> all = generate_arithmetic(ao, o.seed);
-  const std::vector<PromptExample> eval(all.end() - o.eval, all.end());
-  all.resize(static_cast<size_t>(o.rounds * o.round));
   Json out = {{"options", {{"model", o.model.string()}, {"rounds", o.rounds}, {"round", o.round}, {"eval", o.eval},
-                           {"max_tokens", o.max_tokens}, {"seed", o.seed}, {"lr", o.learn.lr},
+                           {"max_tokens", o.max_tokens}, {"seed", o.seed}, {"seeds", o.seeds}, {"lr", o.learn.lr},
                            {"distill_coef", o.learn.distill_coef}, {"top_k", o.learn.top_k},
                            {"reward_coef", o.learn.reward_coef}, {"context", o.learn.context}}},
+              {"runs", Json::array()},
               {"conditions", Json::object()}};
-  for (const std::string& c : o.conditions) out["conditions"][c] = slb::run_condition(o, c, all, eval);
+  std::map<std::string, std::vector<double>> gain, after;
+  for (int64_t k = 0; k < o.seeds; ++k) {
+    const uint64_t seed = o.seed + static_cast<uint64_t>(k);
+    ArithmeticOptions ao;
+    ao.n_problems = o.rounds * o.round + o.eval;
+    ao.min_digits = ao.max_digits = 2;
+    ao.operations = "+";
+    std::vector<PromptExample> all = generate_arithmetic(ao, seed);
+    const std::vector<PromptExample> eval(all.end() - o.eval, all.end());
+    all.resize(static_cast<size_t>(o.rounds * o.round));
+    ServeLearnBenchOptions one = o;
+    one.seed = seed;
+    for (const std::string& c : o.conditions) {
+      Json r = slb::run_condition(one, c, all, eval);
+      r["seed"] = seed;
+      r["condition"] = c;
+      gain[c].push_back(r.at("pass1_after").get<double>() - r.at("pass1_before").get<double>());
+      after[c].push_back(r.at("pass1_after").get<double>());
+      out["runs"].push_back(std::move(r));
+    }
+  }
+  for (const std::string& c : o.conditions) {
+    const MeanSe g = mean_se(gain[c]), a = mean_se(after[c]);
+    out["conditions"][c] = {{"gain_mean", g.mean}, {"gain_se", g.se}, {"pass1_after_mean", a.mean}, {"pass1_after_se", a.se}};
+  }
+  if (after.count("words") && after.count("reward")) {
+    std::vector<double> diff;
+    int64_t ahead = 0;
+    for (size_t i = 0; i < after["words"].size(); ++i) {
+      diff.push_back(after["words"][i] - after["reward"][i]);
+      ahead += diff.back() > 0;
+    }
+    const MeanSe d = mean_se(diff);
+    out["words_vs_reward"] = {{"mean", d.mean}, {"se", d.se}, {"ahead", ahead}, {"n", d.n}};
+  }
   return out;
 }
 

@@ -33,15 +33,18 @@ struct ServeLearnBenchOptions {
   int64_t round = 16;                 // prompts per round
   int64_t eval = 200;                 // held-out problems (never prompted in a round)
   int64_t max_tokens = 32;            // completion length limit
-  uint64_t seed = 0;                  // the problems and the sampling seeds
+  uint64_t seed = 0;                  // the first seed (the problems and the sampling seeds)
+  int64_t seeds = 1;                  // seeds seed, seed + 1, ...: each condition runs once per seed
   std::filesystem::path work_dir;     // each condition's learn dir goes under it (created)
 
   // Throws rlf::Error naming the option.
   void validate() const;
 };
 
-// Runs every condition; returns {"conditions": {name: {pass1_before, pass1_after, updates, feedback_with_words,
-// train_accuracy, update_s_median, update_s_max, request_s_max, ...}}, "options": {...}}.
+// Runs every condition once per seed; returns {"runs": [{seed, condition, pass1_before, pass1_after, updates,
+// feedback_with_words, train_accuracy, update_s_max, save_s_max, request_s_median, ...}], "conditions": {name:
+// {gain_mean, gain_se, pass1_after_mean, pass1_after_se}}, "words_vs_reward": {mean, se, ahead, n} (the paired
+// difference of pass1_after seed by seed), "options": {...}}.
 Json run_serve_learn_bench(const ServeLearnBenchOptions& options);
 
 }  // namespace rlf

@@ -39,7 +39,8 @@ CommandSpec make_bench_serve_learn_command() {
       {"round", OptKind::Int, "16", "prompts per round (= learn.batch)", "N", 1, 1e6},
       {"eval", OptKind::Int, "200", "held-out problems for pass@1 before and after", "N", 1, 1e6},
       {"max-tokens", OptKind::Int, "32", "completion length limit", "N", 1, 1e6},
-      {"seed", OptKind::Int, "0", "the problems and the sampling seeds", "N", 0, 9.2e18},
+      {"seed", OptKind::Int, "0", "the first seed: the problems and the sampling seeds", "N", 0, 9.2e18},
+      {"seeds", OptKind::Int, "1", "seeds run (seed, seed + 1, ...): mean ± standard error over them", "N", 1, 1000},
       {"work-dir", OptKind::String, "runs/bench-serve-learn", "each condition's learn dir goes under it (replaced)", "DIR"},
       {"json", OptKind::Flag, "false", "print one JSON object", ""},
   };
@@ -54,17 +55,24 @@ CommandSpec make_bench_serve_learn_command() {
     o.eval = args.integer("eval");
     o.max_tokens = args.integer("max-tokens");
     o.seed = static_cast<uint64_t>(args.integer("seed"));
+    o.seeds = args.integer("seeds");
     o.work_dir = args.str("work-dir");
     const Json r = run_serve_learn_bench(o);
     if (args.flag("json")) {
       std::cout << json_line(r) << "\n";
       return 0;
     }
+    for (const Json& run : r.at("runs"))
+      std::cout << std::fixed << std::setprecision(3) << "seed " << run.at("seed") << " " << run.at("condition").get<std::string>()
+                << ": held-out pass@1 " << run.at("pass1_before").get<double>() << " -> " << run.at("pass1_after").get<double>()
+                << " after " << run.at("updates") << " updates (" << run.at("feedback_with_words")
+                << " feedback with words; update " << run.at("update_s_max").get<double>() << " s at most)\n";
     for (const auto& [name, c] : r.at("conditions").items())
-      std::cout << std::fixed << std::setprecision(3) << name << ": held-out pass@1 " << c.at("pass1_before").get<double>()
-                << " -> " << c.at("pass1_after").get<double>() << " after " << c.at("updates") << " updates ("
-                << c.at("feedback_with_words") << " feedback with words; update " << c.at("update_s_max").get<double>()
-                << " s at most)\n";
+      std::cout << name << ": gain " << c.at("gain_mean").get<double>() << " ± " << c.at("gain_se").get<double>() << "\n";
+    if (r.contains("words_vs_reward"))
+      std::cout << "words - reward: " << r["words_vs_reward"].at("mean").get<double>() << " ± "
+                << r["words_vs_reward"].at("se").get<double>() << " (ahead on " << r["words_vs_reward"].at("ahead") << " of "
+                << r["words_vs_reward"].at("n") << " seeds)\n";
     return 0;
   };
   return cmd;
