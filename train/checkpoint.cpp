@@ -167,6 +167,10 @@ fs::path save_checkpoint(const fs::path& dir, const TrainerState& state, const C
       check(c.model != nullptr && c.optimizer != nullptr && !name.empty() && name.find('/') == std::string::npos &&
                 name != kModelDir && name.rfind('.', 0) != 0,
             "companion '", name, "' needs a model, an optimizer and a plain directory name");
+    for (const auto& [name, m] : targets.models)
+      check(m != nullptr && !name.empty() && name.find('/') == std::string::npos && name != kModelDir &&
+                name != kAdapterDir && name.rfind('.', 0) != 0 && !targets.companions.count(name),
+            "model '", name, "' needs a model and a plain directory name that no companion has");
     auto stage = [&](const std::string& s) {
       if (options.on_stage) options.on_stage(s);
     };
@@ -211,6 +215,11 @@ fs::path save_checkpoint(const fs::path& dir, const TrainerState& state, const C
                         {{"format", "rlf-optimizer"}, {"step", std::to_string(c.optimizer->step_count())}});
       companions_json[name] = {{"step", c.optimizer->step_count()}, {"n_skipped", c.optimizer->n_skipped()}};
     }
+    Json models_json = Json::array();
+    for (const auto& [name, m] : targets.models) {
+      save_model(*m, tmp / name / kModelDir, SaveOptions{});
+      models_json.push_back(name);
+    }
     stage("companions");
 
     if (!targets.generators.empty()) {
@@ -239,6 +248,7 @@ fs::path save_checkpoint(const fs::path& dir, const TrainerState& state, const C
                     {"optimizer", optimizer_json},
                     {"generators", generator_names(targets)},
                     {"companions", companions_json},
+                    {"models", models_json},
                     {"counters", state.counters},
                     {"data_cursor", state.data_cursor},
                     {"extra", state.extra},
@@ -402,6 +412,28 @@ TrainerState load_checkpoint(const fs::path& ckpt, const CheckpointTargets& targ
       companion_opts.try_emplace(name, ckpt / name / kOptimizerFile);
     }
 
+    // Models without an optimizer: the same set as saved (none in checkpoints older than the field).
+    std::vector<std::string> saved_models = json_get_or<std::vector<std::string>>(trainer, "models", {}, src);
+    std::vector<std::string> wanted_models;
+    for (const auto& [name, m] : targets.models) wanted_models.push_back(name);
+    std::sort(saved_models.begin(), saved_models.end());
+    check(saved_models == wanted_models, src, ": saved models ", Json(saved_models).dump(),
+          " differ from the ones to restore ", Json(wanted_models).dump(),
+          " (a run resumes with the models it saved: e.g. distill.teacher = \"ema\" keeps one)");
+    std::map<std::string, HfModelDir> model_dirs;
+    for (const auto& [name, m] : targets.models) {
+      const HfModelDir& dir = model_dirs.try_emplace(name, ckpt / name / kModelDir).first->second;
+      const std::string msrc = dir.weights_path().string();
+      check(files.contains(name + "/" + kModelDir + "/model.safetensors"), src, ": the manifest lists no '", name,
+            "/", kModelDir, "/model.safetensors'");
+      for (auto& p : m->named_parameters()) {
+        auto it = dir.tensors().find(p.key());
+        check(it != dir.tensors().end(), msrc, ": missing tensor '", p.key(), "'");
+        check(it->second.shape == p.value().sizes().vec(), msrc, ": tensor '", p.key(), "' has shape ",
+              shape_string(it->second.shape), " but the model expects ", shape_string(p.value().sizes().vec()));
+      }
+    }
+
     TrainerState state;
     state.step = json_require<int64_t>(trainer, "step", src);
     state.scheduler_step = json_require<int64_t>(trainer, "scheduler_step", src);
@@ -426,6 +458,10 @@ TrainerState load_checkpoint(const fs::path& ckpt, const CheckpointTargets& targ
     for (const auto& [name, c] : targets.companions) {
       const HfModelDir& dir = companion_dirs.at(name);
       load_weights(*c.model, dir.tensors(), dir.weights_path().string());
+    }
+    for (const auto& [name, m] : targets.models) {
+      const HfModelDir& dir = model_dirs.at(name);
+      load_weights(*m, dir.tensors(), dir.weights_path().string());
     }
     for (const auto& [name, gen] : targets.generators) {
       torch::Tensor st = tensor_from_view(rng_file->view("rng." + name)).clone();

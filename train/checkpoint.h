@@ -9,6 +9,8 @@
 //   DIR/step-N/rng.safetensors     "rng.<name>": each torch generator's state (U8)
 //   DIR/step-N/<name>/model/, DIR/step-N/<name>/optimizer.safetensors
 //                                  a companion model and its optimizer (PPO's critic: "value")
+//   DIR/step-N/<name>/model/         a model kept without an optimizer (the distill EMA teacher: "ema");
+//                                  trainer.json lists them under "models" (absent in older checkpoints: none)
 //   DIR/step-N/trainer.json        format/version, step, scheduler step, optimizer
 //                                  step count, counters (uint64 seeds), data
 //                                  cursor, extra caller state, and a manifest of
@@ -92,6 +94,9 @@ struct CheckpointTargets {
   std::map<std::string, torch::Generator*> generators;  // optional, by name (CPU or CUDA generators)
   std::map<std::string, CompanionTarget> companions;    // optional, by name (a plain directory name): saved and
                                                         // restored as a set (a missing or extra one is an error)
+  std::map<std::string, CausalLMImpl*> models;          // optional, by name (a plain directory name other than a
+                                                        // companion's): models without an optimizer (the distill
+                                                        // EMA teacher: "ema"), saved and restored as a set
 };
 
 // Writes DIR/step-<state.step> as described above and returns its path.

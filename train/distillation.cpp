@@ -21,7 +21,8 @@ using Clock = std::chrono::steady_clock;
 const EnumNames<DistillTeacherKind>& distill_teacher_names() {
   static const EnumNames<DistillTeacherKind> names{
       "distill.teacher",
-      {{DistillTeacherKind::Self, "self"}, {DistillTeacherKind::Frozen, "frozen"}, {DistillTeacherKind::Model, "model"}}};
+      {{DistillTeacherKind::Self, "self"}, {DistillTeacherKind::Frozen, "frozen"}, {DistillTeacherKind::Model, "model"},
+       {DistillTeacherKind::Ema, "ema"}}};
   return names;
 }
 
@@ -50,6 +51,8 @@ void DistillOptions::validate() const {
   check(std::isfinite(coef) && coef > 0, "distill.coef must be > 0 (got ", coef, ")");
   check(teacher != DistillTeacherKind::Model || !teacher_path.empty(),
         "distill.teacher = \"model\" needs distill.teacher_path (the teacher's model directory)");
+  check(std::isfinite(ema_decay) && ema_decay > 0 && ema_decay < 1, "distill.ema_decay must be in (0, 1) (got ",
+        ema_decay, "; 0.99 averages over about 100 optimiser steps)");
   check(teacher_context().find("{prompt}") != std::string::npos,
         "distill.context must contain {prompt} (the teacher sees the task)");
   check(top_k >= 0, "distill.top_k must be >= 0 (got ", top_k, ")");
@@ -89,7 +92,7 @@ Json DistillStats::metrics(Reducer& reducer) const {
 
 DistillTeacher::DistillTeacher(Policy& policy, DistillOptions options, size_t accuracy_component,
                                bool add_special_tokens, int64_t micro_batch_size, Critic* critic,
-                               CausalLM reference)
+                               CausalLM teacher_model)
     : policy_(policy),
       critic_(critic),
       options_(std::move(options)),
@@ -99,10 +102,12 @@ DistillTeacher::DistillTeacher(Policy& policy, DistillOptions options, size_t ac
   options_.validate();
   check(!options_.needs_critic() || critic_ != nullptr,
         "distill.context has {critique}: it needs a critic ([critic]) to write it");
-  if (options_.teacher == DistillTeacherKind::Frozen) {
-    check(static_cast<bool>(reference), "distill.teacher = \"frozen\" needs the KL reference model");
+  if (options_.teacher == DistillTeacherKind::Frozen || options_.teacher == DistillTeacherKind::Ema) {
+    const bool frozen = options_.teacher == DistillTeacherKind::Frozen;
+    check(static_cast<bool>(teacher_model), "distill.teacher = \"", frozen ? "frozen" : "ema", "\" needs ",
+          frozen ? "the KL reference model" : "the EMA weights (train/ema_weights.h)");
     own_teacher_ = std::make_unique<Policy>(policy);
-    own_teacher_->loaded.model = std::move(reference);
+    own_teacher_->loaded.model = std::move(teacher_model);
   }
   if (options_.teacher == DistillTeacherKind::Model) {
     LoadOptions lo;

@@ -79,9 +79,12 @@ namespace rlf {
 // KL reference (the policy as RL starts, algorithm.kl_reference; saved for resume), a teacher that does not move
 // with the student — a live teacher can follow the student into a degenerate fixed point (measured: the columns
 // example's self-distillation collapsed to "1111..." with a live teacher); Model = the model at
-// distill.teacher_path.
-enum class DistillTeacherKind { Self, Frozen, Model };
-const EnumNames<DistillTeacherKind>& distill_teacher_names();  // "self", "frozen", "model"
+// distill.teacher_path; Ema = the same context in front of an exponential moving average of the policy's
+// weights (train/ema_weights.h: θ_ema ← d·θ_ema + (1 − d)·θ after every optimiser step, d = distill.ema_decay,
+// starting from the policy as RL starts, after the warm start; saved with each checkpoint), a teacher between
+// the two: it follows the student, slowly.
+enum class DistillTeacherKind { Self, Frozen, Model, Ema };
+const EnumNames<DistillTeacherKind>& distill_teacher_names();  // "self", "frozen", "model", "ema"
 
 // distill.guard: None = every token with a teacher is trained; VerifierSign = only where the teacher's direction
 // agrees with the accuracy reward's verdict (above).
@@ -103,7 +106,9 @@ struct DistillOptions {
   algo::KlEstimator estimator = algo::KlEstimator::K2;
   DistillTeacherKind teacher = DistillTeacherKind::Self;  // distill.teacher
   std::string teacher_path;                 // teacher = Model: its directory (same tokenizer as the policy)
-  // The teacher's prompt; "" = by teacher: self "The answer is {reference}.\n{prompt}", model "{prompt}".
+  double ema_decay = 0.99;                  // teacher = Ema: d of the average, in (0, 1) (~1 / (1 - d) optimiser steps)
+  // The teacher's prompt; "" = by teacher: self, frozen and ema "The answer is {reference}.\n{prompt}",
+  // model "{prompt}".
   std::string context;
   bool failed_only = false;                 // distill on episodes the accuracy reward scored wrong only
   DistillGuard guard = DistillGuard::None;  // distill.guard: "none" | "verifier_sign" (above)
@@ -139,9 +144,10 @@ class DistillTeacher {
  public:
   // Borrows the policy (and the critic, needed when the context has
   // {critique}); loads the teacher model when options.teacher = "model";
-  // teacher = "frozen" reads `reference` (required then).
+  // teacher = "frozen" reads `teacher_model` as the KL reference, teacher =
+  // "ema" as the EMA weights (required then; whoever owns them updates them).
   DistillTeacher(Policy& policy, DistillOptions options, size_t accuracy_component, bool add_special_tokens,
-                 int64_t micro_batch_size, Critic* critic = nullptr, CausalLM reference = nullptr);
+                 int64_t micro_batch_size, Critic* critic = nullptr, CausalLM teacher_model = nullptr);
   // Sets Episode::teacher_logprob on the episodes that get a teacher.
   DistillStats add_teacher_logprobs(std::vector<ScoredGroup>& groups);
 
@@ -151,7 +157,7 @@ class DistillTeacher {
 
   Policy& policy_;
   Critic* critic_;                       // {critique} in the context; else may be null
-  std::unique_ptr<Policy> own_teacher_;  // teacher = "model", or "frozen" (the policy's tokenizer, the reference)
+  std::unique_ptr<Policy> own_teacher_;  // teacher = "model"; "frozen" / "ema": the policy's tokenizer, teacher_model
   DistillOptions options_;
   size_t accuracy_component_;
   bool add_special_tokens_;

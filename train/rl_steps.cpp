@@ -107,7 +107,8 @@ std::vector<float> kl_reward_tokens(const Episode& e, algo::KlEstimator estimato
 }
 
 RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards, Environment& env,
-                 RlStepOptions options, Reducer& reducer, CausalLM reference, Critic* critic, ValueModel* value)
+                 RlStepOptions options, Reducer& reducer, CausalLM reference, Critic* critic, ValueModel* value,
+                 CausalLM ema)
     : policy_(policy),
       examples_(examples),
       rewards_(rewards),
@@ -166,7 +167,8 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
   if (options_.distill.enabled)
     teacher_ = std::make_unique<DistillTeacher>(policy_, options_.distill, accuracy_component_,
                                                 options_.add_special_tokens, options_.reference_micro_batch_size,
-                                                critic, reference_);
+                                                critic,
+                                                options_.distill.teacher == DistillTeacherKind::Ema ? ema : reference_);
 }
 
 std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t version, Json& metrics) {

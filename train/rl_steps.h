@@ -80,10 +80,12 @@ class RlSteps {
   // required when options.kl_beta > 0; `critic` (may be null) writes the
   // critiques of refinement and lessons, required when options.refine.enabled
   // or options.lessons.enabled; `value` (may be null) is PPO's critic,
-  // required with algorithm.credit = "gae".
+  // required with algorithm.credit = "gae"; `ema` (may be null) is the
+  // average of the policy's weights that distill.teacher = "ema" reads,
+  // required then (its owner updates it, train/ema_weights.h).
   RlSteps(Policy& policy, const std::vector<PromptExample>& examples, RewardSet& rewards, Environment& env,
           RlStepOptions options, Reducer& reducer, CausalLM reference = nullptr, Critic* critic = nullptr,
-          ValueModel* value = nullptr);
+          ValueModel* value = nullptr, CausalLM ema = nullptr);
 
   // Steps 1–5 for trainer step `step` (0-based); tokens record `policy_version`.
   std::vector<Episode> next(int64_t step, int32_t policy_version, Json& metrics);

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +68,9 @@ class RunKind {
   virtual Trainer& trainer() = 0;
   virtual ValueModel* value() { return nullptr; }  // PPO's critic, updated after the policy
   virtual CausalLM rollout_model() { return nullptr; }  // asynchronous rollouts: the copy they sample with
+  // Models beside the policy that a checkpoint keeps without an optimizer, by directory name (RL's distill
+  // EMA teacher: "ema"); CheckpointTargets::models.
+  virtual std::map<std::string, CausalLM> checkpoint_models() { return {}; }
 
   // The step source.
   virtual std::vector<Episode> next(int64_t step, int32_t version, Json& metrics) = 0;

@@ -11,6 +11,7 @@
 #include "model/loader.h"
 #include "rm/reward_model.h"
 #include "train/diagnostics.h"
+#include "train/ema_weights.h"
 #include "train/loss_terms.h"
 #include "train/rejection_sampling.h"
 #include "train/rl_steps.h"
@@ -132,8 +133,19 @@ class RlKind final : public RunKind {
     // A frozen distill teacher alone (kl_beta = 0) needs the reference model, not its log-probs: no forward for them.
     RlStepOptions steps = cfg_.rl;
     steps.reference_logprobs = trainer_->needs_reference() || (cfg_.rl.kl_in_reward && cfg_.rl.kl_beta > 0);
+    // distill.teacher = "ema": the average starts at the policy as RL starts (after the warm start; a resume
+    // restores it from the checkpoint) and follows every optimiser step the trainer applies.
+    if (cfg_.rl.distill.enabled && cfg_.rl.distill.teacher == DistillTeacherKind::Ema) {
+      ema_ = std::make_unique<EmaWeights>(*r.policy.model(), cfg_.rl.distill.ema_decay);
+      trainer_->set_after_step([this, model = r.policy.model().ptr()] { ema_->update(*model); });
+    }
     steps_ = std::make_unique<RlSteps>(rollout_policy_ ? *rollout_policy_ : r.policy, r.train, r.rewards, *r.env,
-                                       steps, r.reducer, std::move(reference), critic_.get(), value_.get());
+                                       steps, r.reducer, std::move(reference), critic_.get(), value_.get(),
+                                       ema_ ? ema_->model() : CausalLM{nullptr});
+  }
+  std::map<std::string, CausalLM> checkpoint_models() override {
+    if (!ema_) return {};
+    return {{"ema", ema_->model()}};
   }
   Trainer& trainer() override { return *trainer_; }
   ValueModel* value() override { return value_.get(); }
@@ -199,6 +211,7 @@ class RlKind final : public RunKind {
   CausalLM loaded_critic_{nullptr};  // value.model
   std::unique_ptr<ValueModel> value_;
   std::unique_ptr<Trainer> trainer_;
+  std::unique_ptr<EmaWeights> ema_;  // distill.teacher = "ema": the average the teacher reads
   std::unique_ptr<Policy> rollout_policy_;  // asynchronous rollouts: the copy the rollouts sample with
   const std::vector<PromptExample>* train_ = nullptr;
   std::unique_ptr<RlSteps> steps_;

@@ -30,6 +30,7 @@ void LearnOptions::validate() const {
   check(std::isfinite(reward_coef) && reward_coef >= 0, "learn.reward_coef = ", reward_coef, ": must be >= 0");
   check(distill_coef > 0 || reward_coef > 0, "learn.distill_coef and learn.reward_coef are both 0: nothing to learn");
   check(teacher != DistillTeacherKind::Model, "learn.teacher = \"model\": must be one of frozen, self");
+  check(teacher != DistillTeacherKind::Ema, "learn.teacher = \"ema\": must be one of frozen, self");
   check(distill_coef == 0 || context.find("{critique}") != std::string::npos,
         "learn.context must contain {critique} (the user's feedback), got \"", context, "\"");
   check(top_k >= 0 && top_k <= 1024, "learn.top_k = ", top_k, ": must be in [0, 1024]");

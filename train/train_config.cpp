@@ -355,13 +355,19 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       choice("distill.teacher", "",
              "self = the policy with distill.context in front; frozen = the same with the KL reference's weights "
              "(the policy as RL starts: a teacher that does not move with the student); model = the model at "
-             "distill.teacher_path",
+             "distill.teacher_path; ema = the same with an exponential moving average of the policy's weights "
+             "(distill.ema_decay; a teacher that follows the student slowly)",
              RLF_MEMBER(rl.distill.teacher), distill_teacher_names()),
+      field("distill.ema_decay", "",
+            "teacher = \"ema\": d in theta_ema <- d * theta_ema + (1 - d) * theta after every optimiser step, in "
+            "(0, 1) (about 1 / (1 - d) steps of memory)",
+            RLF_MEMBER(rl.distill.ema_decay))
+          .in(0, 1),
       field("distill.teacher_path", "", "teacher = \"model\": its directory (the policy's tokenizer)",
             RLF_MEMBER(rl.distill.teacher_path)),
       field("distill.context", "",
             "the teacher's prompt; placeholders {prompt} {reference} {explanation} {response} {sibling} {critique} "
-            "([critic] on the episode); \"\" = by teacher: self and frozen \"The answer is {reference}.\\n{prompt}\", "
+            "([critic] on the episode); \"\" = by teacher: self, frozen and ema \"The answer is {reference}.\\n{prompt}\", "
             "model \"{prompt}\"",
             RLF_MEMBER(rl.distill.context)),
       field("distill.failed_only", "", "distill only on episodes the accuracy reward scored wrong",
@@ -976,6 +982,9 @@ void check_combinations(const TrainConfig& c, const Json& config) {
                             ? "value.shared puts the critic's head on the policy's trunk; use a separate critic "
                               "(value.shared = false)"
                         : c.rl.max_staleness > 0 ? "rollout.max_staleness > 0 samples with a copy of the policy"
+                        : c.rl.distill.enabled && c.rl.distill.teacher == DistillTeacherKind::Ema
+                            ? "distill.teacher = \"ema\" averages the policy's full weights, which LoRA does not "
+                              "train (only its adapters): use teacher = \"frozen\" or \"self\""
                         : c.loss.kl_reference == KlReference::Initial && c.sft.enabled && c.kind != TrainerKind::Sft
                             ? "the KL reference is the base with the adapters off (after the warm start); "
                               "algorithm.kl_reference = \"initial\" would need a second copy of the weights"

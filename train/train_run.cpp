@@ -97,6 +97,7 @@ struct Checkpoints {
     targets.optimizer = &kind.trainer().optimizer();
     if (ValueModel* value = kind.value(); value && value->trainer())
       targets.companions["value"] = CompanionTarget{value->model().get(), &value->trainer()->optimizer()};
+    for (const auto& [name, model] : kind.checkpoint_models()) targets.models[name] = model.ptr().get();
     options.keep_last = r.cfg.run.keep_checkpoints;
     options.tokenizer_source = r.policy.tokenizer_path;
     options.model_extras = [this](const fs::path& model_dir) { kind.save_model_extras(model_dir); };

@@ -315,6 +315,7 @@ Json Trainer::update(const std::vector<Episode>& episodes, int64_t step_index) {
         ++applied;
         grad_norm = r.grad_norm;
         lr = r.lr;
+        if (after_step_) after_step_();
       } else {
         ++skipped;
         optimizer_->zero_grad();

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <memory>
@@ -94,6 +95,9 @@ class Trainer {
   void set_lr_horizon(int64_t total_steps);
   int64_t lr_horizon() const { return schedule_.options().total_steps; }
   Optimizer& optimizer() { return *optimizer_; }
+  // Called after every optimiser step that changed the weights (applied, not
+  // skipped), inside update(): distill.teacher = "ema" averages the weights there.
+  void set_after_step(std::function<void()> after_step) { after_step_ = std::move(after_step); }
   const TrainerOptions& options() const { return options_; }
   const std::vector<std::unique_ptr<LossTerm>>& terms() const { return terms_; }
 
@@ -110,6 +114,7 @@ class Trainer {
   Reducer& reducer_;
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
+  std::function<void()> after_step_;  // set_after_step; may be empty
 };
 
 }  // namespace rlf

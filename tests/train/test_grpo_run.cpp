@@ -484,6 +484,53 @@ TEST(GrpoRun, FrozenCritiqueTeacherRunResumesExactly) {
             std::string::npos);
 }
 
+// The EMA teacher in a whole run: the teacher reads an exponential moving
+// average of the policy's weights, updated after every optimiser step and
+// saved with each checkpoint (DIR/step-N/ema/model), so 2 steps + resume + 2
+// steps equal 4 straight, the policy's weights and the average's alike; the
+// average moved after the resume and lags behind the policy.
+TEST(GrpoRun, EmaTeacherRunResumesExactly) {
+  test::TempDir dir;
+  auto model = make_tiny_model(dir);
+  auto config = [&](const std::filesystem::path& out, int64_t steps) {
+    Json j = grpo_run_config(model, out, steps);
+    j["distill"] = {{"enabled", true}, {"coef", 0.5}, {"teacher", "ema"}, {"ema_decay", 0.5},
+                    {"context", "The answer is {reference}. {prompt}"}};
+    return train_config_from_json(j, "distill");
+  };
+  auto m = straight_and_resumed(config, dir, 4, 2, {"policy", "distill"}).first;
+  ASSERT_EQ(m.size(), 4u);
+  for (const Json& r : m) {
+    EXPECT_EQ(r["distill/episodes"].get<double>(), 8.0);  // 2 prompts x 4 episodes
+    EXPECT_GT(r["loss/distill"].get<double>(), 0.0);
+  }
+  const auto a = dir / "a/checkpoints/step-4", b = dir / "b/checkpoints/step-4";
+  expect_same_parameters(a / "ema/model", b / "ema/model");
+  expect_same_parameters(a / "model", a / "ema/model", false);  // the average lags behind the policy
+  const Json manifest = read_json_file((b / "trainer.json").string());
+  EXPECT_EQ(manifest["models"], Json::array({"ema"}));
+  EXPECT_TRUE(manifest["files"].contains("ema/model/model.safetensors"));
+  // A run saved without the average cannot be resumed with it; ema_decay is checked; LoRA trains no full weights.
+  TrainRunOptions resume = test::quiet_run();
+  resume.resume = true;
+  Json j = grpo_run_config(model, dir / "c", 2);
+  run_training(train_config_from_json(j, "plain"), test::quiet_run());
+  j["run"]["steps"] = 4;
+  j["distill"] = {{"enabled", true}, {"teacher", "ema"}};
+  EXPECT_NE(test::error_of([&] { run_training(train_config_from_json(j, "plain"), resume); })
+                .find("saved models [] differ from the ones to restore [\"ema\"]"),
+            std::string::npos);
+  j["distill"]["ema_decay"] = 1.0;
+  EXPECT_NE(test::error_of([&] { train_config_from_json(j, "run.toml"); })
+                .find("distill.ema_decay must be in (0, 1) (got 1"),
+            std::string::npos);
+  j["distill"]["ema_decay"] = 0.9;
+  j["lora"] = {{"enabled", true}};
+  EXPECT_NE(test::error_of([&] { train_config_from_json(j, "run.toml"); })
+                .find("lora.enabled: distill.teacher = \"ema\" averages the policy's full weights"),
+            std::string::npos);
+}
+
 // distill.guard = "verifier_sign" in a whole run (sampled-token k2): the
 // guard drops some distill tokens and not all, and the term still trains.
 TEST(GrpoRun, VerifierSignGuardDropsTheDisagreeingTokens) {

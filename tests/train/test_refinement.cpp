@@ -20,6 +20,7 @@
 #include "tests/support/tiny_policy.h"
 #include "tests/train/run_fixtures.h"
 #include "train/distillation.h"
+#include "train/ema_weights.h"
 #include "train/lessons.h"
 #include "train/micro_batch.h"
 #include "train/refinement.h"
@@ -397,6 +398,47 @@ TEST(Distillation, FrozenTeacherReadsTheReferenceNotTheLivePolicy) {
   }
   EXPECT_GT(moved, 1e-3);  // the live policy would have given other targets
   EXPECT_EQ(distill_teacher_names().parse("frozen"), DistillTeacherKind::Frozen);
+}
+
+// teacher = "ema": the context in front of the EMA of the policy's weights
+// (train/ema_weights.h), which lags behind the live policy.
+TEST(Distillation, EmaTeacherReadsTheAverageNotTheLivePolicy) {
+  Fixture f;
+  EmaWeights ema(*f.policy.model(), 0.5);
+  {
+    torch::NoGradGuard ng;
+    for (auto& p : f.policy.model()->parameters()) p.add_(0.05);  // one step of the student
+  }
+  ema.update(*f.policy.model());  // the average is half-way there
+  auto groups = f.groups(2);
+  DistillOptions o;
+  o.enabled = true;
+  o.teacher = DistillTeacherKind::Ema;
+  o.context = "Hint\n{prompt}";
+  EXPECT_EQ(test::error_of([&] { DistillTeacher(f.policy, o, 0, true, 8); }),
+            "distill.teacher = \"ema\" needs the EMA weights (train/ema_weights.h)");
+  DistillStats st = DistillTeacher(f.policy, o, 0, true, 8, nullptr, ema.model()).add_teacher_logprobs(groups);
+  EXPECT_EQ(st.n_episodes, 8);
+  const ScoredGroup& g = groups[1];
+  const Episode& e = g.group.episodes[1];
+  const auto by_ema = after_context(*ema.model(), *f.policy.tokenizer, "Hint\n" + g.group.prompt, e);
+  const auto by_policy = after_context(*f.policy.model(), *f.policy.tokenizer, "Hint\n" + g.group.prompt, e);
+  double moved = 0;
+  for (int64_t t = e.n_prompt; t < static_cast<int64_t>(e.tokens.size()); ++t) {
+    const size_t k = static_cast<size_t>(t - e.n_prompt);
+    EXPECT_NEAR(e.teacher_logprob[static_cast<size_t>(t)], by_ema[k], 1e-5) << t;
+    moved = std::max(moved, std::abs(static_cast<double>(by_policy[k] - by_ema[k])));
+  }
+  EXPECT_GT(moved, 1e-3);  // the live policy would have given other targets
+  EXPECT_EQ(distill_teacher_names().parse("ema"), DistillTeacherKind::Ema);
+  EXPECT_EQ(o.teacher_context(), "Hint\n{prompt}");
+  o.context = "";
+  EXPECT_EQ(o.teacher_context(), "The answer is {reference}.\n{prompt}");
+  for (double d : {0.0, 1.0, -0.5, 1.5}) {
+    o.ema_decay = d;
+    EXPECT_NE(test::error_of([&] { o.validate(); }).find("distill.ema_decay must be in (0, 1)"), std::string::npos)
+        << d;
+  }
 }
 
 // [distill]'s divergence keys: errors name the key; the context's default follows the teacher.
