@@ -29,7 +29,9 @@ ValueLoss clipped_value_loss(const torch::Tensor& values, const torch::Tensor& o
   const auto v_clip = old + (v - old).clamp(-clip, clip);
   const auto clipped = (v_clip - ret).pow(2);
   out.loss = 0.5 * torch::max(plain, clipped);
-  out.clipped = ((clipped > plain) & on).to(values.dtype()).detach();
+  // Where the clip does not bind, v_clip is v but for the last bit of old + (v - old): counted only
+  // where it binds, so the count does not depend on that rounding.
+  out.clipped = ((clipped > plain) & ((v - old).abs() > clip) & on).to(values.dtype()).detach();
   return out;
 }
 

@@ -15,7 +15,8 @@ namespace rlf::algo {
 
 struct ValueLoss {
   torch::Tensor loss;     // [B, T] L_t
-  torch::Tensor clipped;  // [B, T] 1 where the clipped branch is the larger (its gradient is 0), else 0; detached
+  torch::Tensor clipped;  // [B, T] 1 where the clip binds and its branch is the larger (its gradient is 0), else 0;
+                          // detached
 };
 
 // values, old_values, returns, mask: [B, T]; clip >= 0.

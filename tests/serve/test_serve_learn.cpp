@@ -12,10 +12,12 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <fstream>
 #include <thread>
 
+#include "bench/serve_learn_bench.h"
 #include "rollout/policy.h"
 #include "serve/server.h"
 #include "tests/support/test_env.h"
@@ -320,6 +322,34 @@ TEST(ServeLearn, KillDuringAnUpdateLosesNoFeedback) {
   wait_for_version(c2, 3);  // and what was queued again is trained on
   ::kill(again, SIGTERM);
   waitpid(again, &status, 0);
+}
+
+// rlf bench serve-learn's mechanics: both conditions make the same number of
+// updates on the same prompts; only "words" sends the critic's sentences (on
+// every wrong answer: stories260K gets no sum right).
+TEST(ServeLearn, BenchGivesBothConditionsTheSameUpdates) {
+  test::TempDir dir;
+  ServeLearnBenchOptions o;
+  o.model = test::shared_path("models/stories260K/stories260K.bin");
+  o.rounds = 2;
+  o.round = 4;
+  o.eval = 4;
+  o.max_tokens = 8;
+  o.seeds = 2;
+  o.work_dir = dir / "bench";
+  const Json r = run_serve_learn_bench(o);
+  ASSERT_EQ(r.at("runs").size(), 4u);
+  for (const Json& run : r.at("runs")) {
+    EXPECT_EQ(run.at("updates"), 2) << run.dump();
+    const int64_t words = run.at("feedback_with_words");
+    const int64_t wrong = std::llround((1.0 - run.at("train_accuracy").get<double>()) * 8);
+    EXPECT_EQ(words, run.at("condition") == "words" ? wrong : 0) << run.dump();
+    EXPECT_GE(run.at("pass1_after").get<double>(), 0.0);
+  }
+  EXPECT_EQ(r.at("words_vs_reward").at("n"), 2);
+  ServeLearnBenchOptions bad = o;
+  bad.conditions = {"louder"};
+  EXPECT_NE(test::error_of([&] { run_serve_learn_bench(bad); }).find("louder"), std::string::npos);
 }
 
 TEST(ServeLearn, TheOpenAIClientSeesTheVersions) {

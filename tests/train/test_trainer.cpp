@@ -644,7 +644,7 @@ TEST(Trainer, ValueTermIsTheClippedValueLossOnPolicyTokensByHand) {
       const double v = now[i][t], old = eps[i].value[t], r = eps[i].value_target[t];
       const double vc = old + std::clamp(v - old, -clip, clip);
       sum += 0.5 * std::max((v - r) * (v - r), (vc - r) * (vc - r));
-      clipped += (vc - r) * (vc - r) > (v - r) * (v - r);
+      clipped += std::abs(v - old) > clip && (vc - r) * (vc - r) > (v - r) * (v - r);  // where the clip binds
       n += 1;
     }
   ASSERT_GT(clipped, 0);
