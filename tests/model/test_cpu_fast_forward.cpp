@@ -153,7 +153,7 @@ TEST_P(FastPath, CachedPrefillAndRaggedDecodeMatchModulePath) {
 }
 
 // Rows that read a shared prefix (one copy of a prompt, KVCache::set_prefix)
-// give exactly what rows holding the prompt in their own slots give, on both
+// give what rows holding the prompt in their own slots give (to rounding), on both
 // paths, beside a row without a prefix; feeding a position inside the prefix
 // or past the row's own slots is an error.
 TEST_P(FastPath, RowsReadingASharedPrefixMatchRowsHoldingThePrompt) {
@@ -178,7 +178,7 @@ TEST_P(FastPath, RowsReadingASharedPrefixMatchRowsHoldingThePrompt) {
     auto prefix = std::make_shared<KVCache>(c, 1, P, torch::kFloat32, torch::kCPU);
     {
       auto pos = torch::arange(P, torch::kInt64).view({1, P});
-      EXPECT_TRUE(torch::equal(m->logits(m->forward_hidden(ids.narrow(0, 0, 1).narrow(1, 0, P), pos, prefix.get())), first));
+      EXPECT_LT(max_diff(m->logits(m->forward_hidden(ids.narrow(0, 0, 1).narrow(1, 0, P), pos, prefix.get())), first), 1e-5);
     }
     shared.set_prefix(0, 2, prefix);
     prefill(shared, 2, L2);
@@ -191,8 +191,9 @@ TEST_P(FastPath, RowsReadingASharedPrefixMatchRowsHoldingThePrompt) {
       }
       auto want = m->logits(m->forward_hidden(tok, pos, &copies));
       auto got = m->logits(m->forward_hidden(tok, pos, &shared));
-      EXPECT_TRUE(torch::equal(want, got)) << "fast " << fast << " step " << step << " max diff "
-                                           << max_diff(want, got);
+      // To rounding: the two caches' attention sums run over other blockings, and on some CPUs (a Sapphire
+      // Rapids Xeon) that moves the last bit (measured: 6e-8).
+      EXPECT_LT(max_diff(want, got), 1e-5) << "fast " << fast << " step " << step;
     }
     auto one = torch::zeros({3, 1}, torch::kInt64);
     auto inside = torch::tensor({int64_t{P - 1}, int64_t{P + steps}, int64_t{L2 + steps}}).view({3, 1});
@@ -497,8 +498,10 @@ TEST_P(FastPath, LogprobsFromAColumnMatchTheFullCall) {
       ents[i] = ent;
       grads[i] = gradients_of(*m, -(lp * weights).sum());
     }
-    EXPECT_TRUE(torch::equal(lps[1].narrow(1, from, 12 - from), lps[0].narrow(1, from, 12 - from))) << fast;
-    EXPECT_TRUE(torch::equal(ents[1].narrow(1, from, 12 - from), ents[0].narrow(1, from, 12 - from))) << fast;
+    // To rounding: fewer rows through the classifier's product may take another blocking (measured on a Sapphire
+    // Rapids Xeon: the last bit moves).
+    EXPECT_LT(max_diff(lps[1].narrow(1, from, 12 - from), lps[0].narrow(1, from, 12 - from)), 1e-5) << fast;
+    EXPECT_LT(max_diff(ents[1].narrow(1, from, 12 - from), ents[0].narrow(1, from, 12 - from)), 1e-5) << fast;
     EXPECT_EQ(lps[1].narrow(1, 0, from).abs().max().item<float>(), 0.0f);
     EXPECT_EQ(ents[1].narrow(1, 0, from).abs().max().item<float>(), 0.0f);
     // Gradients: equal up to the summation order of the weight products (they
