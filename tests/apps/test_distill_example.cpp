@@ -11,10 +11,12 @@
 // 100 + S, the student S): for S = 0, 1, 2 the teacher reached 91%, 100%,
 // 96%; the student's held-out pass@1 went 55% -> 78%, 52% -> 89%,
 // 54% -> 78% and its KL to the teacher 0.540 -> 0.110, 0.313 -> 0.119,
-// 0.428 -> 0.172 (it fell by 60-80%). The gates are about half of the
-// smallest change measured (KL down by >= 30%, pass@1 up by >= 10 points),
-// so a CPU's rounding (which perturbs a run far less than a new seed does)
-// cannot fail them. About 2.5 minutes on one core.
+// 0.428 -> 0.172 (it fell by 60-80%). On another Sapphire Rapids Xeon
+// (2026-11-28, no AMX flags) the same run's rounding gave a different warm
+// start and 53% -> 62%, KL 0.436 -> 0.197 (-55%): a CPU's rounding moves this
+// short run about as much as a seed does. The gates: KL down by >= 30% (what
+// distillation does, half the smallest fall measured) and pass@1 up by >= 5
+// points. About 2.5 minutes on one core.
 #include <gtest/gtest.h>
 
 #include "tests/apps/example_run.h"
@@ -49,7 +51,7 @@ TEST(DistillExample, StudentMovesTowardsTheTeacher) {
   const double kl_before = s["kl_to_model_before"].get<double>(), kl_after = s["kl_to_model_after"].get<double>();
   const double before = s["pass1_before"].get<double>(), after = s["pass1_after"].get<double>();
   EXPECT_LT(kl_after, 0.7 * kl_before) << "held-out KL(student || teacher) " << kl_before << " -> " << kl_after;
-  EXPECT_GE(after - before, 0.10) << "pass@1 " << before << " -> " << after << " (teacher "
+  EXPECT_GE(after - before, 0.05) << "pass@1 " << before << " -> " << after << " (teacher "
                                   << t["pass1_after"].get<double>() << ")";
   const Json& m = s["last_metrics"];
   for (const char* k : {"distill/kl", "distill/teacher_tail", "distill/student_tail", "loss/distill"})
