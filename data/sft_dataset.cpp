@@ -41,6 +41,7 @@ SftDataset SftDataset::load(const SftDatasetOptions& o, const TokenizerChat* tok
     so.feedback_fraction = o.feedback_fraction;
     so.feedback_text = o.feedback_text;
     so.critique = o.critique;
+    so.feedback_prefix = o.feedback_prefix;
     so.draws = o.draws;
     so.calculator = o.calculator;
     ds.examples_ = synthetic_sft_examples(problems.train(), so);
@@ -54,6 +55,7 @@ SftDataset SftDataset::load(const SftDatasetOptions& o, const TokenizerChat* tok
     check(o.tool_fraction == 0.0, "sft dataset: tool_fraction applies to the synthetic presets only");
     check(o.feedback_fraction == 0.0, "sft dataset: feedback_fraction applies to the synthetic presets only");
     check(o.draws == 1, "sft dataset: draws applies to the synthetic presets only");
+    check(o.feedback_prefix.empty(), "sft dataset: feedback_prefix applies to the synthetic presets only");
     PromptFormatter formatter({o.prompt_template.empty() ? preset.prompt_template : o.prompt_template, o.system_prompt,
                                o.chat_template},
                               tokenizer);
@@ -90,7 +92,8 @@ SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string
                    {"path", "preset", "prompt_field", "response_field", "system_prompt", "chat_template",
                     "prompt_template", "shuffle", "seed", "max_records", "on_bad_record", "wrong_fraction", "wrong_style", "worked",
                     "tool_fraction", "tool_call_open", "tool_call_close", "tool_result_open", "tool_result_close",
-                    "feedback_fraction", "feedback_text", "draws", "columns", "arithmetic", "countdown"},
+                    "feedback_fraction", "feedback_text", "feedback_prefix", "draws", "columns", "arithmetic",
+                    "countdown"},
                    src);
   SftDatasetOptions o;
   read_shared_dataset_keys(t, src, o);
@@ -115,6 +118,10 @@ SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string
   check(o.feedback_fraction >= 0.0 && o.feedback_fraction <= 1.0, src, ": feedback_fraction must be in [0, 1] (got ",
         o.feedback_fraction, ")");
   o.feedback_text = json_get_or(t, "feedback_text", o.feedback_text, src);
+  o.feedback_prefix = json_get_or(t, "feedback_prefix", o.feedback_prefix, src);
+  check(o.feedback_prefix.empty() || o.feedback_prefix.find("{critique}") != std::string::npos, src,
+        ": feedback_prefix must contain {critique}, the critic's words on each target (got \"", o.feedback_prefix,
+        "\")");
   check(!o.columns || (o.worked && (o.wrong_style == "drop_carry" || o.wrong_fraction == 0) && o.tool_fraction == 0),
         src, ": columns needs worked = true, wrong_style = \"drop_carry\" (with wrong_fraction > 0), and no ",
         "tool_fraction");
@@ -125,11 +132,15 @@ SftDatasetOptions sft_dataset_options_from_json(const Json& t, const std::string
 
 std::vector<SftExample> without_held_out_prompts(const std::vector<SftExample>& examples,
                                                  const std::vector<PromptExample>& held_out) {
-  std::set<std::string> prompts;
-  for (const PromptExample& e : held_out) prompts.insert(e.prompt);
+  std::set<std::string> prompts, raw;
+  for (const PromptExample& e : held_out) {
+    prompts.insert(e.prompt);
+    if (!e.raw_prompt.empty()) raw.insert(e.raw_prompt);
+  }
   std::vector<SftExample> out;
+  // The raw text too: a prompt rendered otherwise (another template, a feedback prefix) is the same problem.
   for (const SftExample& e : examples)
-    if (!prompts.count(e.prompt)) out.push_back(e);
+    if (!prompts.count(e.prompt) && !raw.count(e.raw_prompt)) out.push_back(e);
   return out;
 }
 

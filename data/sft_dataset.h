@@ -46,7 +46,11 @@ struct SftDatasetOptions {
   double feedback_fraction = 0.0;   // synthetic arithmetic: share of targets "wrong answer, feedback, right answer"
   std::string feedback_text = "\nThat is not right. Try again.\n";  // the feedback there ({answer}, {prompt},
                                     //   {critique}: the run's [critic] on the wrong answer)
-  // Not a config key: the run sets it from [critic] when feedback_text has {critique} (train/run_context.cpp).
+  std::string feedback_prefix;      // synthetic presets: "" = none; else before every prompt, {critique} = the
+                                    //   run's [critic] on the target's answer (offline feedback-conditional
+                                    //   targets, FCP's warm start; data/synthetic_tasks.h)
+  // Not a config key: the run sets it from [critic] when feedback_text or feedback_prefix has {critique}
+  // (train/run_context.cpp).
   std::function<std::string(const PromptExample& problem, const std::string& wrong_response)> critique;
   int64_t draws = 1;                // synthetic presets: responses per problem, each with its own wrong/tool/feedback
                                     //   choices (a demonstrator's habit rather than fixed wrong problems)
@@ -75,8 +79,9 @@ class SftDataset {
 // wrong types are errors naming `source` and the key.
 SftDatasetOptions sft_dataset_options_from_json(const Json& table, const std::string& source);
 
-// The examples whose prompt is not the prompt of any `held_out` example
-// (keeps an eval split held out from an SFT warm start), in order.
+// The examples whose prompt is not the prompt, and whose raw prompt not the
+// raw prompt, of any `held_out` example (keeps an eval split held out from an
+// SFT warm start however either renders it), in order.
 std::vector<SftExample> without_held_out_prompts(const std::vector<SftExample>& examples,
                                                  const std::vector<PromptExample>& held_out);
 

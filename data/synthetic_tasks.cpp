@@ -289,6 +289,9 @@ std::vector<SftExample> one_draw(const std::vector<PromptExample>& problems, con
         "wrong_style = \"drop_carry\" (with wrong_fraction > 0), and no tool_fraction");
   check(o.feedback_fraction == 0 || o.feedback_text.find("{critique}") == std::string::npos || o.critique,
         "feedback_text has {critique}: it needs a critic to write it ([critic])");
+  check(o.feedback_prefix.empty() || (o.feedback_prefix.find("{critique}") != std::string::npos && o.critique),
+        "feedback_prefix puts the critic's words on each target before its prompt: it needs {critique} and a critic "
+        "([critic])");
   // Problems answered with the calculator, in a seeded choice.
   std::vector<bool> tool(problems.size(), false);
   {
@@ -393,6 +396,13 @@ std::vector<SftExample> one_draw(const std::vector<PromptExample>& problems, con
       fail(p.where, ": cannot write an SFT response for task '", task, "' (expected arithmetic or countdown)");
     }
     check(!tool[i] || task == "arithmetic", p.where, ": tool_fraction applies to arithmetic problems only");
+    if (!o.feedback_prefix.empty()) {
+      // Offline feedback-conditional targets: the critic's words on the trained answer, before the prompt.
+      std::string answer = s.response;
+      for (const SftTurn& t : s.turns)
+        if (t.policy) answer = t.text;
+      s.prompt = replace_all(o.feedback_prefix, "{critique}", o.critique(p, answer)) + s.prompt;
+    }
     out.push_back(std::move(s));
   }
   return out;

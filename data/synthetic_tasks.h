@@ -123,9 +123,15 @@ struct SyntheticSftOptions {
   // start teaches the policy to read the critiques RL will show it).
   double feedback_fraction = 0.0;
   std::string feedback_text = "\nThat is not right. Try again.\n";
-  // Writes the critique of `wrong_response` to `problem` for {critique}
-  // (throws when it cannot); unset = {critique} is an error.
-  std::function<std::string(const PromptExample& problem, const std::string& wrong_response)> critique;
+  // Offline feedback-conditional targets (FCP's warm start, train/feedback_conditioning.h): "" = none; else
+  // every target's prompt is this text, {critique} replaced by the critic's words on the target's trained
+  // answer (the last trained turn of a multi-turn target), followed by the prompt. With "{critique}\n" and
+  // the columns critic, a right working reads "Correct.\n<prompt>", one with its carry dropped "The tens
+  // column drops the carry: ...\n<prompt>"; an RL run's prompts then carry "Correct.\n" (fcp.condition).
+  std::string feedback_prefix;
+  // Writes the critique of `response` to `problem` for {critique} (throws
+  // when it cannot); unset = {critique} is an error.
+  std::function<std::string(const PromptExample& problem, const std::string& response)> critique;
   // Responses per problem, each with its own seeded choices (wrong, tool,
   // feedback): with draws > 1 a mistake is the demonstrator's habit, made on
   // about wrong_fraction of a problem's showings, not a fixed set of

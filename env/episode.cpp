@@ -75,6 +75,33 @@ Episode Episode::single_turn(int64_t group, const std::vector<int32_t>& prompt, 
   return e;
 }
 
+Episode Episode::with_prompt(const std::vector<int32_t>& prompt, const std::string& prompt_text) const {
+  check(!prompt.empty(), "episode: a new prompt needs at least one token");
+  check(n_prompt > 0 && !segments.empty() && segments[0].role == SegmentRole::Prompt && segments[0].end == n_prompt,
+        "episode: only an episode whose first segment is its prompt (", n_prompt, " tokens) can take another prompt");
+  const size_t n_old = tokens.size(), n_new = prompt.size(), old_prompt = static_cast<size_t>(n_prompt);
+  Episode e = *this;
+  e.tokens = prompt;
+  e.tokens.insert(e.tokens.end(), tokens.begin() + n_prompt, tokens.end());
+  e.n_prompt = static_cast<int64_t>(n_new);
+  // A stream with k values per token: the first position's k values for each new prompt position, then the rest.
+  auto move_stream = [&](auto& to, const auto& from) {
+    if (from.empty()) return;
+    const size_t k = from.size() / n_old;
+    to.assign(from.begin(), from.begin() + k);
+    for (size_t i = 1; i < n_new; ++i) to.insert(to.end(), from.begin(), from.begin() + k);
+    to.insert(to.end(), from.begin() + old_prompt * k, from.end());
+  };
+#define RLF_MOVE_STREAM(type, name, ...) move_stream(e.name, name);
+  RLF_TOKEN_STREAMS(RLF_MOVE_STREAM)
+#undef RLF_MOVE_STREAM
+  const int64_t shift = e.n_prompt - n_prompt;
+  e.segments[0].end = e.n_prompt;
+  e.segments[0].text = prompt_text;
+  for (size_t s = 1; s < e.segments.size(); ++s) e.segments[s].begin += shift, e.segments[s].end += shift;
+  return e;
+}
+
 void Episode::validate() const {
   const size_t n = tokens.size();
   // Every per-token stream (env/token_streams.h): n entries (k * n for k per token); empty unless always present.

@@ -95,6 +95,12 @@ struct Episode {
   static Episode single_turn(int64_t group, const std::vector<int32_t>& prompt, const std::vector<int32_t>& completion,
                              const std::vector<float>& completion_logprobs, int32_t version = 0);
 
+  // The same episode after another prompt: `prompt` replaces tokens[0, n_prompt) (the first segment, which must
+  // be the prompt, of n_prompt tokens, gets `prompt_text`), every later token keeps its values, and the new
+  // prompt positions hold what the old prompt's first position held in every per-token stream (k values per
+  // token where a stream has k). Throws rlf::Error when the episode has no prompt segment or `prompt` is empty.
+  Episode with_prompt(const std::vector<int32_t>& prompt, const std::string& prompt_text) const;
+
   // Checks the invariants (sizes, segments covering tokens in order, weight 0
   // outside policy segments); throws rlf::Error saying which one fails.
   void validate() const;

@@ -164,6 +164,12 @@ RlSteps::RlSteps(Policy& policy, const std::vector<PromptExample>& examples, Rew
     if (options_.pool.reward_disagreement > 0)
       gold_component_ = rewards_.index_of(options_.gold_reward, "curation.reward_disagreement: algorithm.gold_reward");
   }
+  if (options_.fcp.enabled) {
+    check(critic != nullptr, "fcp.enabled needs a critic ([critic]) to write each episode's feedback");
+    fcp_ = std::make_unique<FeedbackConditioning>(*policy_.tokenizer, *critic, options_.fcp,
+                                                  options_.add_special_tokens,
+                                                  policy_.loaded.config.max_position_embeddings);
+  }
   if (options_.distill.enabled)
     teacher_ = std::make_unique<DistillTeacher>(policy_, options_.distill, accuracy_component_,
                                                 options_.add_special_tokens, options_.reference_micro_batch_size,
@@ -599,6 +605,7 @@ std::vector<Episode> RlSteps::next(int64_t step, int32_t version, Json& metrics)
   if (phases) peak.begin();
   auto groups = collect_and_score(step, version, metrics);
   if (phases) peak.write(metrics, "rollout"), peak.begin();
+  if (fcp_) metrics.update(fcp_->relabel(groups, accuracy_component_).metrics(reducer_));
   add_reference_logprobs(groups);
   if (options_.recompute_old_logprobs) recompute_old_logprobs(groups, metrics);
   if (teacher_) metrics.update(teacher_->add_teacher_logprobs(groups).metrics(reducer_));

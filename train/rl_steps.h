@@ -58,6 +58,7 @@
 #include "feedback/critic.h"
 #include "train/critique_credit.h"
 #include "train/distillation.h"
+#include "train/feedback_conditioning.h"
 #include "train/lessons.h"
 #include "train/reducer.h"
 #include "train/refinement.h"
@@ -130,6 +131,7 @@ class RlSteps {
   std::unique_ptr<Refiner> refiner_;  // refine.enabled
   std::unique_ptr<CritiqueCredit> span_credit_;  // span_credit.enabled
   std::unique_ptr<DistillTeacher> teacher_;  // distill.enabled
+  std::unique_ptr<FeedbackConditioning> fcp_;  // fcp.enabled
   std::unique_ptr<ReplayBuffer> replay_;     // replay.enabled
   std::unique_ptr<LessonStage> lessons_;     // lessons.enabled
   std::unique_ptr<PromptPool> pool_;         // curation.difficulty_pool or curation.reward_disagreement

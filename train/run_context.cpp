@@ -177,14 +177,15 @@ void load_sft_pairs(RunContext& r, const std::vector<EvalText>& eval_texts) {
   // Feedback targets that show a critique: the run's own critic writes it, so the warm start teaches the policy
   // to read what RL's critiques will say.
   std::unique_ptr<Critic> critic;
-  if (data.feedback_fraction > 0 && data.feedback_text.find("{critique}") != std::string::npos) {
+  const bool shows_critique = data.feedback_fraction > 0 && data.feedback_text.find("{critique}") != std::string::npos;
+  if (shows_critique || !data.feedback_prefix.empty()) {
     critic = make_critic(cfg.rl.critic, r.policy, r.opts.read_env, cfg.source + " [critic]");
-    data.critique = [&critic](const PromptExample& problem, const std::string& wrong) {
+    const char* key = shows_critique ? "sft.data.feedback_text" : "sft.data.feedback_prefix";
+    data.critique = [&critic, key](const PromptExample& problem, const std::string& response) {
       CritiqueRequest q;
-      q.task = &problem, q.prompt = problem.prompt, q.response = wrong, q.correct = false;
+      q.task = &problem, q.prompt = problem.prompt, q.response = response, q.correct = false;
       const Critique c = critic->critique({q})[0];
-      check(c.ok, "sft.data.feedback_text: critic '", critic->name(), "' could not critique ", problem.where, ": ",
-            c.error);
+      check(c.ok, key, ": critic '", critic->name(), "' could not critique ", problem.where, ": ", c.error);
       return c.text;
     };
   }

@@ -29,6 +29,8 @@ std::vector<std::unique_ptr<LossTerm>> rl_terms(const TrainConfig& cfg) {
     terms.push_back(std::make_unique<PreferenceTerm>(cfg.preference.loss));
   else if (cfg.rl.raft.enabled)  // rejection sampling: the ce term on the kept episodes (next() filters them)
     terms.push_back(std::make_unique<CrossEntropyTerm>());
+  else if (cfg.rl.fcp.enabled)  // feedback-conditional policy: the ce term on episodes under their own feedback
+    terms.push_back(std::make_unique<CrossEntropyTerm>());
   else if (cfg.loss.nft)  // negative-aware fine-tuning: correct and incorrect samples by their group's correct rate
     terms.push_back(std::make_unique<NftTerm>(cfg.loss.nft_options, cfg.loss.aggregation));
   else
@@ -165,7 +167,8 @@ class RlKind final : public RunKind {
   }
   std::optional<int64_t> generated_tokens(const Json& m) const override {
     return static_cast<int64_t>(m.value("rollout/generated_tokens", 0.0) + m.value("refine/generated_tokens", 0.0) +
-                                m.value("lessons/generated_tokens", 0.0) + m.value("distill/generated_tokens", 0.0));
+                                m.value("lessons/generated_tokens", 0.0) + m.value("distill/generated_tokens", 0.0) +
+                                m.value("fcp/generated_tokens", 0.0));
   }
   void observe(int64_t step, Json& m) override {
     if (!gold_watch_ || !m.contains("reward/mean") || !m.contains("reward/" + cfg_.rl.gold_reward + "/mean")) return;

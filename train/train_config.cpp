@@ -418,6 +418,16 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       field("raft.min_reward", "", "an episode qualifies when its reward is at least this",
             RLF_MEMBER(rl.raft.min_reward))
           .in(-1e12, 1e12),
+      // [fcp]
+      field("fcp.enabled", "",
+            "feedback-conditional policy (FCP, docs/feedback.md): every rollout prompt carries fcp.condition; the "
+            "critic's feedback on each episode replaces it, and the ce term trains the episode under its own "
+            "feedback, instead of the policy gradient",
+            RLF_MEMBER(rl.fcp.enabled)),
+      field("fcp.condition", "",
+            "the feedback rollouts are conditioned on (the critic's words for a right answer); every rollout prompt "
+            "must contain it (data.prompt_template)",
+            RLF_MEMBER(rl.fcp.condition)),
       // [curation]
       field("curation.decontaminate", "",
             "evaluation sets whose items training prompts must not overlap: each \"path\", \"preset:path\" or a table "
@@ -722,6 +732,7 @@ void RlStepOptions::validate() const {
   replay.validate();
   lessons.validate();
   raft.validate();
+  if (fcp.enabled) fcp.validate();
   pool.validate();
   check(pool.reward_disagreement == 0 || !gold_reward.empty(), "curation.reward_disagreement compares the trained "
         "reward with algorithm.gold_reward: name a held-out [[reward]] component there (weight = 0)");
@@ -825,6 +836,13 @@ void check_kind_sections(const TrainConfig& c, const Json& config) {
     fail_at("raft.enabled samples and filters rollouts: it needs trainer.kind = \"grpo\"");
   if (c.rl.raft.enabled && c.preference.online)
     fail_at("raft.enabled and preference.online both replace the policy-gradient term; keep one");
+  if (c.rl.fcp.enabled && c.kind != TrainerKind::Rl)
+    fail_at("fcp.enabled relabels sampled rollouts with their feedback: it needs trainer.kind = \"grpo\"");
+  if (c.rl.fcp.enabled && (c.rl.raft.enabled || c.preference.online || c.value.enabled || c.loss.nft))
+    fail_at("fcp.enabled trains the ce term instead of the policy gradient, and ",
+            c.rl.raft.enabled ? "raft.enabled" : c.preference.online ? "preference.online"
+            : c.value.enabled ? "algorithm.credit = \"gae\"" : "algorithm.policy_loss = \"nft\"",
+            " replaces or feeds that term too; keep one");
   if (c.value.enabled && c.kind != TrainerKind::Rl)
     fail_at("algorithm.credit = \"gae\" is PPO's credit from a critic over sampled episodes: it needs trainer.kind = "
             "\"grpo\"");

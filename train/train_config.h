@@ -66,6 +66,7 @@
 #include "config/config_schema.h"
 #include "config/enum_names.h"
 #include "train/distillation.h"
+#include "train/feedback_conditioning.h"
 #include "train/refinement.h"
 #include "train/rejection_sampling.h"
 #include "train/lessons.h"
@@ -141,6 +142,7 @@ struct RlStepOptions {
   ReplayOptions replay;                  // [replay]: experience replay of successes (train/replay_buffer.h)
   LessonOptions lessons;                 // [lessons]: lessons of similar tasks in rollout prompts (train/lessons.h)
   RaftOptions raft;                      // [raft]: rejection-sampling fine-tuning (train/rejection_sampling.h)
+  FcpOptions fcp;                        // [fcp]: feedback-conditional policy (train/feedback_conditioning.h)
   PromptPoolOptions pool;                // [curation]: difficulty pool, unreliable-reward filter (data/prompt_pool.h)
 
   // Throws rlf::Error naming the key.
@@ -274,11 +276,11 @@ struct TrainConfig {
 
   // The model directory the run loads (model.path, or out_dir/init with random_init).
   std::filesystem::path model_path() const;
-  // An RL run whose refinement, lessons, span credit or distillation context ({critique}) ask a critic
-  // ([critic]) for critiques.
+  // An RL run whose refinement, lessons, span credit, distillation context ({critique}) or feedback-conditional
+  // policy ask a critic ([critic]) for critiques.
   bool asks_critic() const {
-    return kind == TrainerKind::Rl &&
-           (rl.refine.enabled || rl.lessons.enabled || rl.span_credit.enabled || rl.distill.needs_critic());
+    return kind == TrainerKind::Rl && (rl.refine.enabled || rl.lessons.enabled || rl.span_credit.enabled ||
+                                       rl.distill.needs_critic() || rl.fcp.enabled);
   }
 };
 

@@ -31,8 +31,10 @@ Json warm_start_key(const TrainConfig& cfg) {
            {"data", cfg.raw.at("data")},
            {"sft", cfg.raw.at("sft")},
            {"seed", cfg.run.seed}};
-  // A critic writes the feedback targets' critiques (sft.data.feedback_text with {critique}).
-  if (cfg.sft.data.feedback_fraction > 0 && cfg.sft.data.feedback_text.find("{critique}") != std::string::npos)
+  // A critic writes the feedback targets' critiques (sft.data.feedback_text with {critique}) or the prompts'
+  // feedback prefixes (sft.data.feedback_prefix).
+  if ((cfg.sft.data.feedback_fraction > 0 && cfg.sft.data.feedback_text.find("{critique}") != std::string::npos) ||
+      !cfg.sft.data.feedback_prefix.empty())
     key["critic"] = cfg.raw.value("critic", Json::object());
   // Decontamination changes the SFT pairs and the training prompts the early stop measures.
   if (cfg.decontamination.enabled())

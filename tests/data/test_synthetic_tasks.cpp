@@ -373,6 +373,43 @@ TEST(SyntheticTasks, ColumnsFeedbackTargetsShowTheCritiqueOfTheDroppedCarry) {
   EXPECT_EQ(critiqued, 30);
 }
 
+// feedback_prefix (FCP's offline targets): every prompt starts with the critic's words on its own trained
+// answer — a right working and a dropped carry alike — and the targets themselves are unchanged.
+TEST(SyntheticTasks, FeedbackPrefixPutsTheCritiqueOfEachTargetBeforeItsPrompt) {
+  ArithmeticOptions o;
+  o.n_problems = 100;
+  o.min_digits = 2;
+  o.max_digits = 2;
+  o.operations = "+";
+  std::vector<PromptExample> problems = generate_arithmetic(o, 8);
+  SyntheticSftOptions so;
+  so.style = WrongStyle::DropCarry;
+  so.columns = true;
+  so.wrong_fraction = 0.7;
+  so.feedback_fraction = 0.1;
+  so.feedback_text = "\nAgain:\n";
+  const std::vector<SftExample> plain = synthetic_sft_examples(problems, so);
+  so.feedback_prefix = "{critique}\n";
+  EXPECT_EQ(error_of([&] { synthetic_sft_examples(problems, so); }),
+            "feedback_prefix puts the critic's words on each target before its prompt: it needs {critique} and a "
+            "critic ([critic])");
+  so.critique = [](const PromptExample& p, const std::string& answer) {
+    return "[" + p.id + (answer.find(",") != std::string::npos ? " worked" : " bare") + ": " + answer + "]";
+  };
+  const std::vector<SftExample> pairs = synthetic_sft_examples(problems, so);
+  ASSERT_EQ(pairs.size(), plain.size());
+  int64_t n_wrong = 0, n_turns = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    EXPECT_EQ(pairs[i].response, plain[i].response);
+    EXPECT_EQ(pairs[i].correct, plain[i].correct);
+    const std::string trained = plain[i].turns.empty() ? plain[i].response : plain[i].turns.back().text;
+    EXPECT_EQ(pairs[i].prompt, "[" + problems[i].id + " worked: " + trained + "]\n" + plain[i].prompt);
+    n_wrong += !plain[i].correct, n_turns += !plain[i].turns.empty();
+  }
+  EXPECT_GT(n_wrong, 10);
+  EXPECT_EQ(n_turns, 10);
+}
+
 // draws > 1: every problem answered `draws` times, each draw with its own
 // seeded choice of wrong problems, so a mistake is a habit spread over every
 // eligible problem rather than fixed to a set; draw 0 equals draws = 1.

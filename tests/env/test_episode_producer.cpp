@@ -79,6 +79,41 @@ SamplingParams params(int64_t max_new) {
   return p;
 }
 
+// Episode::with_prompt on a two-turn episode: the new prompt replaces the old one's tokens, every later
+// token keeps its values in every stream (k per token too), the segments move by the difference, and the new
+// prompt positions hold what the old prompt's first position held.
+TEST(Episode, WithPromptMovesEveryStreamAndSegment) {
+  Episode e = Episode::single_turn(3, {1, 2, 3}, {10, 11}, {-0.5f, -0.25f}, 4);
+  e.tokens.insert(e.tokens.end(), {20, 21, 30});
+  e.n_turns = 2;
+  e.loss_weight.insert(e.loss_weight.end(), {0.0f, 0.0f, 1.0f});
+  e.old_logprob.insert(e.old_logprob.end(), {0.0f, 0.0f, -0.75f});
+  e.policy_version.insert(e.policy_version.end(), {-1, -1, 4});
+  e.segments.push_back({.role = SegmentRole::Observation, .begin = 5, .end = 7, .turn = 0});
+  e.segments.push_back({.role = SegmentRole::Policy, .begin = 7, .end = 8, .turn = 1});
+  e.sampling_mask_id.assign(8 * 2, -1);
+  e.sampling_mask_id[5 * 2] = 7;  // token 5's kept set, k = 2
+  ASSERT_NO_THROW(e.validate());
+  const Episode m = e.with_prompt({9, 9, 9, 9, 9}, "new prompt");
+  ASSERT_NO_THROW(m.validate());
+  EXPECT_EQ(m.tokens, (std::vector<int32_t>{9, 9, 9, 9, 9, 10, 11, 20, 21, 30}));
+  EXPECT_EQ(m.n_prompt, 5);
+  EXPECT_EQ(m.loss_weight, (std::vector<float>{0, 0, 0, 0, 0, 1, 1, 0, 0, 1}));
+  EXPECT_EQ(m.old_logprob, (std::vector<float>{0, 0, 0, 0, 0, -0.5f, -0.25f, 0, 0, -0.75f}));
+  EXPECT_EQ(m.policy_version, (std::vector<int32_t>{-1, -1, -1, -1, -1, 4, 4, -1, -1, 4}));
+  ASSERT_EQ(m.sampling_mask_id.size(), 20u);
+  EXPECT_EQ(m.sampling_mask_id[7 * 2], 7);
+  EXPECT_TRUE(m.ref_logprob.empty());
+  ASSERT_EQ(m.segments.size(), 4u);
+  EXPECT_EQ(m.segments[0].end, 5);
+  EXPECT_EQ(m.segments[0].text, "new prompt");
+  EXPECT_EQ(m.segments[1].begin, 5);
+  EXPECT_EQ(m.segments[2].begin, 7);
+  EXPECT_EQ(m.segments[3].end, 10);
+  EXPECT_EQ(m.group, 3);
+  EXPECT_EQ(test::error_of([&] { e.with_prompt({}, ""); }), "episode: a new prompt needs at least one token");
+}
+
 TEST(EpisodeProducer, MultiTurnEpisodesAreTokenExactWithRolesAndWeights) {
   test::TempDir dir;
   Policy policy = tiny_policy(dir);

@@ -163,6 +163,56 @@ TEST(PreferenceRun, RejectionSamplingTrainsOnTheKeptEpisodesAndResumesExactly) {
   EXPECT_GT(kept, 0) << "no episode was kept in 4 steps";
 }
 
+// FCP: every rollout prompt carries the condition, each episode is trained by the ce term under the
+// critic's words on it (here the "simple" critic: "The answer is correct." when the accuracy reward says
+// so), so the share of episodes whose feedback is the condition is the step's accuracy; resumes exactly.
+TEST(PreferenceRun, FeedbackConditionalPolicyTrainsUnderEachEpisodesFeedbackAndResumesExactly) {
+  test::TempDir dir;
+  const auto model = test::make_tiny_model(dir);
+  auto config = [&](const std::filesystem::path& out, int64_t steps) {
+    Json j = online_config(model, out, steps);
+    j["preference"].erase("online");
+    j["data"]["prompt_template"] = "The answer is correct. {prompt}";
+    j["critic"] = {{"type", "simple"}};
+    j["fcp"] = {{"enabled", true}, {"condition", "The answer is correct."}};
+    return j;
+  };
+  auto [ma, mb] = test::straight_and_resumed(
+      [&](const std::filesystem::path& out, int64_t steps) { return train_config_from_json(config(out, steps), "fcp"); },
+      dir, 4, 2, {"ce"});
+  ASSERT_EQ(ma.size(), 4u);
+  double relabelled = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_FALSE(ma[i].contains("loss/policy")) << "the ce term replaces the policy term";
+    EXPECT_TRUE(ma[i].contains("loss/ce")) << ma[i].dump();
+    // 12 episodes a step, less any empty one (nothing to train, not critiqued); every right one has an "e".
+    const double n = ma[i]["fcp/episodes"].get<double>(), positive = n * ma[i]["fcp/positive_frac"].get<double>();
+    EXPECT_GE(n, 10.0);
+    EXPECT_LE(n, 12.0);
+    EXPECT_EQ(ma[i]["fcp/critic_failures"].get<double>(), 0.0);
+    EXPECT_NEAR(positive, 12.0 * ma[i]["accuracy"].get<double>(), 1e-9);
+    EXPECT_EQ(ma[i]["fcp/positive_frac"], mb[i]["fcp/positive_frac"]) << "step " << i + 1;
+    relabelled += n - positive;
+  }
+  EXPECT_GT(relabelled, 0) << "every episode was right: nothing was relabelled";
+
+  test::expect_config_error(
+      [&] {
+        Json j = config(dir / "bad", 2);
+        j["raft"] = {{"enabled", true}};
+        return j;
+      }(),
+      "fcp.enabled trains the ce term instead of the policy gradient, and raft.enabled replaces or feeds that term "
+      "too; keep one");
+  Json plain = config(dir / "plain", 1);
+  plain["data"].erase("prompt_template");
+  TrainRunOptions quiet;
+  quiet.quiet = true;
+  EXPECT_NE(test::error_of([&] { run_training(train_config_from_json(plain, "fcp"), quiet); })
+                .find("fcp.condition \"The answer is correct.\" is not in the rollout prompt of"),
+            std::string::npos);
+}
+
 // algorithm.gold_reward: logged as diag/gold_reward; it must exist and be held out (weight 0).
 TEST(PreferenceRun, AGoldRewardIsLoggedAndMustBeHeldOut) {
   test::TempDir dir;

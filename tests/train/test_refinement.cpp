@@ -20,6 +20,7 @@
 #include "tests/support/tiny_policy.h"
 #include "tests/train/run_fixtures.h"
 #include "train/distillation.h"
+#include "train/feedback_conditioning.h"
 #include "train/ema_weights.h"
 #include "train/lessons.h"
 #include "train/micro_batch.h"
@@ -478,6 +479,108 @@ namespace {
 // capacity_per_task, newest kept); a group with none gets stored successes,
 // re-scored, off-policy, with their stored log-probs; the buffer survives a
 // round trip through JSON and refuses a buffer of another dataset or version.
+// The feedback-conditional policy's critic: "Correct." on an answer with an e, the words "No e in <answer>."
+// otherwise, and a failure on request 3.
+class NoECritic final : public Critic {
+ public:
+  int64_t requests = 0;
+  std::string name() const override { return "no-e"; }
+  std::vector<Critique> critique(const std::vector<CritiqueRequest>& rs) override {
+    std::vector<Critique> out(rs.size());
+    for (size_t i = 0; i < rs.size(); ++i, ++requests) {
+      if (requests == 3) {
+        out[i].error = "down";
+        continue;
+      }
+      out[i].ok = true;
+      out[i].text = rs[i].response.find('e') != std::string::npos ? "Correct." : "No e in " + rs[i].response + ".";
+      out[i].n_generated_tokens = 1;
+    }
+    return out;
+  }
+};
+
+// FCP relabels every rollout episode with its own feedback in the condition's place: an episode whose
+// feedback is the condition keeps its tokens; another's prompt is re-encoded with the feedback in it and
+// its sampled tokens, their weights and log-probs follow unchanged, off-policy; a failed critique or a
+// prompt over the context leaves its episode untrained.
+TEST(FeedbackConditioning, EachEpisodeIsTrainedUnderItsOwnFeedback) {
+  Fixture f;
+  for (auto& t : f.tasks) t.prompt = "Correct. " + t.prompt;
+  auto groups = f.groups(4);
+  const auto before = groups;
+  NoECritic critic;
+  FcpOptions o;
+  o.enabled = true;
+  FeedbackConditioning fcp(*f.policy.tokenizer, critic, o, true, 128);
+  const FcpStats st = fcp.relabel(groups, 0);
+  EXPECT_EQ(critic.requests, 16);
+  EXPECT_EQ(st.n_critic_failures, 1);
+  EXPECT_EQ(st.n_episodes, 15);
+  EXPECT_EQ(st.n_generated_tokens, 15);  // the failed critique wrote none
+  EXPECT_EQ(st.n_skipped_context, 0);
+  int64_t k = 0, positive = 0, relabelled = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t i = 0; i < groups[g].group.episodes.size(); ++i, ++k) {
+      const Episode& was = before[g].group.episodes[i];
+      const Episode& e = groups[g].group.episodes[i];
+      EXPECT_NO_THROW(e.validate());
+      EXPECT_EQ(e.transcript(), was.transcript());
+      if (k == 3) {  // the failed critique: no feedback, not trained on
+        EXPECT_EQ(e.n_policy_tokens(), 0);
+        EXPECT_EQ(e.tokens, was.tokens);
+        continue;
+      }
+      const std::string response = was.transcript();
+      if (response.find('e') != std::string::npos) {
+        ++positive;
+        EXPECT_EQ(e.tokens, was.tokens);
+        EXPECT_TRUE(e.on_policy);
+        continue;
+      }
+      ++relabelled;
+      const std::string prompt = "No e in " + response + ". " + before[g].group.prompt.substr(9);
+      const std::vector<int32_t> ids = f.policy.tokenizer->encode(prompt, true);
+      ASSERT_EQ(e.n_prompt, static_cast<int64_t>(ids.size()));
+      EXPECT_EQ(std::vector<int32_t>(e.tokens.begin(), e.tokens.begin() + e.n_prompt), ids);
+      EXPECT_EQ(std::vector<int32_t>(e.tokens.begin() + e.n_prompt, e.tokens.end()),
+                std::vector<int32_t>(was.tokens.begin() + was.n_prompt, was.tokens.end()));
+      EXPECT_EQ(std::vector<float>(e.loss_weight.begin() + e.n_prompt, e.loss_weight.end()),
+                std::vector<float>(was.loss_weight.begin() + was.n_prompt, was.loss_weight.end()));
+      EXPECT_EQ(std::vector<float>(e.old_logprob.begin() + e.n_prompt, e.old_logprob.end()),
+                std::vector<float>(was.old_logprob.begin() + was.n_prompt, was.old_logprob.end()));
+      for (int64_t t = 0; t < e.n_prompt; ++t) EXPECT_EQ(e.loss_weight[static_cast<size_t>(t)], 0.0f);
+      EXPECT_EQ(e.segments[0].text, prompt);
+      EXPECT_FALSE(e.on_policy);
+    }
+  }
+  EXPECT_GT(positive, 0);
+  EXPECT_GT(relabelled, 0);
+  EXPECT_EQ(st.n_positive, positive);
+  LocalReducer reducer;
+  const Json m = st.metrics(reducer);
+  EXPECT_DOUBLE_EQ(m["fcp/positive_frac"].get<double>(), static_cast<double>(positive) / 15.0);
+  EXPECT_EQ(m["fcp/critic_failures"].get<double>(), 1);
+
+  // A window too small for the feedback: the relabelled episodes are not trained on; the positive ones are.
+  auto tight = before;
+  NoECritic critic2;
+  const FcpStats st2 = FeedbackConditioning(*f.policy.tokenizer, critic2, o, true, 20).relabel(tight, 0);
+  EXPECT_EQ(st2.n_skipped_context, relabelled);
+  for (const auto& g : tight)
+    for (const auto& e : g.group.episodes)
+      if (e.n_policy_tokens() > 0) EXPECT_NE(e.transcript().find('e'), std::string::npos);
+
+  // A prompt without the condition is the config's mistake, named.
+  auto plain = before;
+  o.condition = "Right.";
+  EXPECT_NE(test::error_of([&] { FeedbackConditioning(*f.policy.tokenizer, critic, o, true, 128).relabel(plain, 0); })
+                .find("fcp.condition \"Right.\" is not in the rollout prompt of task #0"),
+            std::string::npos);
+  o.condition = "";
+  EXPECT_NE(test::error_of([&] { o.validate(); }).find("fcp.condition must not be empty"), std::string::npos);
+}
+
 TEST(Replay, StoresSuccessesAndGivesThemToGroupsWithoutOne) {
   Fixture f;
   ReplayOptions o;
