@@ -106,8 +106,12 @@ TEST(RecipesRun, Bf16RolloutsAgreeWithTheTrainer) {
   run_training(train_config_from_json(j, "bf16"), test::quiet_run());
   const auto m = read_jsonl(dir / "bf16/metrics.jsonl");
   ASSERT_EQ(m.size(), 1u);
-  EXPECT_LT(metric(m[0], "mismatch/logprob_diff_max"), 1e-3);
-  EXPECT_NEAR(metric(m[0], "mismatch/tis_weight_mean"), 1.0, 1e-3);
+  // Within a few bf16 roundings of a logit (bf16 keeps 8 significant bits: 2^-8 = 0.004 relative): the decode
+  // and the whole-sequence forward multiply other shapes, which the CPU's kernels block and round differently
+  // (under 1e-3 on the Sapphire Rapids Xeon, 2e-3 on an AMD EPYC with AVX2 only, whose bf16 matmuls take
+  // LibTorch's reference kernel).
+  EXPECT_LT(metric(m[0], "mismatch/logprob_diff_max"), 1e-2);
+  EXPECT_NEAR(metric(m[0], "mismatch/tis_weight_mean"), 1.0, 5e-3);
 }
 
 TEST(RecipesRun, ClipCovWithTheCorrectionAndSeedResumesExactly) {
