@@ -27,10 +27,8 @@ std::vector<std::unique_ptr<LossTerm>> rl_terms(const TrainConfig& cfg) {
   std::vector<std::unique_ptr<LossTerm>> terms;
   if (cfg.preference.online)  // online DPO: pairs of each rollout group's best and worst episode
     terms.push_back(std::make_unique<PreferenceTerm>(cfg.preference.loss));
-  else if (cfg.rl.raft.enabled)  // rejection sampling: the ce term on the kept episodes (next() filters them)
-    terms.push_back(std::make_unique<CrossEntropyTerm>());
-  else if (cfg.rl.fcp.enabled)  // feedback-conditional policy: the ce term on episodes under their own feedback
-    terms.push_back(std::make_unique<CrossEntropyTerm>());
+  else if (cfg.rl.raft.enabled || cfg.rl.fcp.enabled)  // the ce term: on the episodes rejection sampling keeps
+    terms.push_back(std::make_unique<CrossEntropyTerm>());  // (next() filters them), or on every episode under its feedback
   else if (cfg.loss.nft)  // negative-aware fine-tuning: correct and incorrect samples by their group's correct rate
     terms.push_back(std::make_unique<NftTerm>(cfg.loss.nft_options, cfg.loss.aggregation));
   else

@@ -327,16 +327,21 @@ TEST(SyntheticTasks, ColumnsShowTheDroppedCarryAsAStep) {
             std::string::npos);
 }
 
-// columns with feedback targets: sums with a carry shown as the working with
-// the carry dropped, the critique of that working ({critique}, written by the
-// caller's critic), then the right working, which alone is trained on.
-TEST(SyntheticTasks, ColumnsFeedbackTargetsShowTheCritiqueOfTheDroppedCarry) {
+// 100 two-digit sums (generator seed 8), the problems of the columns feedback tests.
+std::vector<PromptExample> two_digit_sums() {
   ArithmeticOptions o;
   o.n_problems = 100;
   o.min_digits = 2;
   o.max_digits = 2;
   o.operations = "+";
-  std::vector<PromptExample> problems = generate_arithmetic(o, 8);
+  return generate_arithmetic(o, 8);
+}
+
+// columns with feedback targets: sums with a carry shown as the working with
+// the carry dropped, the critique of that working ({critique}, written by the
+// caller's critic), then the right working, which alone is trained on.
+TEST(SyntheticTasks, ColumnsFeedbackTargetsShowTheCritiqueOfTheDroppedCarry) {
+  const std::vector<PromptExample> problems = two_digit_sums();
   SyntheticSftOptions so;
   so.style = WrongStyle::DropCarry;
   so.columns = true;
@@ -376,12 +381,7 @@ TEST(SyntheticTasks, ColumnsFeedbackTargetsShowTheCritiqueOfTheDroppedCarry) {
 // feedback_prefix (FCP's offline targets): every prompt starts with the critic's words on its own trained
 // answer — a right working and a dropped carry alike — and the targets themselves are unchanged.
 TEST(SyntheticTasks, FeedbackPrefixPutsTheCritiqueOfEachTargetBeforeItsPrompt) {
-  ArithmeticOptions o;
-  o.n_problems = 100;
-  o.min_digits = 2;
-  o.max_digits = 2;
-  o.operations = "+";
-  std::vector<PromptExample> problems = generate_arithmetic(o, 8);
+  const std::vector<PromptExample> problems = two_digit_sums();
   SyntheticSftOptions so;
   so.style = WrongStyle::DropCarry;
   so.columns = true;
