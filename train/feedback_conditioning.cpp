@@ -9,6 +9,7 @@ namespace rlf {
 void FcpOptions::validate() const {
   check(!condition.empty(), "fcp.condition must not be empty: it is the feedback the rollout prompts carry (e.g. "
         "\"Correct.\", with data.prompt_template = \"Correct.\\n{prompt}\")");
+  check(negative_weight >= 0 && negative_weight <= 1, "fcp.negative_weight must be in [0, 1], got ", negative_weight);
 }
 
 Json FcpStats::metrics(Reducer& reducer) const {
@@ -98,6 +99,7 @@ FcpStats FeedbackConditioning::relabel(std::vector<ScoredGroup>& groups, size_t 
     }
     Episode moved = e.with_prompt(ids, relabelled);
     moved.on_policy = false;  // sampled under another prompt
+    for (float& w : moved.loss_weight) w *= static_cast<float>(options_.negative_weight);
     e = std::move(moved);
   }
   st.fcp_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

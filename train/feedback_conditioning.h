@@ -22,7 +22,10 @@
 //
 // An episode whose critique fails, or whose relabelled prompt does not fit
 // the context with its tokens, is not trained on (loss weight 0) and is
-// counted. Refinement and replay episodes keep their prompts. Metrics:
+// counted. fcp.negative_weight scales the token weights of the episodes
+// relabelled with other feedback (at 0 the stage trains only what the
+// condition already describes, rejection sampling under the condition).
+// Refinement and replay episodes keep their prompts. Metrics:
 // fcp/episodes (rollout episodes given their feedback), fcp/positive_frac
 // (of them, the share whose feedback is the condition), fcp/critic_failures,
 // fcp/skipped_context, fcp/generated_tokens (a local critic's; they count
@@ -45,6 +48,8 @@ struct FcpOptions {
   bool enabled = false;                // [fcp] enabled: relabel rollouts with their feedback, train the ce term
   std::string condition = "Correct.";  // the feedback rollouts are conditioned on; must appear in every rollout
                                        // prompt (data.prompt_template); the critic's words for a right answer
+  double negative_weight = 1.0;        // the ce weight of an episode trained under other feedback than the
+                                       // condition, in [0, 1] (1 = FCP as published; 0 = only the condition's)
 
   // Throws rlf::Error naming the fcp.* key.
   void validate() const;

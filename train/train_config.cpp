@@ -428,6 +428,11 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
             "the feedback rollouts are conditioned on (the critic's words for a right answer); every rollout prompt "
             "must contain it (data.prompt_template)",
             RLF_MEMBER(rl.fcp.condition)),
+      field("fcp.negative_weight", "",
+            "the ce weight of an episode relabelled with other feedback than fcp.condition (1 = every episode "
+            "alike, as published; 0 = only the episodes the condition already describes)",
+            RLF_MEMBER(rl.fcp.negative_weight))
+          .in(0, 1),
       // [curation]
       field("curation.decontaminate", "",
             "evaluation sets whose items training prompts must not overlap: each \"path\", \"preset:path\" or a table "

@@ -571,6 +571,28 @@ TEST(FeedbackConditioning, EachEpisodeIsTrainedUnderItsOwnFeedback) {
     for (const auto& e : g.group.episodes)
       if (e.n_policy_tokens() > 0) EXPECT_NE(e.transcript().find('e'), std::string::npos);
 
+  // fcp.negative_weight scales the relabelled episodes' token weights; the condition's episodes keep theirs.
+  auto scaled = before;
+  NoECritic critic3;
+  FcpOptions quarter = o;
+  quarter.negative_weight = 0.25;
+  FeedbackConditioning(*f.policy.tokenizer, critic3, quarter, true, 128).relabel(scaled, 0);
+  int64_t n_scaled = 0;
+  for (size_t g = 0; g < scaled.size(); ++g)
+    for (size_t i = 0; i < scaled[g].group.episodes.size(); ++i) {
+      const Episode& e = scaled[g].group.episodes[i];
+      const Episode& full = groups[g].group.episodes[i];
+      ASSERT_EQ(e.loss_weight.size(), full.loss_weight.size());
+      const bool relabelled_here = !full.on_policy;
+      n_scaled += relabelled_here;
+      for (size_t t = 0; t < e.loss_weight.size(); ++t)
+        EXPECT_EQ(e.loss_weight[t], relabelled_here ? 0.25f * full.loss_weight[t] : full.loss_weight[t]);
+    }
+  EXPECT_EQ(n_scaled, relabelled);
+  quarter.negative_weight = 1.5;
+  EXPECT_NE(test::error_of([&] { quarter.validate(); }).find("fcp.negative_weight must be in [0, 1], got 1.5"),
+            std::string::npos);
+
   // A prompt without the condition is the config's mistake, named.
   auto plain = before;
   o.condition = "Right.";
