@@ -20,6 +20,7 @@
 #include "bench/serve_learn_bench.h"
 #include "rollout/policy.h"
 #include "serve/server.h"
+#include "tests/serve/server_thread.h"
 #include "tests/support/test_env.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
@@ -46,8 +47,8 @@ LearnOptions fast_options() {
 struct Learning {
   Policy policy = stories();
   std::unique_ptr<ServeLearner> learner;
-  std::unique_ptr<Server> server;
-  std::thread thread;
+  test::ServerThread serving;  // after the policy and the learner: stops first
+  Server* server = nullptr;
   int port = 0;
 
   Learning(const fs::path& dir, LearnOptions lo = fast_options(), bool resume = false, int64_t rollback_to = -1) {
@@ -57,19 +58,10 @@ struct Learning {
     ServeOptions so;
     so.port = 0;
     so.model_name = "stories260K";
-    server = std::make_unique<Server>(policy, eo, so, learner.get());
-    port = server->bind();
-    thread = std::thread([this] { server->run(); });
+    server = serving.start(std::make_unique<Server>(policy, eo, so, learner.get()));
+    port = serving.port();
   }
-  ~Learning() {
-    server->stop();
-    thread.join();
-  }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(120, 0);
-    return c;
-  }
+  httplib::Client client() const { return serving.client(); }
 };
 
 Json post(httplib::Client& c, const std::string& path, const std::string& body, int want_status) {

@@ -14,6 +14,7 @@
 #include "net/chat_client.h"
 #include "rollout/policy.h"
 #include "serve/server.h"
+#include "tests/serve/server_thread.h"
 #include "tests/support/test_env.h"
 #include "tokenizer/char_vocab.h"
 #include "tokenizer/jinja_chat_template.h"
@@ -120,8 +121,8 @@ Policy trained_policy(const test::TempDir& dir, const JinjaChatTemplate& t) {
 struct ToolServer {
   test::TempDir dir;
   Policy policy;
-  std::unique_ptr<Server> server;
-  std::thread thread;
+  test::ServerThread serving;  // after the policy: stops first
+  Server* server = nullptr;
   int port = 0;
 
   ToolServer() {
@@ -133,19 +134,13 @@ struct ToolServer {
     so.port = 0;
     so.model_name = "toolbot";
     so.chat_template = (dir / "chat.jinja").string();
-    server = std::make_unique<Server>(policy, eo, so);
-    port = server->bind();
-    thread = std::thread([this] { server->run(); });
-  }
-  ~ToolServer() {
-    server->stop();
-    thread.join();
+    server = serving.start(std::make_unique<Server>(policy, eo, so));
+    port = serving.port();
   }
   Json chat(OrderedJson body, int want_status = 200) {
     body["model"] = "toolbot";
     body["temperature"] = 0;
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(120, 0);
+    httplib::Client c = serving.client();
     auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
     EXPECT_TRUE(r);
     if (!r) return Json();

@@ -19,6 +19,7 @@
 #include "net/chat_client.h"
 #include "rollout/policy.h"
 #include "serve/server.h"
+#include "tests/serve/server_thread.h"
 #include "tests/support/test_env.h"
 #include "util/json_util.h"
 
@@ -28,8 +29,8 @@ namespace {
 // A server on a free port, run on its own thread for the test's lifetime.
 struct Running {
   Policy policy;
-  std::unique_ptr<Server> server;
-  std::thread thread;
+  test::ServerThread serving;  // after the policy: stops first
+  Server* server = nullptr;
   int port = 0;
 
   explicit Running(ServeOptions so = {}, int64_t max_batch = 64) {
@@ -39,19 +40,10 @@ struct Running {
     eo.max_batch_rows = max_batch;
     so.port = 0;
     if (so.model_name.empty()) so.model_name = "stories260K";
-    server = std::make_unique<Server>(policy, eo, so);
-    port = server->bind();
-    thread = std::thread([this] { server->run(); });
+    server = serving.start(std::make_unique<Server>(policy, eo, so));
+    port = serving.port();
   }
-  ~Running() {
-    server->stop();
-    thread.join();
-  }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(120, 0);
-    return c;
-  }
+  httplib::Client client() const { return serving.client(); }
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port) + "/v1"; }
 };
 
