@@ -26,4 +26,22 @@ torch::Tensor shaped_policy_loss(const torch::Tensor& logp, const torch::Tensor&
   return torch::where(on, -safe_adv * f, zero);
 }
 
+torch::Tensor likelihood_policy_loss(const torch::Tensor& logp, const torch::Tensor& advantages,
+                                     const torch::Tensor& mask) {
+  check(logp.dim() == 2 && mask.sizes() == logp.sizes(), "likelihood_policy_loss: logp and mask must be [B, T] alike");
+  auto adv = advantages.dim() == 1 ? advantages.unsqueeze(1).expand_as(logp) : advantages;
+  check(adv.sizes() == logp.sizes(), "likelihood_policy_loss: advantages must be [B] or [B, T]");
+  const auto on = mask != 0;
+  const auto zero = torch::zeros({}, logp.options());
+  const auto safe_logp = torch::where(on, logp, zero);  // -inf at a masked position cannot reach the gradient
+  const auto safe_adv = torch::where(on, adv.to(logp.dtype()), zero);
+  return torch::where(on, -safe_adv * safe_logp, zero);
+}
+
+torch::Tensor off_policy_loss(const torch::Tensor& logp, const torch::Tensor& advantages, const torch::Tensor& mask,
+                              const OffPolicyLossOptions& options) {
+  if (options.objective == OffPolicyObjective::Likelihood) return likelihood_policy_loss(logp, advantages, mask);
+  return shaped_policy_loss(logp, advantages, mask, options.gamma);
+}
+
 }  // namespace rlf::algo

@@ -11,6 +11,12 @@
 // (f' = 1/gamma at p -> 0, where plain -A*p would vanish), while tokens the
 // policy already writes saturate. gamma = 0.1 in both papers.
 //
+// The plain alternative (refine.objective = "likelihood"; ILF, Scheurer et
+// al. 2023, trains refinements by maximum likelihood): per-token loss
+// -A_t * log p_t, so d loss / d logp = -A_t at every probability. A token the
+// policy would almost never write (p = 1e-4) gets a gradient A_t there,
+// against about A_t * p / gamma = A_t * 1e-3 from the shaped objective.
+//
 // Letters and masks as in policy_loss.h: [B, T]; tokens with mask == 0 get
 // loss 0 and exactly zero gradient whatever logp and advantages hold there.
 #pragma once
@@ -24,5 +30,21 @@ namespace rlf::algo {
 torch::Tensor shaped_policy_loss(const torch::Tensor& logp, const torch::Tensor& advantages,
                                  const torch::Tensor& mask, double gamma,
                                  const char* gamma_key = "refine.gamma");
+
+// Per-token -A * logp [B, T] (0 and zero gradient where mask == 0).
+torch::Tensor likelihood_policy_loss(const torch::Tensor& logp, const torch::Tensor& advantages,
+                                     const torch::Tensor& mask);
+
+// The objective of off-policy refinement tokens (refine.objective).
+enum class OffPolicyObjective { Shaped, Likelihood };
+
+struct OffPolicyLossOptions {
+  OffPolicyObjective objective = OffPolicyObjective::Shaped;  // refine.objective
+  double gamma = 0.1;                                         // refine.gamma (Shaped only)
+};
+
+// The loss of `options.objective`.
+torch::Tensor off_policy_loss(const torch::Tensor& logp, const torch::Tensor& advantages, const torch::Tensor& mask,
+                              const OffPolicyLossOptions& options);
 
 }  // namespace rlf::algo

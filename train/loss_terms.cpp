@@ -19,18 +19,18 @@ double weighted_sum(const torch::Tensor& x, const torch::Tensor& w) {
 }  // namespace
 
 PolicyGradientTerm::PolicyGradientTerm(algo::PolicyLossOptions loss, algo::AggregationOptions aggregation,
-                                       double shaping_gamma, algo::RolloutCorrectionOptions correction)
-    : loss_(loss), aggregation_(aggregation), shaping_gamma_(shaping_gamma), correction_(correction) {
+                                       algo::OffPolicyLossOptions refinement, algo::RolloutCorrectionOptions correction)
+    : loss_(loss), aggregation_(aggregation), refinement_(refinement), correction_(correction) {
   loss_.validate();
   correction_.validate();
   aggregation_.validate();
-  check(std::isfinite(shaping_gamma_) && shaping_gamma_ > 0, "refine.gamma must be > 0 (got ", shaping_gamma_,
+  check(std::isfinite(refinement_.gamma) && refinement_.gamma > 0, "refine.gamma must be > 0 (got ", refinement_.gamma,
         "; Critique-GRPO uses 0.1)");
 }
 
 torch::Tensor PolicyGradientTerm::per_token(const TermInput& in, TermSums& sums) const {
   check(in.mb.has(Stream::advantage), "loss term 'policy': the episodes carry no advantages");
-  // Refinement tokens take the shaped objective, every other weighted token the clipped surrogate.
+  // Refinement tokens take refine.objective (shaped or likelihood), every other weighted token the clipped surrogate.
   const MicroBatch& mb = in.mb;
   const auto& weight = mb[Stream::loss_weight];
   torch::Tensor clipped_mask = weight, guard = mb[Stream::off_policy], shaped_mask;
@@ -56,7 +56,7 @@ torch::Tensor PolicyGradientTerm::per_token(const TermInput& in, TermSums& sums)
     sums["mismatch/masked_frac"] += ((rc.weight == 0) & (rollout_mask != 0)).sum().item<double>();
   }
   if (shaped_mask.defined()) {
-    pl.per_token = pl.per_token + algo::shaped_policy_loss(in.logp, mb[Stream::advantage], shaped_mask, shaping_gamma_);
+    pl.per_token = pl.per_token + algo::off_policy_loss(in.logp, mb[Stream::advantage], shaped_mask, refinement_);
     torch::NoGradGuard ng;
     sums["policy/shaped_frac"] += (shaped_mask != 0).sum().item<double>();  // share of the step's loss tokens
   }

@@ -59,6 +59,7 @@
 #include "algorithms/loss_aggregation.h"
 #include "algorithms/nft_loss.h"
 #include "algorithms/policy_loss.h"
+#include "algorithms/policy_shaping.h"
 #include "algorithms/rollout_correction.h"
 #include "algorithms/preference_loss.h"
 #include "train/micro_batch.h"
@@ -115,10 +116,10 @@ class LossTerm {
 
 class PolicyGradientTerm final : public LossTerm {
  public:
-  // `shaping_gamma`: gamma of the shaped objective on refinement tokens (refine.gamma);
+  // `refinement`: the objective of refinement tokens (refine.objective, refine.gamma);
   // `correction`: TIS / sequence masking on rows with behaviour log-probs (Stream::behaviour_logprob).
-  PolicyGradientTerm(algo::PolicyLossOptions loss, algo::AggregationOptions aggregation, double shaping_gamma = 0.1,
-                     algo::RolloutCorrectionOptions correction = {});
+  PolicyGradientTerm(algo::PolicyLossOptions loss, algo::AggregationOptions aggregation,
+                     algo::OffPolicyLossOptions refinement = {}, algo::RolloutCorrectionOptions correction = {});
   std::string name() const override { return "policy"; }
   algo::AggregationOptions aggregation() const override { return aggregation_; }
   // Diagnostics per loss token: policy/* (clip fractions, ratio, approx_kl;
@@ -130,7 +131,7 @@ class PolicyGradientTerm final : public LossTerm {
  private:
   algo::PolicyLossOptions loss_;
   algo::AggregationOptions aggregation_;
-  double shaping_gamma_;
+  algo::OffPolicyLossOptions refinement_;
   algo::RolloutCorrectionOptions correction_;
 };
 

@@ -42,6 +42,13 @@ RefineStats& RefineStats::operator+=(const RefineStats& o) {
   return *this;
 }
 
+const EnumNames<algo::OffPolicyObjective>& refine_objective_names() {
+  static const EnumNames<algo::OffPolicyObjective> names{
+      "refine.objective",
+      {{algo::OffPolicyObjective::Shaped, "shaped"}, {algo::OffPolicyObjective::Likelihood, "likelihood"}}};
+  return names;
+}
+
 const EnumNames<RefineSelect>& refine_select_names() {
   static const EnumNames<RefineSelect> names{"refine.select",
                                              {{RefineSelect::Correct, "correct"}, {RefineSelect::Best, "best"}}};

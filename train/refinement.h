@@ -18,7 +18,8 @@
 // prompt's ids followed by the refinement's sampled ids (nothing
 // re-tokenized), EpisodeSource::Refinement, off-policy. The policy loss
 // trains its tokens with the shaped objective -A * p/(p + gamma), no ratio,
-// no clipping (algorithms/policy_shaping.h); its advantage comes from the
+// no clipping (algorithms/policy_shaping.h), or with refine.objective =
+// "likelihood" -A * log p (maximum likelihood, as ILF); its advantage comes from the
 // group it joined, so a group where every rollout failed but a refinement
 // succeeded is no longer flat ("rescued").
 //
@@ -31,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/policy_shaping.h"
 #include "config/enum_names.h"
 #include "feedback/critic.h"
 #include "rewards/reward_set.h"
@@ -44,12 +46,14 @@ namespace rlf {
 // refine.select: Correct = every correct refinement joins its group; Best = the best correct one per group.
 enum class RefineSelect { Correct, Best };
 const EnumNames<RefineSelect>& refine_select_names();  // "correct", "best"
+const EnumNames<algo::OffPolicyObjective>& refine_objective_names();  // "shaped", "likelihood"
 
 struct RefineOptions {
   bool enabled = false;                 // [refine] enabled
   std::string prompt = "{prompt}{response}\nFeedback: {critique}\n\n{prompt}";  // the refinement prompt
   RefineSelect select = RefineSelect::Correct;  // refine.select
   int64_t max_per_group = 0;            // refinements joining one group at most (0 = no limit)
+  algo::OffPolicyObjective objective = algo::OffPolicyObjective::Shaped;  // refine.objective: shaped | likelihood
   double gamma = 0.1;                   // gamma of the shaped objective p/(p + gamma)
   int64_t max_critiques = 0;            // failed episodes critiqued per step at most (0 = all)
 

@@ -18,7 +18,7 @@ void check_run_paths(const TrainConfig& cfg, bool writes) {
     auto key = [](const std::string& k, const auto& fn) { with_context(k, fn); };
     // model.random_init writes run.out_dir/init on every rank.
     if (writes || !cfg.model.random_init.empty()) key("run.out_dir", [&] { check_dir_target(cfg.run.out_dir); });
-    if (writes && !cfg.run.warm_start_cache.empty() && !cfg.run.sft_control && cfg.sft.enabled)
+    if (writes && !cfg.run.warm_start_cache.empty() && cfg.sft.enabled)
       key("run.warm_start_cache", [&] { check_dir_target(cfg.run.warm_start_cache); });
     if (cfg.lora.enabled && !cfg.lora.init_from.empty())
       key("lora.adapter", [&] { check_lora_adapter_files(cfg.lora.init_from); });

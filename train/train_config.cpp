@@ -303,6 +303,11 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
       field("refine.max_per_group", "episodes", "refinements joining one group at most (0 = no limit)",
             RLF_MEMBER(rl.refine.max_per_group))
           .in(0, 1e6),
+      choice("refine.objective", "",
+             "the loss on a refinement's tokens (no ratio, no clipping): shaped = -A * p/(p + gamma) (Critique-GRPO, "
+             "LUFFY); likelihood = -A * log p (maximum likelihood, as ILF): its gradient does not vanish where the "
+             "policy alone would almost never write the token",
+             RLF_MEMBER(rl.refine.objective), refine_objective_names()),
       field("refine.gamma", "", "policy shaping p/(p + gamma) on refinement tokens (Critique-GRPO, LUFFY: 0.1)",
             RLF_MEMBER(rl.refine.gamma))
           .in(1e-9, 1e6),
@@ -517,7 +522,8 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
             RLF_MEMBER(run.eval_kl_model)),
       field("run.warm_start_cache", "",
             "a directory: an SFT warm start with the same [model], [data], [sft] and run.seed is trained once, saved "
-            "there and loaded by later runs (\"\" = off; ignored with run.sft_control). rlf compare sets it",
+            "there and loaded by later runs (\"\" = off; a run with run.sft_control trains its own and saves it). rlf "
+            "compare sets it",
             RLF_MEMBER(run.warm_start_cache)),
       field("run.rollout_token_budget", "tokens",
             "RL: end the run once its steps generated this many tokens (rollouts, refinements, critiques by the "

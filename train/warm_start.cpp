@@ -141,9 +141,11 @@ void train_warm_start(RunContext& r, WarmStart& w) {
 
 WarmStart run_warm_start(RunContext& r) {
   WarmStart w;
-  const bool cached = !r.cfg.run.warm_start_cache.empty() && !r.cfg.run.sft_control;
+  const bool cached = !r.cfg.run.warm_start_cache.empty();
   w.warmed = true;
-  if (cached && load_cached_warm_start(r, &w.steps)) return w;
+  // run.sft_control continues the warm start's own optimiser, which the cache does not hold: such a run
+  // trains its warm start, and saves it for the runs that follow.
+  if (cached && !r.cfg.run.sft_control && load_cached_warm_start(r, &w.steps)) return w;
   train_warm_start(r, w);
   if (cached && r.writer()) save_cached_warm_start(r, w.steps);
   return w;

@@ -102,6 +102,32 @@ TEST(PolicyShaping, ValuesAndGradientsByHand) {
             "refine.gamma must be > 0 (got 0; Critique-GRPO uses 0.1)");
 }
 
+// refine.objective = "likelihood": -A * log p, gradient -A at every probability (hand values); masked
+// positions exactly 0 even where logp is -inf; off_policy_loss dispatches on the objective.
+TEST(PolicyShaping, LikelihoodObjectiveKeepsTheGradientOfRareTokens) {
+  auto logp = mat(2, 3, {std::log(0.5), std::log(1e-4), std::log(0.9), std::log(0.2), -INFINITY, 1e30})
+                  .requires_grad_(true);
+  const auto adv = mat(2, 3, {1.0, 2.0, -2.0, 0.5, 0.5, 0.5});
+  const auto mask = mat(2, 3, {1, 1, 1, 1, 0, 0});
+  auto per = likelihood_policy_loss(logp, adv, mask);
+  per.sum().backward();
+  EXPECT_NEAR(per[0][0].item<double>(), -1.0 * std::log(0.5), 1e-12);
+  EXPECT_NEAR(per[0][1].item<double>(), -2.0 * std::log(1e-4), 1e-9);  // 18.42
+  EXPECT_NEAR(per[0][2].item<double>(), 2.0 * std::log(0.9), 1e-12);
+  EXPECT_NEAR(per[1][0].item<double>(), -0.5 * std::log(0.2), 1e-12);
+  EXPECT_NEAR(logp.grad()[0][1].item<double>(), -2.0, 1e-12);  // shaped at gamma 0.1: about -2e-3
+  EXPECT_NEAR(logp.grad()[0][2].item<double>(), 2.0, 1e-12);
+  EXPECT_EQ(per[1][1].item<double>(), 0.0);
+  EXPECT_EQ(per[1][2].item<double>(), 0.0);
+  EXPECT_EQ(logp.grad()[1][1].item<double>(), 0.0);
+  EXPECT_EQ(logp.grad()[1][2].item<double>(), 0.0);
+  const auto finite = logp.detach().clamp(-20.0, 0.0);
+  expect_tensor_near(off_policy_loss(finite, adv, mask, {OffPolicyObjective::Likelihood, 0.1}),
+                     likelihood_policy_loss(finite, adv, mask));
+  expect_tensor_near(off_policy_loss(finite, adv, mask, {OffPolicyObjective::Shaped, 0.1}),
+                     shaped_policy_loss(finite, adv, mask, 0.1));
+}
+
 TEST(PolicyLoss, TokenLevelValuesStatsAndGradients) {
   TokenCase c;
   auto logp = c.logp.clone().requires_grad_(true);

@@ -85,8 +85,8 @@ TEST(DocCommands, UsageLinesWithPlaceholdersParse) {
   for (const char* ok : {"rlf generate --model PATH [--tokenizer PATH] --prompt TEXT --max-new-tokens N [--dtype auto|fp32|bf16]",
                          "rlf merge --model A --model B [--weight 0.5 --weight 0.5] [--base DIR] --out DIR",
                          "rlf train CONFIG.toml [--set KEY=VALUE] [--resume] [--json]",
-                         "rlf train examples/feedback/grpo.toml --set run.seed=$s --set optim.lr=1e-5 ...",
-                         "rlf compare examples/feedback/{grpo,refine}.toml --seeds 3 --set run.rollout_token_budget=300000",
+                         "rlf train examples/feedback/addition/grpo.toml --set run.seed=$s --set optim.lr=1e-5 ...",
+                         "rlf compare examples/feedback/addition/{grpo,refine}.toml --seeds 3 --set run.rollout_token_budget=300000",
                          "rlf demo --seed N --set sft.data.wrong_fraction=0.7 --set sft.data.wrong_style=drop_carry",
                          "rlf bench train|generate --json", "rlf bench ...", "rlf export --gguf", "rlf generate --seed"})
     EXPECT_EQ(check(ok), std::nullopt) << ok;
@@ -102,7 +102,7 @@ TEST(DocCommands, WhatWouldNotRunIsReported) {
       {"rlf train x.toml --set optim.lrr=1e-5", "'optim.lrr' is not a config key"},
       {"rlf eval --config c.toml --set run.steps=3", "'run.steps' is not a config key"},
       {"rlf train examples/calculator/train.toml --set rollout.group_size=0", "rollout.group_size"},
-      {"rlf compare examples/feedback/{grpo,refine}.toml --set data.nope=1", "nope"},
+      {"rlf compare examples/feedback/addition/{grpo,refine}.toml --set data.nope=1", "nope"},
       {"rlf demo --set sft.data.wrong_style=nonsense", "nonsense"},
   };
   for (const auto& [line, needle] : bad) {

@@ -43,19 +43,18 @@ TEST(Examples, EveryShippedConfigLoads) {
     EXPECT_NO_THROW(c = load_train_config(entry.path(), {})) << test::error_of([&] { load_train_config(entry.path(), {}); });
     const auto folder = entry.path().parent_path();
     const std::string rel = std::filesystem::relative(folder, root).string();
-    // The folders compared by `rlf compare`: each feedback task's (examples/feedback, feedback/<task>,
-    // stories_keywords/feedback), and the recipes with a token budget (the curation recipes run by steps).
+    // The folders compared by `rlf compare`: each feedback task's (examples/feedback/<task>), and the recipes with a token budget (the curation recipes run by steps).
     if (rel.find("feedback") != std::string::npos || (rel == "recipes" && c.run.rollout_token_budget > 0))
       budgets[rel].insert(c.run.rollout_token_budget);
   }
   EXPECT_GE(n, 22);
-  for (const char* folder : {"feedback", "feedback/columns", "stories_keywords/feedback", "recipes"}) {
+  for (const char* folder : {"feedback/addition", "feedback/columns", "feedback/carry", "feedback/keywords", "recipes"}) {
     EXPECT_EQ(budgets[folder].size(), 1u) << "examples/" << folder << "/*.toml must share run.rollout_token_budget";
     if (!budgets[folder].empty()) {
       EXPECT_GT(*budgets[folder].begin(), 0);
     }
   }
-  for (const char* folder : {"feedback/columns", "stories_keywords/feedback"})
+  for (const char* folder : {"feedback/addition", "feedback/columns", "feedback/carry", "feedback/keywords"})
     EXPECT_TRUE(std::filesystem::exists(root / folder / "grpo.toml")) << folder << ": the scalar baseline";
 }
 

@@ -193,23 +193,28 @@ TEST(GrpoRun, KlToTheRlStartIsZeroAtTheFirstStepAndInitialIsTheLoadedModel) {
   EXPECT_GT(kl[1], 1e-4) << "the reference is the model before SFT";
 }
 
-// run.warm_start_cache: the first run trains the warm start and saves it, the
-// next loads it; both end with the weights of a run without the cache (the
-// KL reference is the loaded warm start too).
+// run.warm_start_cache: the first run trains the warm start and saves it (with
+// run.sft_control, whose SFT control needs the warm start's optimiser, it
+// trains its own and saves it too), the next loads it; both end with the
+// weights of a run without the cache (the KL reference is the loaded warm
+// start too).
 TEST(GrpoRun, ACachedWarmStartGivesTheSameRun) {
   test::TempDir dir;
   auto model = make_tiny_model(dir);
   TrainRunOptions quiet;
   quiet.quiet = true;
-  auto config = [&](const std::string& out, bool cache) {
+  auto config = [&](const std::string& out, bool cache, bool control = false) {
     Json j = grpo_run_config(model, dir / out, 2);
     j["sft"] = sft_table();
     j["algorithm"]["kl_beta"] = 0.1;
     if (cache) j["run"]["warm_start_cache"] = (dir / "cache").string();
+    j["run"]["sft_control"] = control;
     return train_config_from_json(j, out);
   };
   auto plain = run_training(config("plain", false), quiet);
-  auto first = run_training(config("first", true), quiet);
+  auto first = run_training(config("first", true, /*control=*/true), quiet);
+  EXPECT_GE(first.pass1_control, 0.0);
+  ASSERT_TRUE(std::filesystem::exists(dir / "cache")) << "a run with run.sft_control saves its warm start";
   auto second = run_training(config("second", true), quiet);
   EXPECT_EQ(plain.sft_steps, 3);
   EXPECT_EQ(second.sft_steps, 3);

@@ -4,7 +4,7 @@
 // (token- and sequence-level policy objectives, covariance-based ones, kl,
 // entropy with its gradient, distillation, the group-whole preference term,
 // a value head's term), their normalisers and metrics, and every
-// parameter's gradient agree to 1e-6 in fp32, on the fast path and the
+// parameter's gradient agree to 1e-5 in fp32, on the fast path and the
 // module path, with micro-batches counted in sequences or in tokens; half
 // the episodes carry sampling-mask replay's kept sets (of two widths).
 #include <gtest/gtest.h>
@@ -131,9 +131,12 @@ StepResult step(CausalLM& policy, const std::vector<Episode>& eps, LeverMode pad
   return r;
 }
 
-// `tol`: relative to max(1, |value|); 1e-6 for the same micro-batches laid
-// out either way.
-void expect_same_step(const StepResult& a, const StepResult& b, const std::string& what, double tol = 1e-6) {
+// `tol`: relative to max(1, |value|); 1e-5 for the same micro-batches laid
+// out either way. The two layouts give the matrix products other shapes, so
+// fp32 sums run in another order, and on some CPUs the order also follows the
+// buffers' alignment from run to run: value/mean (about 0.38) differed by
+// 1.6e-6 in one run of five on an AMD EPYC (AVX2), 2026-11-29.
+void expect_same_step(const StepResult& a, const StepResult& b, const std::string& what, double tol = 1e-5) {
   auto near = [&](double x, double y, const std::string& name) {
     EXPECT_NEAR(x, y, tol * std::max(1.0, std::abs(y))) << what << ": " << name;
   };
@@ -183,10 +186,10 @@ TEST(PaddingFree, EveryTermMetricAndGradientMatchesThePaddedGrid) {
     const StepResult plain = step(policy, eps, LeverMode::Off, 0, false);
     const StepResult budget = step(policy, eps, LeverMode::On, 90, false);
     EXPECT_NE(budget.micro_batches, plain.micro_batches);
-    // Other micro-batches sum in another order: pref/margin is a difference of
-    // two sums of about 200 in magnitude, so 1e-5.
-    expect_same_step(budget, plain, path + ", 90 tokens per micro-batch", 1e-5);
-    expect_same_step(step(policy, eps, LeverMode::Off, 90, false), plain, path + ", 90 tokens, padded", 1e-5);
+    // Other micro-batches sum in another order (pref/margin is a difference of
+    // two sums of about 200 in magnitude): the same 1e-5.
+    expect_same_step(budget, plain, path + ", 90 tokens per micro-batch");
+    expect_same_step(step(policy, eps, LeverMode::Off, 90, false), plain, path + ", 90 tokens, padded");
   }
 }
 
@@ -216,7 +219,7 @@ TEST(PaddingFree, RecomputedLogprobsAndValuesMatchThePaddedGrid) {
       ASSERT_EQ(lp[i].size(), eps[i].tokens.size());
       for (size_t t = 0; t < lp[i].size(); ++t) {
         EXPECT_NEAR(lp[i][t], lp_grid[i][t], 1e-5) << "episode " << i << " token " << t;
-        EXPECT_NEAR(v[i][t], v_grid[i][t], 1e-6) << "episode " << i << " token " << t;
+        EXPECT_NEAR(v[i][t], v_grid[i][t], 1e-5) << "episode " << i << " token " << t;  // as the step test
       }
     }
   }

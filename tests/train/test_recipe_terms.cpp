@@ -62,7 +62,7 @@ TEST(RecipeTerms, RolloutCorrectionWeightsRowsWithRecomputedLogprobs) {
   algo::RolloutCorrectionOptions rc;
   rc.tis_cap = 1.2;
   rc.mask_high = 2.0;
-  PolicyGradientTerm term(algo::PolicyLossOptions{}, algo::AggregationOptions{}, 0.1, rc);
+  PolicyGradientTerm term(algo::PolicyLossOptions{}, algo::AggregationOptions{}, {}, rc);
   PolicyGradientTerm plain(algo::PolicyLossOptions{}, algo::AggregationOptions{});
   TermSums sums, plain_sums;
   TermInput in{f.mb, f.logp, torch::Tensor(), torch::Tensor()};

@@ -109,52 +109,59 @@ TEST(LossTerms, WeightZeroTokensGetExactlyZeroGradient) {
 
 // A micro-batch mixing a rollout and a refinement (Critique-GRPO): the
 // refinement's tokens take -A * p/(p + gamma) whatever their stored
-// log-probs, the rollout's the clipped surrogate, and nothing else moves.
+// log-probs (refine.objective = "likelihood": -A * log p, gradient -A), the
+// rollout's the clipped surrogate, and nothing else moves.
 TEST(LossTerms, PolicyTermShapesRefinementTokensOnly) {
-  auto model = tiny_model(1);
-  std::vector<Episode> eps = {two_turn_episode(0, 1), two_turn_episode(0, 2)};
-  eps[1].source = EpisodeSource::Refinement;
-  eps[1].on_policy = false;
-  for (size_t t = 0; t < eps[1].tokens.size(); ++t)
-    if (eps[1].loss_weight[t] > 0) eps[1].old_logprob[t] = -1e30f;  // another context's: never read
-  std::vector<const Episode*> view = {&eps[0], &eps[1]};
-  MicroBatch mb = make_micro_batch(view, torch::kCPU);
-  ASSERT_TRUE(mb.has(Stream::shaped));
-  const double gamma = 0.25;
-  PolicyGradientTerm term(algo::PolicyLossOptions{}, algo::AggregationOptions{}, gamma);
-  auto hidden = forward_micro_batch(*model, mb);
-  auto logp = model->token_logprobs(hidden, mb[Stream::targets]);
-  logp.retain_grad();
-  TermSums sums;
-  TermInput in{mb, logp, torch::Tensor(), torch::Tensor()};
-  auto per = term.per_token(in, sums);
-  per.sum().backward();
-  const auto rollout_mask = mb[Stream::loss_weight] * (1 - mb[Stream::shaped]);
-  auto clipped =
-      algo::policy_loss(logp.detach(), mb[Stream::old_logprob], mb[Stream::advantage], rollout_mask).per_token;
-  int64_t n_shaped = 0;
-  for (int64_t t = 0; t < mb[Stream::loss_weight].size(1); ++t) {
-    const double w0 = mb[Stream::loss_weight][0][t].item<double>(), w1 = mb[Stream::loss_weight][1][t].item<double>();
-    EXPECT_EQ(mb[Stream::shaped][0][t].item<float>(), 0.0f);
-    // Row 0 (rollout): the clipped surrogate.
-    EXPECT_NEAR(per[0][t].item<double>(), clipped[0][t].item<double>(), 1e-6) << t;
-    // Row 1 (refinement): -A * p / (p + gamma) and its gradient, on policy tokens only.
-    const double p = std::exp(logp[1][t].item<double>()), a = mb[Stream::advantage][1][t].item<double>();
-    if (w1 > 0) {
-      ++n_shaped;
-      EXPECT_NEAR(per[1][t].item<double>(), -a * p / (p + gamma), 1e-6) << t;
-      EXPECT_NEAR(logp.grad()[1][t].item<double>(), -a * gamma * p / ((p + gamma) * (p + gamma)), 1e-6) << t;
-    } else {
-      EXPECT_EQ(per[1][t].item<double>(), 0.0);
-      EXPECT_EQ(logp.grad()[1][t].item<double>(), 0.0);
+  for (const auto objective : {algo::OffPolicyObjective::Shaped, algo::OffPolicyObjective::Likelihood}) {
+    const bool shaped = objective == algo::OffPolicyObjective::Shaped;
+    SCOPED_TRACE(shaped ? "shaped" : "likelihood");
+    auto model = tiny_model(1);
+    std::vector<Episode> eps = {two_turn_episode(0, 1), two_turn_episode(0, 2)};
+    eps[1].source = EpisodeSource::Refinement;
+    eps[1].on_policy = false;
+    for (size_t t = 0; t < eps[1].tokens.size(); ++t)
+      if (eps[1].loss_weight[t] > 0) eps[1].old_logprob[t] = -1e30f;  // another context's: never read
+    std::vector<const Episode*> view = {&eps[0], &eps[1]};
+    MicroBatch mb = make_micro_batch(view, torch::kCPU);
+    ASSERT_TRUE(mb.has(Stream::shaped));
+    const double gamma = 0.25;
+    PolicyGradientTerm term(algo::PolicyLossOptions{}, algo::AggregationOptions{},
+                            algo::OffPolicyLossOptions{objective, gamma});
+    auto hidden = forward_micro_batch(*model, mb);
+    auto logp = model->token_logprobs(hidden, mb[Stream::targets]);
+    logp.retain_grad();
+    TermSums sums;
+    TermInput in{mb, logp, torch::Tensor(), torch::Tensor()};
+    auto per = term.per_token(in, sums);
+    per.sum().backward();
+    const auto rollout_mask = mb[Stream::loss_weight] * (1 - mb[Stream::shaped]);
+    auto clipped =
+        algo::policy_loss(logp.detach(), mb[Stream::old_logprob], mb[Stream::advantage], rollout_mask).per_token;
+    int64_t n_shaped = 0;
+    for (int64_t t = 0; t < mb[Stream::loss_weight].size(1); ++t) {
+      const double w0 = mb[Stream::loss_weight][0][t].item<double>(), w1 = mb[Stream::loss_weight][1][t].item<double>();
+      EXPECT_EQ(mb[Stream::shaped][0][t].item<float>(), 0.0f);
+      // Row 0 (rollout): the clipped surrogate.
+      EXPECT_NEAR(per[0][t].item<double>(), clipped[0][t].item<double>(), 1e-6) << t;
+      // Row 1 (refinement): -A * p / (p + gamma) (or -A * log p) and its gradient, on policy tokens only.
+      const double lp = logp[1][t].item<double>(), p = std::exp(lp), a = mb[Stream::advantage][1][t].item<double>();
+      if (w1 > 0) {
+        ++n_shaped;
+        EXPECT_NEAR(per[1][t].item<double>(), shaped ? -a * p / (p + gamma) : -a * lp, 1e-6) << t;
+        EXPECT_NEAR(logp.grad()[1][t].item<double>(), shaped ? -a * gamma * p / ((p + gamma) * (p + gamma)) : -a, 1e-6)
+            << t;
+      } else {
+        EXPECT_EQ(per[1][t].item<double>(), 0.0);
+        EXPECT_EQ(logp.grad()[1][t].item<double>(), 0.0);
+      }
+      if (w0 == 0) {
+        EXPECT_EQ(logp.grad()[0][t].item<double>(), 0.0);
+      }
     }
-    if (w0 == 0) {
-      EXPECT_EQ(logp.grad()[0][t].item<double>(), 0.0);
-    }
+    EXPECT_EQ(n_shaped, 7);
+    EXPECT_EQ(sums.at("policy/shaped_frac"), 7.0);
+    EXPECT_TRUE(std::isfinite(per.sum().item<double>()));
   }
-  EXPECT_EQ(n_shaped, 7);
-  EXPECT_EQ(sums.at("policy/shaped_frac"), 7.0);
-  EXPECT_TRUE(std::isfinite(per.sum().item<double>()));
 }
 
 // The distill term: coef-free per-token k(logp, teacher_logp) on tokens of
