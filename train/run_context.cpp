@@ -164,6 +164,8 @@ void load_prompts(RunContext& r, const std::vector<EvalText>& eval_texts) {
     train = std::move(dc.kept);
   }
   r.train = env_prompts ? fitting_prompts(train, r) : train;
+  if (cfg.rl.train_prompts > 0 && r.train.size() > static_cast<size_t>(cfg.rl.train_prompts))
+    r.train.resize(static_cast<size_t>(cfg.rl.train_prompts));  // rollout.train_prompts: tasks come back every epoch
   r.eval = env_prompts ? fitting_prompts(r.data->eval(), r) : r.data->eval();
   check(!r.train.empty(), cfg.source, ": no training prompt fits the model's context");
   for (const auto* split : {&r.train, &r.eval}) check_records(*split, r.rewards, r.env.get());

@@ -120,6 +120,11 @@ const ConfigBindings<TrainConfig>& train_config_bindings() {
               }),
       // [rollout]
       field("rollout.prompts_per_step", "prompts", "groups per step", RLF_MEMBER(rl.prompts_per_step)).in(1, 1e6),
+      field("rollout.train_prompts", "prompts",
+            "RL draws its prompts from the first N training prompts, reshuffled every epoch (0 = all of them): "
+            "tasks come back within a run, as experience replay needs; the SFT warm start is unchanged",
+            RLF_MEMBER(rl.train_prompts))
+          .in(0, 1e12),
       field("rollout.group_size", "episodes", "episodes sampled per prompt (G)", RLF_MEMBER(rl.group_size))
           .in(1, 65536),
       field("rollout.max_new_tokens", "tokens", "length limit of each policy turn",

@@ -102,6 +102,7 @@ const EnumNames<ProcessLabels>& process_labels_names();
 // What the RL step source needs ([rollout] and the RL part of [algorithm]).
 struct RlStepOptions {
   int64_t prompts_per_step = 8;          // groups per step
+  int64_t train_prompts = 0;             // RL draws from the first N training prompts, epoch after epoch (0 = all)
   int64_t group_size = 8;                // episodes per prompt (G)
   SamplingParams sampling = [] {         // per turn; max_new_tokens 128 in run configs
     SamplingParams p;

@@ -83,6 +83,31 @@ TEST(RunSetup, TrainReflexionAndEvalBuildTheSameRewardsFromOneConfig) {
   EXPECT_EQ(eval.env->name(), train.env->name());
 }
 
+// rollout.train_prompts: RL's prompts are the first N of the training split
+// (the held-out split untouched), so a run's tasks come back every epoch.
+TEST(RunSetup, TrainPromptsKeepsTheFirstNTrainingPrompts) {
+  test::TempDir dir;
+  auto load = [&](int64_t n) {
+    Json config = run_config(dir / ("run" + std::to_string(n)));
+    config["rollout"]["train_prompts"] = n;
+    const TrainConfig cfg = train_config_from_json(config, "run.toml");  // the context keeps a reference
+    LocalReducer one_process;
+    RunContext r = load_run_context(cfg, test::quiet_run(), one_process);
+    load_rewards_and_env(r);
+    load_prompts_and_sft_pairs(r);
+    return std::make_pair(r.train, r.eval);
+  };
+  const auto [all_train, all_eval] = load(0);
+  ASSERT_EQ(all_train.size(), 8u);  // 12 problems, 4 held out
+  const auto [train, eval] = load(3);
+  ASSERT_EQ(train.size(), 3u);
+  for (size_t i = 0; i < train.size(); ++i) EXPECT_EQ(train[i].prompt, all_train[i].prompt) << i;
+  ASSERT_EQ(eval.size(), all_eval.size());
+  for (size_t i = 0; i < eval.size(); ++i) EXPECT_EQ(eval[i].prompt, all_eval[i].prompt) << i;
+  EXPECT_EQ(load(100).first.size(), 8u);  // more than there are: all of them
+  EXPECT_EQ(test::error_of([&] { load(-1); }), "run.toml: key 'rollout.train_prompts' must be in [0, 1000000000000], got -1");
+}
+
 TEST(RunSetup, RecordChecksAndTheEnvRewardAreOneRule) {
   // A guessing game gives rewards: every entry point adds it as the component "env", once.
   const EnvConfig guess = env_config_from_json({{"type", "guess"}, {"weight", 0.25}}, "run.toml [env]");
