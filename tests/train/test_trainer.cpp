@@ -107,6 +107,18 @@ TEST(LossTerms, WeightZeroTokensGetExactlyZeroGradient) {
   }
 }
 
+// `term` on `mb` under `model`: the token log-probs (their gradient kept) and
+// the per-token loss, whose sum has been backpropagated.
+std::pair<torch::Tensor, torch::Tensor> per_token_with_grad(CausalLM& model, const MicroBatch& mb, const LossTerm& term,
+                                                            TermSums& sums) {
+  auto logp = model->token_logprobs(forward_micro_batch(*model, mb), mb[Stream::targets]);
+  logp.retain_grad();
+  TermInput in{mb, logp, torch::Tensor(), torch::Tensor()};
+  auto per = term.per_token(in, sums);
+  per.sum().backward();
+  return {logp, per};
+}
+
 // A micro-batch mixing a rollout and a refinement (Critique-GRPO): the
 // refinement's tokens take -A * p/(p + gamma) whatever their stored
 // log-probs (refine.objective = "likelihood": -A * log p, gradient -A), the
@@ -127,13 +139,8 @@ TEST(LossTerms, PolicyTermShapesRefinementTokensOnly) {
     const double gamma = 0.25;
     PolicyGradientTerm term(algo::PolicyLossOptions{}, algo::AggregationOptions{},
                             algo::OffPolicyLossOptions{objective, gamma});
-    auto hidden = forward_micro_batch(*model, mb);
-    auto logp = model->token_logprobs(hidden, mb[Stream::targets]);
-    logp.retain_grad();
     TermSums sums;
-    TermInput in{mb, logp, torch::Tensor(), torch::Tensor()};
-    auto per = term.per_token(in, sums);
-    per.sum().backward();
+    auto [logp, per] = per_token_with_grad(model, mb, term, sums);
     const auto rollout_mask = mb[Stream::loss_weight] * (1 - mb[Stream::shaped]);
     auto clipped =
         algo::policy_loss(logp.detach(), mb[Stream::old_logprob], mb[Stream::advantage], rollout_mask).per_token;
@@ -178,13 +185,8 @@ TEST(LossTerms, DistillTermIsTheKlToTheTeacherOnTeacherTokensOnly) {
   auto w = term.weights(mb);
   EXPECT_EQ(w[1].abs().sum().item<float>(), 0.0f);
   EXPECT_EQ(w[0].sum().item<float>(), 7.0f);
-  auto hidden = forward_micro_batch(*model, mb);
-  auto logp = model->token_logprobs(hidden, mb[Stream::targets]);
-  logp.retain_grad();
   TermSums sums;
-  TermInput in{mb, logp, torch::Tensor(), torch::Tensor()};
-  auto per = term.per_token(in, sums);
-  per.sum().backward();
+  auto [logp, per] = per_token_with_grad(model, mb, term, sums);
   auto want = algo::kl_estimate(logp.detach(), mb[Stream::teacher_logprob], w, algo::KlEstimator::K3);
   EXPECT_TRUE(torch::allclose(per.detach(), want));
   EXPECT_EQ(logp.grad().masked_select(w == 0).abs().max().item<float>(), 0.0f);
