@@ -32,9 +32,9 @@ std::vector<std::unique_ptr<LossTerm>> rl_terms(const TrainConfig& cfg) {
   else if (cfg.loss.nft)  // negative-aware fine-tuning: correct and incorrect samples by their group's correct rate
     terms.push_back(std::make_unique<NftTerm>(cfg.loss.nft_options, cfg.loss.aggregation));
   else
-    terms.push_back(std::make_unique<PolicyGradientTerm>(cfg.loss.policy, cfg.loss.aggregation,
-                                                         algo::OffPolicyLossOptions{cfg.rl.refine.objective, cfg.rl.refine.gamma},
-                                                         cfg.loss.correction));
+    terms.push_back(std::make_unique<PolicyGradientTerm>(
+        cfg.loss.policy, cfg.loss.aggregation,
+        algo::OffPolicyLossOptions{cfg.rl.refine.objective, cfg.rl.refine.gamma}, cfg.loss.correction));
   if (cfg.rl.kl_beta > 0 && !cfg.rl.kl_in_reward)
     terms.push_back(std::make_unique<KlTerm>(cfg.rl.kl_beta, cfg.rl.kl_estimator, cfg.loss.aggregation));
   if (cfg.loss.entropy_coef != 0) terms.push_back(std::make_unique<EntropyTerm>(cfg.loss.entropy_coef, cfg.loss.aggregation));

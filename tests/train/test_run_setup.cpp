@@ -105,7 +105,8 @@ TEST(RunSetup, TrainPromptsKeepsTheFirstNTrainingPrompts) {
   ASSERT_EQ(eval.size(), all_eval.size());
   for (size_t i = 0; i < eval.size(); ++i) EXPECT_EQ(eval[i].prompt, all_eval[i].prompt) << i;
   EXPECT_EQ(load(100).first.size(), 8u);  // more than there are: all of them
-  EXPECT_EQ(test::error_of([&] { load(-1); }), "run.toml: key 'rollout.train_prompts' must be in [0, 1000000000000], got -1");
+  EXPECT_EQ(test::error_of([&] { load(-1); }),
+            "run.toml: key 'rollout.train_prompts' must be in [0, 1000000000000], got -1");
 }
 
 TEST(RunSetup, RecordChecksAndTheEnvRewardAreOneRule) {
