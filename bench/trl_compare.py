@@ -38,6 +38,14 @@ bf16=True (CPU autocast) and rlf with model.dtype = "bf16".
   /usr/bin/python3 bench/trl_compare.py                       # both sides, defaults
   /usr/bin/python3 bench/trl_compare.py --steps 5 --skip-rlf  # TRL only, short
   /usr/bin/python3 bench/trl_compare.py --rlf build/apps/cli/rlf --out out/trl_compare
+  /usr/bin/python3 bench/trl_compare.py --model stories15M --steps 10 \
+      --rlf-variant trainer.sampling_replay=off      # also rlf with TRL's whole-vocabulary log-probs
+
+Under top-k (the job's top_k = 50) rlf's default trains on log-probs
+renormalised over each token's kept set (trainer.sampling_replay = "auto"),
+which needs the classifier at 51 rows per token; TRL's loss reads the whole
+vocabulary's. --rlf-variant trainer.sampling_replay=off measures rlf on TRL's
+objective in the same run.
 """
 import argparse
 import json
@@ -492,21 +500,25 @@ def rlf_has_train(rlf):
     return res.returncode == 0
 
 
-def run_rlf(out, model_dir, rlf, job):
+def run_rlf(out, model_dir, rlf, job, setting=None, index=0):
+    """rlf train on the job; `setting` (KEY=VALUE) a variant run into OUT/rlf_run_<index>."""
     cfg = out / "rlf.toml"
     cfg.write_text(rlf_config(out, model_dir, job))
     if not rlf_has_train(rlf):
         print(f"[rlf] skipped: '{rlf} train' is not available yet (config written to {cfg})", flush=True)
         return None
-    run_dir = out / "rlf_run"
+    run_dir = out / ("rlf_run" if setting is None else f"rlf_run_{index}")
     shutil.rmtree(run_dir, ignore_errors=True)
     cmd = [str(rlf), "train", str(cfg), "--threads", str(job["threads"])]
+    if setting is not None:
+        cmd += ["--set", setting, "--set", f"run.out_dir={run_dir}"]
     print("[rlf] " + " ".join(cmd), flush=True)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True)
     wall = time.perf_counter() - t0
     steps = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    return {"impl": f"rlf ({rlf})", "threads": job["threads"], "wall_s": wall, "steps": steps}
+    impl = f"rlf ({rlf})" + (f" with {setting}" if setting else "")
+    return {"impl": impl, "threads": job["threads"], "wall_s": wall, "steps": steps}
 
 
 # ---- report ---------------------------------------------------------------------
@@ -568,16 +580,20 @@ def report(out, job, runs):
                              **step_stats(run)}
     if runs.get("trl") and runs.get("rlf"):
         summary["speedup_rlf_over_trl"] = summary["trl"]["step_s_median"] / summary["rlf"]["step_s_median"]
+    variants = [n for n in summary if n.startswith("rlf ") and isinstance(summary[n], dict)]
+    for n in variants:
+        if "trl" in summary:
+            summary[n]["speedup_over_trl"] = summary["trl"]["step_s_median"] / summary[n]["step_s_median"]
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     curves = {f"{n} ({summary[n]['step_s_median']:.2f} s/step)": summary[n]["reward_curve"]
-              for n in ("trl", "rlf") if n in summary}
+              for n in ("trl", "rlf", *variants) if n in summary}
     (out / "summary.html").write_text(
         "<!doctype html><meta charset='utf-8'><title>TRL vs rlf GRPO</title><h3>TRL vs rlf: GRPO on "
         f"{job['model']}</h3><pre>{json.dumps(job)}</pre>{svg_curves(curves)}<pre>"
         f"{json.dumps(summary, indent=1)}</pre>")
     print(json.dumps(summary))
     print()
-    for n in ("trl", "rlf"):
+    for n in ("trl", "rlf", *variants):
         if n in summary:
             s = summary[n]
             gen = s.get("generate_s_median", s.get("rollout_s_median"))
@@ -586,7 +602,15 @@ def report(out, job, runs):
                   f"{s['step_s_first']:.2f} s)  reward {text_curve(s['reward_curve'])}")
     if "speedup_rlf_over_trl" in summary:
         print(f"rlf is {summary['speedup_rlf_over_trl']:.2f}x TRL's speed per step")
+    for n in variants:
+        if "speedup_over_trl" in summary[n]:
+            print(f"{n} is {summary[n]['speedup_over_trl']:.2f}x TRL's speed per step")
     print(f"written: {out / 'summary.json'}, {out / 'summary.html'}")
+
+
+def check_variant(parser, setting):
+    if "=" not in setting or setting.startswith("="):
+        parser.error(f"--rlf-variant {setting!r}: use KEY=VALUE, e.g. trainer.sampling_replay=off")
 
 
 def main():
@@ -596,6 +620,9 @@ def main():
     p.add_argument("--rlf", default="", help="rlf binary (default: build*/apps/cli/rlf)")
     p.add_argument("--skip-trl", action="store_true")
     p.add_argument("--skip-rlf", action="store_true")
+    p.add_argument("--rlf-variant", action="append", default=[], metavar="KEY=VALUE",
+                   help="after the default run, rlf train again with --set KEY=VALUE (repeatable), e.g. "
+                        "trainer.sampling_replay=off: log-probs over the whole vocabulary, as TRL computes them")
     for k, v in JOB.items():
         p.add_argument("--" + k.replace("_", "-"), type=type(v), default=v, help=f"job parameter (default {v})")
     a = p.parse_args()
@@ -624,6 +651,12 @@ def main():
         runs["rlf"] = run_rlf(out, model_dir, rlf, job)
         if runs["rlf"]:
             runs["rlf"]["load_before"] = load
+        for i, setting in enumerate(a.rlf_variant):
+            check_variant(p, setting)
+            load = os.getloadavg()
+            runs["rlf " + setting] = run_rlf(out, model_dir, rlf, job, setting, i + 1)
+            if runs["rlf " + setting]:
+                runs["rlf " + setting]["load_before"] = load
     report(out, job, runs)
 
 

@@ -785,6 +785,47 @@ void logprob_backward_rows(const float* logits, const float* lse, const int64_t*
   });
 }
 
+void gathered_dots(const float* x, const float* w, const int64_t* ids, int64_t N, int64_t M, int64_t D, float* out) {
+  parallel_for(0, N, 16, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n)
+      for (int64_t j = 0; j < M; ++j) out[n * M + j] = dot(x + n * D, w + ids[n * M + j] * D, D);
+  });
+}
+
+void gathered_dots_backward_input(const float* g, const float* w, const int64_t* ids, int64_t N, int64_t M, int64_t D,
+                                  float* dx) {
+  parallel_for(0, N, 16, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) {
+      float* d = dx + n * D;
+      std::fill(d, d + D, 0.0f);
+      for (int64_t j = 0; j < M; ++j) {
+        const float gj = g[n * M + j];
+        if (gj == 0.0f) continue;
+        const float* wr = w + ids[n * M + j] * D;
+        for (int64_t i = 0; i < D; ++i) d[i] += gj * wr[i];
+      }
+    }
+  });
+}
+
+void gathered_dots_backward_weight(const float* g, const float* x, const int64_t* ids, int64_t N, int64_t M, int64_t D,
+                                   int64_t V, float* dw) {
+  // Blocks of the vocabulary: each thread scans every (n, j) and adds only
+  // into its own rows, in (n, j) order.
+  const int64_t block = std::max<int64_t>(1, (V + 4 * kernel_threads() - 1) / (4 * kernel_threads()));
+  parallel_for(0, V, block, [&](int64_t v0, int64_t v1) {
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t j = 0; j < M; ++j) {
+        const int64_t id = ids[n * M + j];
+        const float gj = g[n * M + j];
+        if (id < v0 || id >= v1 || gj == 0.0f) continue;
+        float* d = dw + id * D;
+        const float* xr = x + n * D;
+        for (int64_t i = 0; i < D; ++i) d[i] += gj * xr[i];
+      }
+  });
+}
+
 void rms_norm_forward(const float* x, const float* w, float* y, float* r, int64_t N, int64_t D, float eps) {
   parallel_for(0, N, 16, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {

@@ -84,6 +84,20 @@ void logsumexp_rows(const float* logits, int64_t N, int64_t V, float* lse, float
 void logprob_backward_rows(const float* logits, const float* lse, const int64_t* targets, const float* g, int64_t N,
                            int64_t V, float* dx);
 
+// Products with a few weight rows per input row (a classifier's logits over
+// each token's kept set, model/kept_logits.h): x [N, D], w [V, D], ids
+// [N, M], every id in [0, V).
+// out[n, j] = dot(x[n], w[ids[n, j]]) (out [N, M]; the sum in dot()'s order).
+void gathered_dots(const float* x, const float* w, const int64_t* ids, int64_t N, int64_t M, int64_t D, float* out);
+// dx[n] = sum over j in order of g[n, j] * w[ids[n, j]] (dx [N, D], overwritten).
+void gathered_dots_backward_input(const float* g, const float* w, const int64_t* ids, int64_t N, int64_t M, int64_t D,
+                                  float* dx);
+// dw[ids[n, j]] += g[n, j] * x[n] for every (n, j) with g[n, j] != 0, each dw
+// row summing its terms in (n, j) order (dw [V, D], added to): threads own
+// ranges of the vocabulary, so the result does not depend on their number.
+void gathered_dots_backward_weight(const float* g, const float* x, const int64_t* ids, int64_t N, int64_t M, int64_t D,
+                                   int64_t V, float* dw);
+
 // y[n] = w * x[n] * r[n], r[n] = 1/sqrt(mean(x[n]^2) + eps); r may be null.
 void rms_norm_forward(const float* x, const float* w, float* y, float* r, int64_t N, int64_t D, float eps);
 // Gradients of rms_norm_forward: dx [N, D] (overwritten) and dw [D] (added to).

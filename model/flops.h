@@ -20,12 +20,14 @@ namespace rlf {
 // Forward FLOPs over `tokens` positions in sequences of mean length
 // `mean_len`: 2 per weight of every projection and the classifier per token,
 // plus causal attention's scores and weighted sum (2 · 2 · D_q · L per token
-// over on average mean_len / 2 keys).
-double forward_flops(const ModelConfig& c, double tokens, double mean_len);
+// over on average mean_len / 2 keys). `classifier_rows`: the vocabulary rows
+// the classifier computes per token, on average (< 0: the whole vocabulary;
+// log-probs over kept sets compute a few, model/kept_logits.h).
+double forward_flops(const ModelConfig& c, double tokens, double mean_len, double classifier_rows = -1);
 
 // Forward and backward: 3 forwards with every weight trained (input and
 // weight gradients), 2 with the base frozen (LoRA: input gradients only).
-double training_flops(const ModelConfig& c, double tokens, double mean_len, bool full);
+double training_flops(const ModelConfig& c, double tokens, double mean_len, bool full, double classifier_rows = -1);
 
 // The best FLOP/s of a few square matmuls in `dtype` on the CPU with the
 // current thread count (about 20 ms): the peak MFU divides by. The same

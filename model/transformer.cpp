@@ -7,6 +7,7 @@
 #include "model/cpu_fast_forward.h"
 #include "model/cpu_kernels.h"
 #include "model/chunked_classifier.h"
+#include "model/kept_logits.h"
 #include "model/grad_in_place.h"
 #include "model/recompute.h"
 
@@ -572,6 +573,45 @@ CausalLMImpl::LogprobChunk CausalLMImpl::logprobs_recomputed(const torch::Tensor
   return c;
 }
 
+CausalLMImpl::LogprobChunk CausalLMImpl::logprobs_over_kept_sets(const torch::Tensor& hidden,
+                                                                 const torch::Tensor& targets,
+                                                                 const torch::Tensor& keep_ids, bool entropy) {
+  const int64_t B = hidden.size(0), n = hidden.size(1), D = hidden.size(2), K = keep_ids.size(2);
+  const auto h = hidden.reshape({B * n, D});
+  const auto tg = targets.reshape({B * n}).to(torch::kInt64);
+  const auto keep = keep_ids.reshape({B * n, K});
+  const auto valid = keep >= 0;
+  const auto has = valid.any(-1);
+  const auto with = has.nonzero().squeeze(-1).to(hidden.device()), without = (~has).nonzero().squeeze(-1).to(hidden.device());
+  auto f32 = hidden.options().dtype(torch::kFloat32);
+  torch::Tensor lp = torch::zeros({B * n}, f32), ent = entropy ? torch::zeros({B * n}, f32) : torch::Tensor();
+  if (with.numel() > 0) {
+    // Column 0: the target's logit; columns 1..K: the kept set's (padding -inf).
+    const auto ids = torch::cat({tg.index_select(0, with).unsqueeze(-1), keep.index_select(0, with).clamp_min(0)}, 1);
+    const auto z = softcap_logits(kept_logits(h.index_select(0, with), classifier_weight(), ids)).to(torch::kFloat32);
+    const auto kz = z.narrow(1, 1, K).masked_fill(~valid.index_select(0, with), -std::numeric_limits<float>::infinity());
+    const auto lse = torch::logsumexp(kz, -1);
+    lp = lp.index_copy(0, with, z.select(1, 0) - lse);
+    if (entropy) {
+      torch::NoGradGuard ng;  // the kept set's entropy, -Σ p log p over the ids sampled from
+      const auto logp = kz.detach() - lse.detach().unsqueeze(-1);
+      ent.index_copy_(0, with, -(logp.exp() * logp.nan_to_num(0.0, 0.0, 0.0)).sum(-1));
+    }
+  }
+  if (without.numel() > 0) {
+    // Positions without a kept set (prompts, observations, padding, other contexts): the whole vocabulary.
+    torch::Tensor e;
+    const auto full = token_logprobs_impl(h.index_select(0, without).unsqueeze(0), tg.index_select(0, without).unsqueeze(0),
+                                          entropy ? &e : nullptr, false, 0);
+    lp = lp.index_copy(0, without, full.squeeze(0));
+    if (entropy) ent.index_copy_(0, without, e.squeeze(0).detach());
+  }
+  LogprobChunk c;
+  c.logprobs = lp.view({B, n});
+  if (entropy) c.entropy = ent.view({B, n});
+  return c;
+}
+
 torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, const torch::Tensor& targets,
                                                 torch::Tensor* entropy, bool entropy_grad, int64_t from,
                                                 const torch::Tensor& select_ids, torch::Tensor* selected,
@@ -587,7 +627,9 @@ torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, con
                       (levers_.logprob_recompute == LeverMode::Auto && B * (T - from) * V >= levers_.auto_logits);
   const bool again = wanted && torch::GradMode::is_enabled() &&
                      (hidden.requires_grad() || classifier_weight().requires_grad());
-  if (again) ++lever_uses_.recomputed_logprob_calls;
+  // Over kept sets, only the kept ids' logits are needed (no [B, T, V] to recompute).
+  const bool over_kept = keep_ids.defined() && !selected && !(entropy && entropy_grad);
+  if (again && !over_kept) ++lever_uses_.recomputed_logprob_calls;
   // Rows (B x positions) per chunk: without recompute, at most one [B, T, V]
   // fp32 tensor lives anyway; with it, a chunk of about 2^25 logits (128 MB
   // in fp32) bounds what backward holds at once.
@@ -606,13 +648,17 @@ torch::Tensor CausalLMImpl::token_logprobs_impl(const torch::Tensor& hidden, con
     if (entropy) ent_parts.push_back(c.entropy);
     if (selected) sel_parts.push_back(c.selected);
   };
-  if (again) {
+  if (over_kept) {
+    const int64_t n = T - from;
+    add(logprobs_over_kept_sets(hidden.narrow(1, from, n), targets.narrow(1, from, n), keep_ids.narrow(1, from, n),
+                                entropy != nullptr));
+  } else if (again) {
     const int64_t n = T - from;
     add(logprobs_recomputed(hidden.narrow(1, from, n), targets.narrow(1, from, n),
                             selected ? select_ids.narrow(1, from, n) : torch::Tensor(), entropy != nullptr,
                             entropy_grad, chunk, keep_ids.defined() ? keep_ids.narrow(1, from, n) : torch::Tensor()));
   }
-  for (int64_t t0 = from; !again && t0 < T; t0 += chunk) {
+  for (int64_t t0 = from; !over_kept && !again && t0 < T; t0 += chunk) {
     const int64_t n = std::min(chunk, T - t0);
     add(logprob_head(logits(hidden.narrow(1, t0, n)), targets.narrow(1, t0, n),
                      selected ? select_ids.narrow(1, t0, n) : torch::Tensor(), entropy != nullptr, entropy_grad,

@@ -327,6 +327,13 @@ class CausalLMImpl : public torch::nn::Module {
   LogprobChunk logprobs_recomputed(const torch::Tensor& hidden, const torch::Tensor& targets,
                                    const torch::Tensor& select_ids, bool entropy, bool entropy_grad, int64_t chunk,
                                    const torch::Tensor& keep_ids);
+  // Log-probs renormalised over each position's kept set (keep_ids [B, n, K],
+  // -1 = unused): log p(target) = z_target - logsumexp(z over the kept ids),
+  // from those ids' logits alone (model/kept_logits.h); the entropy (no
+  // gradient) is the kept set's. Positions without a kept set: the whole
+  // vocabulary. No entropy gradient, no selected buckets (callers check).
+  LogprobChunk logprobs_over_kept_sets(const torch::Tensor& hidden, const torch::Tensor& targets,
+                                       const torch::Tensor& keep_ids, bool entropy);
   torch::Tensor softcap_logits(const torch::Tensor& z) const;  // Gemma's final soft-cap (identity without)
   const torch::Tensor& classifier_weight() const;  // lm_head's, or the tied embeddings'
   void require_lm_head() const;                     // errors for a classifier (reward model)

@@ -4,6 +4,26 @@
 
 namespace rlf {
 
+namespace {
+
+// Mean classifier rows per token of an update over kept sets: the set's ids
+// and the target where a token has a set, the vocabulary elsewhere.
+double update_classifier_rows(const ModelConfig& c, const std::vector<Episode>& episodes, double tokens) {
+  const double V = static_cast<double>(c.vocab_size);
+  double rows = 0;
+  for (const Episode& e : episodes) {
+    const size_t n = e.tokens.size(), k = n ? e.sampling_mask_id.size() / n : 0;
+    for (size_t t = 0; t < n; ++t) {
+      double kept = 0;
+      for (size_t j = 0; j < k; ++j) kept += e.sampling_mask_id[t * k + j] >= 0 ? 1.0 : 0.0;
+      rows += kept > 0 ? kept + 1.0 : V;
+    }
+  }
+  return tokens > 0 ? rows / tokens : V;
+}
+
+}  // namespace
+
 void StepPerf::add_metrics(const std::vector<Episode>& episodes, Json& m) const {
   double tokens = 0;
   for (const Episode& e : episodes) tokens += static_cast<double>(e.tokens.size());
@@ -11,7 +31,8 @@ void StepPerf::add_metrics(const std::vector<Episode>& episodes, Json& m) const 
   if (update_s > 0) m["perf/update_tokens_per_s"] = tokens * static_cast<double>(epochs) / update_s;
   if (peak_flops <= 0 || episodes.empty()) return;
   const double mean_len = tokens / static_cast<double>(episodes.size());
-  const double update = training_flops(config, tokens, mean_len, full) * static_cast<double>(epochs);
+  const double rows = kept_set_logprobs ? update_classifier_rows(config, episodes, tokens) : -1.0;
+  const double update = training_flops(config, tokens, mean_len, full, rows) * static_cast<double>(epochs);
   const double forward = forward_flops(config, tokens, mean_len);
   const bool sampled = m.contains("rollout/generated_tokens");
   const double step = update + (sampled ? forward : 0.0) + (reference ? forward : 0.0);

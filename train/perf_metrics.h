@@ -11,7 +11,10 @@
 //   perf/update_tokens_per_s the update's tokens (every epoch) per second
 //
 // FLOPs count the episodes' real tokens, not padding or checkpointing's
-// recomputation, as MFU conventionally does.
+// recomputation, as MFU conventionally does. Where the update's log-probs run
+// over kept sets (sampling-mask replay, `kept_set_logprobs`), its classifier
+// counts the kept ids and the target per token that has a set, not the
+// vocabulary: that is the arithmetic the loss needs (model/kept_logits.h).
 #pragma once
 
 #include <vector>
@@ -28,6 +31,7 @@ struct StepPerf {
   bool full = true;        // every weight trained (false: LoRA, the base frozen)
   bool reference = false;  // a reference model's forward per step
   int64_t epochs = 1;      // passes of the update over the episodes
+  bool kept_set_logprobs = false;  // the update's log-probs over the episodes' kept sets (Trainer::logprobs_over_kept_sets)
 
   // Adds the perf/* metrics for `episodes`, reading time/update_s and time/step_s from `m`.
   void add_metrics(const std::vector<Episode>& episodes, Json& m) const;

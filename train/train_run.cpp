@@ -168,7 +168,8 @@ struct StepLoop {
     const TrainConfig& cfg = r.cfg;
     CausalLMImpl& policy = *r.policy.model();
     perf = StepPerf{policy.config(), policy.device().is_cpu() ? measure_matmul_peak(policy.dtype()) : 0.0,
-                    !cfg.lora.enabled, kind.needs_reference(), cfg.trainer.epochs};
+                    !cfg.lora.enabled, kind.needs_reference(), cfg.trainer.epochs,
+                    kind.trainer().logprobs_over_kept_sets()};
     if (r.writer()) {
       metrics = std::make_unique<MetricsWriter>(cfg.run.out_dir / "metrics.jsonl", JsonlWriterOptions{start},
                                                 cfg.run.tensorboard ? cfg.run.out_dir : fs::path());

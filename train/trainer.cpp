@@ -46,6 +46,11 @@ bool Trainer::needs_reference() const {
   return std::any_of(terms_.begin(), terms_.end(), [](const auto& t) { return t->needs_reference(); });
 }
 
+bool Trainer::logprobs_over_kept_sets() const {
+  return std::none_of(terms_.begin(), terms_.end(),
+                      [](const auto& t) { return t->needs_entropy() || t->needs_teacher_topk(); });
+}
+
 StepLoss Trainer::accumulate(const std::vector<const Episode*>& episodes) {
   StepLoss st;
   // Across ranks, a rank with no episodes still takes part in every reduction.

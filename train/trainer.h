@@ -90,6 +90,10 @@ class Trainer {
   StepLoss accumulate(const std::vector<const Episode*>& episodes);
 
   bool needs_reference() const;
+  // Whether the update's log-probs run over the episodes' kept sets where they
+  // carry them (CausalLM::token_logprobs with keep_ids: no term trains on the
+  // entropy, none reads a teacher's top-k).
+  bool logprobs_over_kept_sets() const;
   // Re-plans the learning-rate schedule over `total_steps` optimiser steps
   // (a resume keeps the horizon its run started with).
   void set_lr_horizon(int64_t total_steps);

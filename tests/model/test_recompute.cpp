@@ -27,11 +27,11 @@ using test::max_diff;
 
 // |a - b| <= 1e-6 * max(1, max |b|): fp32 results that differ only in the
 // order of float sums (chunking, gradient accumulation).
-void expect_close(const torch::Tensor& a, const torch::Tensor& b, const std::string& what) {
+void expect_close(const torch::Tensor& a, const torch::Tensor& b, const std::string& what, double rel = 1e-6) {
   ASSERT_TRUE(a.defined() && b.defined()) << what;
   ASSERT_EQ(a.sizes(), b.sizes()) << what;
   const double scale = std::max(1.0, b.abs().max().item<double>());
-  EXPECT_LE(max_diff(a, b), 1e-6 * scale) << what;
+  EXPECT_LE(max_diff(a, b), rel * scale) << what;
 }
 
 TEST(Recompute, GradientsToInputsAndParametersMatchThePlainGraph) {
@@ -200,8 +200,9 @@ INSTANTIATE_TEST_SUITE_P(Models, LogprobRecompute, ::testing::ValuesIn(cases()),
 // Sampling-mask replay (token_logprobs' keep_ids): where a position has ids,
 // the target's log-prob renormalised over their logits, written out here as
 // logit - logsumexp over the ids; where it has none, the whole vocabulary's.
-// Values and gradients, keeping the logits or recomputing them in chunks,
-// fast and module path, soft-capped logits (Gemma 2).
+// Values and gradients, keeping the logits or recomputing them in chunks
+// (both now take the kept ids' logits alone), fast and module path,
+// soft-capped logits (Gemma 2).
 TEST(SamplingMask, LogprobsRenormaliseOverTheKeptIdsWithTheirGradients) {
   for (const char* name : {"qwen2", "gemma2"})
     for (bool fast : {false, true})
@@ -253,7 +254,10 @@ TEST(SamplingMask, LogprobsRenormaliseOverTheKeptIdsWithTheirGradients) {
         expect_close(lp[0], lp[1], "log-probs");
         EXPECT_LE(lp[0].max().item<double>(), 1e-6) << "a log-prob renormalised over a set holding the target";
         ASSERT_EQ(grads[0].size(), grads[1].size());
-        for (const auto& [key, g] : grads[1]) expect_close(grads[0].at(key), g, key);
+        // The kept ids' logits come from another kernel than the whole classifier's (model/kept_logits.h,
+        // whose float64 test proves the formula): fp32 gradients through soft-capped logits of 20x-scaled
+        // embeddings agree to a few 1e-6 (1.3e-6 on an AMD EPYC, Zen 3).
+        for (const auto& [key, g] : grads[1]) expect_close(grads[0].at(key), g, key, 5e-6);
       }
 }
 

@@ -158,6 +158,9 @@ TEST(ModelFlops, TwoPerWeightPerTokenPlusAttention) {
   EXPECT_NEAR(forward_flops(c, 7, 100), 7 * (2 * matmul_weights + attention), 1e-6);
   EXPECT_NEAR(training_flops(c, 7, 100, true), 3 * forward_flops(c, 7, 100), 1e-6);
   EXPECT_NEAR(training_flops(c, 7, 100, false), 2 * forward_flops(c, 7, 100), 1e-6);
+  // Log-probs over kept sets: the classifier computes 51 rows per token, not the 1,000 of the vocabulary.
+  EXPECT_NEAR(forward_flops(c, 7, 100, 51), 7 * (2 * (matmul_weights - (1000 - 51) * 64.0) + attention), 1e-6);
+  EXPECT_NEAR(training_flops(c, 7, 100, true, 51), 3 * forward_flops(c, 7, 100, 51), 1e-6);
   const double peak = measure_matmul_peak(torch::kFloat32, 128, 2);  // a rate: only its sign is machine-independent
   EXPECT_TRUE(std::isfinite(peak) && peak > 0) << peak;
 }
