@@ -627,14 +627,38 @@ void pack_panels(const float* w, int64_t O, int64_t I, float* out) {
 
 namespace {
 
+// Cache lines of the next panel a pass over this one asks for (into L2)
+// while it runs: `lines` lines from `next`, one every `every` steps of i.
+// The first pass over a panel otherwise waits on memory for every line
+// (decoding's weights are read once per step, from DRAM). Arithmetic and
+// order are untouched.
+struct PanelPrefetch {
+  const char* next = nullptr;
+  int64_t lines = 0, every = 1, burst = 1;  // `burst` lines at a time
+};
+
+// `lines` lines over a pass of I steps: one burst every `every` steps.
+inline PanelPrefetch spread(const char* next, int64_t lines, int64_t I) {
+  const int64_t every = std::max<int64_t>(1, I / std::max<int64_t>(1, lines));
+  const int64_t issues = std::max<int64_t>(1, I / every);
+  return {next, next ? lines : 0, every, (lines + issues - 1) / issues};
+}
+
 #ifdef RLF_KERNELS_AVX2
 // a0[m] / a1[m] = sum over i in order of x[m, i] * the panel's columns
 // [0, W) / [W, 2W) from p (W = L's lanes; p advances a panel row per i).
 template <class L, int M>
 inline void panel_columns(const float* xr, const float* p, int64_t I, typename L::V (&a0)[M],
-                          typename L::V (&a1)[M]) {
+                          typename L::V (&a1)[M], const PanelPrefetch& pf) {
   for (int m = 0; m < M; ++m) a0[m] = a1[m] = L::zero();
+  const char* q = pf.next;
+  const char* const q_end = pf.next + pf.lines * 64;
+  int64_t c = 0;
   for (int64_t i = 0; i < I; ++i) {
+    if (q < q_end && ++c == pf.every) {
+      for (int64_t j = 0; j < pf.burst && q < q_end; ++j, q += 64) _mm_prefetch(q, _MM_HINT_T1);
+      c = 0;
+    }
     const typename L::V w0 = L::load(p + i * kPanelWidth), w1 = L::load(p + i * kPanelWidth + L::kWidth);
     for (int m = 0; m < M; ++m) {
       const typename L::V xv = L::set1(xr[m * I + i]);
@@ -648,13 +672,13 @@ inline void panel_columns(const float* xr, const float* p, int64_t I, typename L
 // y rows [n0, n0 + M) x panel p's 32 columns (cols of them real).
 template <int M>
 inline void panel_block(const float* x, const float* pw, const float* bias, float* y, int64_t I, int64_t O,
-                        int64_t n0, int64_t o0, int64_t cols) {
+                        int64_t n0, int64_t o0, int64_t cols, const PanelPrefetch& pf) {
   constexpr int64_t P = kPanelWidth;
   const float* xr = x + n0 * I;
   alignas(64) float out[M][P];
 #if defined(__AVX512F__) && defined(RLF_KERNELS_AVX2)
   __m512 a0[M], a1[M];
-  panel_columns<Lanes16, M>(xr, pw, I, a0, a1);
+  panel_columns<Lanes16, M>(xr, pw, I, a0, a1, pf);
   if (cols == P) {  // a whole panel: straight to y
     const __m512 b0 = bias ? _mm512_loadu_ps(bias + o0) : _mm512_setzero_ps();
     const __m512 b1 = bias ? _mm512_loadu_ps(bias + o0 + 16) : _mm512_setzero_ps();
@@ -670,10 +694,14 @@ inline void panel_block(const float* x, const float* pw, const float* bias, floa
   // 16 ymm registers: the panel in two halves of 2 vectors, M rows each
   for (int h = 0; h < 2; ++h) {
     __m256 a0[M], a1[M];
-    panel_columns<Lanes8, M>(xr, pw + h * 16, I, a0, a1);
+    // Each half asks for half of the block's lines.
+    const int64_t first = (pf.lines + 1) / 2, n = h == 0 ? first : pf.lines - first;
+    const PanelPrefetch half = spread(pf.next ? pf.next + (h == 0 ? 0 : first * 64) : nullptr, n, I);
+    panel_columns<Lanes8, M>(xr, pw + h * 16, I, a0, a1, half);
     for (int m = 0; m < M; ++m) _mm256_store_ps(out[m] + h * 16, a0[m]), _mm256_store_ps(out[m] + h * 16 + 8, a1[m]);
   }
 #else
+  (void)pf;
   for (int m = 0; m < M; ++m)
     for (int64_t j = 0; j < P; ++j) out[m][j] = 0.0f;
   for (int64_t i = 0; i < I; ++i)
@@ -706,14 +734,27 @@ void matmul_panels(const float* x, const float* panels, const float* bias, float
   // One contiguous share of the panels per thread (each streams its part of
   // the packed weight front to back).
   const int64_t share = (n_panels + g_kernel_threads - 1) / g_kernel_threads;
+  // Row blocks per panel; at up to kPanelPrefetchMaxRows rows the next panel
+  // of a thread's share is asked for over them, a slice each (PanelPrefetch).
+  const bool ask = N <= kPanelPrefetchMaxRows;
+  const int64_t blocks = N / MB + (N % MB) / 2 + (N % MB) % 2;
+  const int64_t panel_lines = I * P * static_cast<int64_t>(sizeof(float)) / 64;
+  const int64_t slice = (panel_lines + blocks - 1) / std::max<int64_t>(1, blocks);
   parallel_for(0, n_panels, std::max<int64_t>(1, share), [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       const float* pw = panels + p * I * P;
       const int64_t o0 = p * P, cols = std::min(P, O - o0);
+      const char* next = ask && p + 1 < e ? reinterpret_cast<const char*>(pw + I * P) : nullptr;
+      int64_t k = 0;  // the row block's index
+      auto prefetch = [&]() {
+        const int64_t from = std::min(panel_lines, k * slice), n = next ? std::min(slice, panel_lines - from) : 0;
+        ++k;
+        return spread(next ? next + from * 64 : nullptr, n, I);
+      };
       int64_t n = 0;
-      for (; n + MB <= N; n += MB) panel_block<MB>(x, pw, bias, y, I, O, n, o0, cols);
-      for (; n + 2 <= N; n += 2) panel_block<2>(x, pw, bias, y, I, O, n, o0, cols);
-      if (n < N) panel_block<1>(x, pw, bias, y, I, O, n, o0, cols);
+      for (; n + MB <= N; n += MB) panel_block<MB>(x, pw, bias, y, I, O, n, o0, cols, prefetch());
+      for (; n + 2 <= N; n += 2) panel_block<2>(x, pw, bias, y, I, O, n, o0, cols, prefetch());
+      if (n < N) panel_block<1>(x, pw, bias, y, I, O, n, o0, cols, prefetch());
     }
   });
 }

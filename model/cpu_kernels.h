@@ -55,6 +55,14 @@ int64_t panel_floats(int64_t O, int64_t I);
 // 64-byte aligned): out[(p * I + i) * 32 + j] = w[p * 32 + j, i].
 void pack_panels(const float* w, int64_t O, int64_t I, float* out);
 void matmul_panels(const float* x, const float* panels, const float* bias, float* y, int64_t N, int64_t I, int64_t O);
+// Up to this many rows, matmul_panels asks for the next panel into L2 while
+// it multiplies one (software prefetch; the sums are untouched): with so few
+// rows the first pass over a panel waits on memory. On the 2-core AMD EPYC
+// Zen 3 (2026-11-29, bench/matmul_kernels.cpp, two rounds alternated) it
+// took 1 row from 6.6-7.9 to 7.6-9.3 GFLOP/s and 4-12 rows 19-53 to 31-66;
+// at 16 rows it was level, and at 32-64 it lost 10-30 % (those passes hide
+// the stream already). Measured on that CPU only.
+constexpr int64_t kPanelPrefetchMaxRows = 12;
 // True when these kernels were built with AVX2 + FMA (or AVX-512): the
 // panel kernel is then vectorised and fuses every multiply-add. A portable
 // build returns false and decoding keeps matmul_wt (model/packed_weights.h).

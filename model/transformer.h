@@ -207,13 +207,17 @@ class CausalLMImpl : public torch::nn::Module {
   // a position with any id >= 0 gets its log-prob renormalised over those
   // ids (the set the sampler drew from: logit - logsumexp of their logits);
   // a position with none, the whole vocabulary's. Same for every token_logprobs*.
+  // Only those ids' logits are computed (model/kept_logits.h), unless an
+  // entropy with gradient or selected buckets need the whole vocabulary.
   torch::Tensor token_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets, int64_t from = 0,
                                const torch::Tensor& keep_ids = {});
 
   // Like token_logprobs, also returning the entropy of each position's
   // distribution [B, T] (fp32; 0 before `from`). With `entropy_grad` false
   // the entropy is computed without autograd (for logging), so it costs no
-  // extra memory. The entropy is the whole vocabulary's, with keep_ids too.
+  // extra memory. With keep_ids and no entropy gradient, a position with
+  // ids gets the entropy of the distribution renormalised over them (the one
+  // sampled from); otherwise the whole vocabulary's.
   std::pair<torch::Tensor, torch::Tensor> token_logprobs_entropy(const torch::Tensor& hidden,
                                                                  const torch::Tensor& targets, bool entropy_grad,
                                                                  int64_t from = 0, const torch::Tensor& keep_ids = {});
