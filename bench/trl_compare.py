@@ -627,6 +627,8 @@ def main():
         p.add_argument("--" + k.replace("_", "-"), type=type(v), default=v, help=f"job parameter (default {v})")
     a = p.parse_args()
     job = {k: getattr(a, k) for k in JOB}
+    for setting in a.rlf_variant:
+        check_variant(p, setting)
     if job["trl_thread_plan"] not in ("auto", "blas", "torch"):
         p.error(f"--trl-thread-plan {job['trl_thread_plan']}: use auto, blas or torch")
     if job["trl"] not in ("peer", "legacy"):
@@ -652,7 +654,6 @@ def main():
         if runs["rlf"]:
             runs["rlf"]["load_before"] = load
         for i, setting in enumerate(a.rlf_variant):
-            check_variant(p, setting)
             load = os.getloadavg()
             runs["rlf " + setting] = run_rlf(out, model_dir, rlf, job, setting, i + 1)
             if runs["rlf " + setting]:
