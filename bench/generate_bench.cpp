@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "bench/bench_model.h"
+#include "model/cpu_bf16_linear.h"
 #include "model/cpu_fast_forward.h"
 #include "model/loader.h"
 #include "rollout/engine.h"
@@ -27,8 +28,9 @@ namespace {
 // The matmul bound of one decoding step: every projection of every layer and
 // the classifier at `rows` rows, nothing else, through the path decoding
 // takes (on the fp32 CPU fast path the packed panels, pack_for_decoding, as
-// the engine packs them, unless `pack` is off; LibTorch's linear otherwise) or, with `blas`, through
-// LibTorch's linear (OpenBLAS on the CPU) whatever the path. Returns {median
+// the engine packs them, unless `pack` is off; otherwise the module path's
+// linear, model/cpu_bf16_linear.h) or, with `blas`, through LibTorch's linear
+// (OpenBLAS on the CPU) whatever the path. Returns {median
 // ms over `repeats`, bytes of weights read}.
 std::pair<double, double> linear_bound(CausalLMImpl& model, int64_t rows, int64_t repeats, bool blas, bool pack) {
   torch::NoGradGuard ng;
@@ -49,8 +51,10 @@ std::pair<double, double> linear_bound(CausalLMImpl& model, int64_t rows, int64_
     for (size_t i = 0; i < weights.size(); ++i) {
       if (fast)
         matmul_wt_into(inputs[i], weights[i], torch::Tensor(), outputs[i], model.packed_weights().find(weights[i]));
-      else
+      else if (blas)
         outputs[i] = torch::nn::functional::linear(inputs[i], weights[i]);
+      else
+        outputs[i] = linear_layer(inputs[i], weights[i]);
     }
     (void)outputs.back().sum().item<float>();  // synchronise (CUDA)
   };

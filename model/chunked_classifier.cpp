@@ -1,5 +1,6 @@
 #include "model/chunked_classifier.h"
 
+#include "model/cpu_bf16_linear.h"
 #include "model/grad_in_place.h"
 #include "util/error.h"
 
@@ -21,7 +22,7 @@ variable_list evaluate(const ChunkedState& s, const torch::Tensor& hidden, const
   std::vector<variable_list> parts;
   for (int64_t t0 = 0; t0 < T; t0 += s.chunk) {
     const int64_t n = std::min(s.chunk, T - t0);
-    parts.push_back(s.head(torch::nn::functional::linear(hidden.narrow(1, t0, n), weight), t0, n));
+    parts.push_back(s.head(linear_layer(hidden.narrow(1, t0, n), weight), t0, n));
     check(parts.back().size() == parts.front().size(), "chunked_classifier: the head's output count changed");
     for (size_t i = 0; i < parts.back().size(); ++i)
       check(parts.back()[i].defined(), "chunked_classifier: head output ", i, " is undefined");
@@ -69,7 +70,7 @@ struct ChunkedClassifierFn : public torch::autograd::Function<ChunkedClassifierF
     for (int64_t t0 = 0; t0 < T; t0 += state->chunk) {
       const int64_t n = std::min(state->chunk, T - t0);
       const torch::Tensor h = hidden.narrow(1, t0, n);
-      torch::Tensor z = torch::nn::functional::linear(h, weight).requires_grad_(true);  // [B, n, V]
+      torch::Tensor z = linear_layer(h, weight).requires_grad_(true);  // [B, n, V]
       variable_list ys, gs;
       {
         torch::AutoGradMode on(true);
@@ -84,7 +85,7 @@ struct ChunkedClassifierFn : public torch::autograd::Function<ChunkedClassifierF
       if (ys.empty()) continue;
       const torch::Tensor dz = torch::autograd::grad(ys, {z}, gs, false, false, true)[0];
       if (!dz.defined()) continue;
-      if (need_h) dh.narrow(1, t0, n).copy_(dz.matmul(weight));
+      if (need_h) dh.narrow(1, t0, n).copy_(linear_layer_input_grad(dz, weight));
       if (need_w) dw.addmm_(dz.reshape({B * n, V}).to(torch::kFloat32).t(), h.reshape({B * n, D}).to(torch::kFloat32));
     }
     if (in_place.defined()) return {torch::Tensor(), dh, torch::Tensor()};

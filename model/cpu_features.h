@@ -3,7 +3,8 @@
 // when the CPU has AVX-512 (BW, VL and DQ); without it they fall back to a
 // reference gemm: a [512x768]x[768x768] linear on a 2-core AVX2 Zen 3 took
 // 408 ms in bf16 (1.5 GFLOP/s) and 4.8 ms in fp32 (127 GFLOP/s), 85x
-// (torch.nn.functional.linear in Debian's torch 1.13, 2026-11-23). AMX
+// (torch.nn.functional.linear in Debian's torch 1.13, 2026-11-23); rlf's
+// module path routes bf16 products around it (model/cpu_bf16_linear.h). AMX
 // (Sapphire Rapids and later) makes bf16 the fast dtype.
 #pragma once
 
@@ -21,8 +22,8 @@ struct CpuFeatures {
 // The running CPU's features (cpuid; all false on non-x86 builds).
 CpuFeatures cpu_features();
 
-// True when bf16 matmuls on this CPU run through oneDNN rather than the slow
-// reference kernel.
+// True when LibTorch's bf16 matmuls on this CPU run through oneDNN rather
+// than the slow reference kernel.
 bool cpu_bf16_matmul_fast();
 
 // What a command does with the model, for "auto" below.
@@ -41,8 +42,10 @@ enum class DtypeUse {
 // fp32 vs 50-57 bf16 tokens/s, batch 64 794-801 vs 752-847; Xeon batch 1
 // 69.7 vs 52.5), small models several times faster (the fp32 fast path runs
 // ~12 calls per layer, LibTorch's bf16 path ~60), and their tokens are
-// llama2.c's. "fp32" everywhere else (AVX2 CPUs run bf16 on LibTorch's
-// reference kernel, and AVX-512 without AVX512_BF16 emulates it).
+// llama2.c's. "fp32" everywhere else: on AVX2 CPUs bf16 trains at ~0.6x
+// fp32's speed and decodes batches at ~0.5x (its products go through fp32,
+// model/cpu_bf16_linear.h; only a single stream decodes faster, 1.5x: AMD
+// EPYC Zen 3, 2026-11-29), and AVX-512 without AVX512_BF16 emulates it.
 std::string fast_dtype(const std::string& device, DtypeUse use = DtypeUse::Batched);
 
 // `dtype`, with "auto" replaced by fast_dtype(device, use).

@@ -97,13 +97,51 @@ inline float hsum(__m256 v) {
 }
 #endif
 
+// A weight element as fp32: a float as it is, a bf16 (its raw bits) widened
+// exactly (the bits moved to the top half of a float).
+inline float widen(float v) { return v; }
+inline float widen(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+#ifdef RLF_KERNELS_AVX2
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+#if defined(__AVX512F__)
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const uint16_t* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+#endif
+#endif
+
+#ifdef RLF_KERNELS_AVX2
+// Step k of a pass that reads kBytes of weights per step asks for the same
+// kBytes of the next block (`next`): by the pass's end the next block is in
+// cache (software prefetch; the sums are untouched). Rows of a few KB are
+// too short for the hardware prefetcher to get going on each block's streams.
+template <int64_t kBytes>
+inline void prefetch_share(const char* next, int64_t k) {
+  for (int64_t b = 0; b < kBytes; b += 64) _mm_prefetch(next + k * kBytes + b, _MM_HINT_T0);
+}
+#endif
+
 // y[n, o] for R weight rows o0.. and M input rows n0..: each weight vector
 // loaded once feeds M fused multiply-adds. Per element: one vector of lane
 // sums over i < Iv (16 lanes with AVX-512, 8 with AVX2, 8 scalar partial
-// sums otherwise), reduced, then the tail in order.
-template <int R, int M>
-inline void matmul_wt_block(const float* x, const float* w, const float* bias, float* y, int64_t I, int64_t O,
-                            int64_t n0, int64_t o0) {
+// sums otherwise), reduced, then the tail in order (one fused multiply-add
+// per term where the kernels are vectorised). WT is the weight's
+// element (float, or uint16_t for bf16 bits, widened on load): the sums are
+// the same as over the widened fp32 weight.
+template <class WT, int R, int M>
+inline void matmul_wt_block(const float* x, const WT* w, const float* bias, float* y, int64_t I, int64_t O,
+                            int64_t n0, int64_t o0, const char* next) {
   float out[R][M];
 #if defined(__AVX512F__) && defined(RLF_KERNELS_AVX2)
   const int64_t Iv = I - I % 16;
@@ -111,10 +149,11 @@ inline void matmul_wt_block(const float* x, const float* w, const float* bias, f
   for (int r = 0; r < R; ++r)
     for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
   for (int64_t i = 0; i < Iv; i += 16) {
+    if (next) prefetch_share<R * 16 * sizeof(WT)>(next, i / 16);
     __m512 xv[M];
     for (int m = 0; m < M; ++m) xv[m] = _mm512_loadu_ps(x + (n0 + m) * I + i);
     for (int r = 0; r < R; ++r) {
-      const __m512 wv = _mm512_loadu_ps(w + (o0 + r) * I + i);
+      const __m512 wv = load16(w + (o0 + r) * I + i);
       for (int m = 0; m < M; ++m) acc[r][m] = _mm512_fmadd_ps(wv, xv[m], acc[r][m]);
     }
   }
@@ -132,10 +171,11 @@ inline void matmul_wt_block(const float* x, const float* w, const float* bias, f
   for (int r = 0; r < R; ++r)
     for (int m = 0; m < M; ++m) acc[r][m] = _mm256_setzero_ps();
   for (int64_t i = 0; i < Iv; i += 8) {
+    if (next) prefetch_share<R * 8 * sizeof(WT)>(next, i / 8);
     __m256 xv[M];
     for (int m = 0; m < M; ++m) xv[m] = _mm256_loadu_ps(x + (n0 + m) * I + i);
     for (int r = 0; r < R; ++r) {
-      const __m256 wv = _mm256_loadu_ps(w + (o0 + r) * I + i);
+      const __m256 wv = load8(w + (o0 + r) * I + i);
       for (int m = 0; m < M; ++m) acc[r][m] = _mm256_fmadd_ps(wv, xv[m], acc[r][m]);
     }
   }
@@ -146,35 +186,43 @@ inline void matmul_wt_block(const float* x, const float* w, const float* bias, f
   for (int r = 0; r < R; ++r)
     for (int m = 0; m < M; ++m) {
       const float* a = x + (n0 + m) * I;
-      const float* b = w + (o0 + r) * I;
+      const WT* b = w + (o0 + r) * I;
       float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       for (int64_t i = 0; i < Iv; i += 8)
-        for (int j = 0; j < 8; ++j) l[j] += a[i + j] * b[i + j];
+        for (int j = 0; j < 8; ++j) l[j] += a[i + j] * widen(b[i + j]);
       out[r][m] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
     }
 #endif
   for (int r = 0; r < R; ++r)
     for (int m = 0; m < M; ++m) {
       const float* a = x + (n0 + m) * I;
-      const float* b = w + (o0 + r) * I;
+      const WT* b = w + (o0 + r) * I;
       float s = out[r][m];
-      for (int64_t i = Iv; i < I; ++i) s += a[i] * b[i];
+#ifdef RLF_KERNELS_AVX2
+      // one fused multiply-add per term, spelled out: left to the compiler,
+      // the tail fused for fp32 weights and not for widened bf16 ones
+      for (int64_t i = Iv; i < I; ++i) s = std::fma(a[i], widen(b[i]), s);
+#else
+      for (int64_t i = Iv; i < I; ++i) s += a[i] * widen(b[i]);
+#endif
       y[(n0 + m) * O + o0 + r] = bias ? s + bias[o0 + r] : s;
     }
 }
 
 // Weight rows [o0, o1) against all N input rows.
-template <int R>
-void matmul_wt_rows(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t I, int64_t O,
+template <int R, class WT>
+void matmul_wt_rows(const float* x, const WT* w, const float* bias, float* y, int64_t N, int64_t I, int64_t O,
                     int64_t o0, int64_t o1) {
   for (int64_t o = o0; o < o1; o += R) {
+    // The first pass over these R rows asks for the next R (contiguous) into cache.
+    const char* next = o + 2 * R <= o1 ? reinterpret_cast<const char*>(w + (o + R) * I) : nullptr;
     int64_t n = 0;
 #if defined(__AVX512F__) && defined(RLF_KERNELS_AVX2)
     // 32 vector registers: R x 4 accumulators, the weight vector and 4 inputs
-    for (; n + 4 <= N; n += 4) matmul_wt_block<R, 4>(x, w, bias, y, I, O, n, o);
+    for (; n + 4 <= N; n += 4) matmul_wt_block<WT, R, 4>(x, w, bias, y, I, O, n, o, n == 0 ? next : nullptr);
 #endif
-    for (; n + 2 <= N; n += 2) matmul_wt_block<R, 2>(x, w, bias, y, I, O, n, o);
-    if (n < N) matmul_wt_block<R, 1>(x, w, bias, y, I, O, n, o);
+    for (; n + 2 <= N; n += 2) matmul_wt_block<WT, R, 2>(x, w, bias, y, I, O, n, o, n == 0 ? next : nullptr);
+    if (n < N) matmul_wt_block<WT, R, 1>(x, w, bias, y, I, O, n, o, n == 0 ? next : nullptr);
   }
 }
 
@@ -538,13 +586,27 @@ int kernel_threads() { return g_kernel_threads; }
 
 void parallel_rows(int64_t n, const std::function<void(int64_t, int64_t)>& f) { parallel_for(0, n, 1, f); }
 
-void matmul_wt(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t I, int64_t O) {
+namespace {
+
+template <class WT>
+void matmul_wt_any(const float* x, const WT* w, const float* bias, float* y, int64_t N, int64_t I, int64_t O) {
   // One contiguous share of the weight rows per thread: each streams its part
   // of the matrix front to back (the hardware prefetcher's best case).
   const int64_t O4 = O - O % 4, quads = O4 / 4;
   const int64_t share = std::max<int64_t>(16, (quads + g_kernel_threads - 1) / g_kernel_threads);
   parallel_for(0, quads, share, [&](int64_t b, int64_t e) { matmul_wt_rows<4>(x, w, bias, y, N, I, O, b * 4, e * 4); });
   matmul_wt_rows<1>(x, w, bias, y, N, I, O, O4, O);
+}
+
+}  // namespace
+
+void matmul_wt(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t I, int64_t O) {
+  matmul_wt_any(x, w, bias, y, N, I, O);
+}
+
+void matmul_wt_bf16(const float* x, const uint16_t* w, const float* bias, float* y, int64_t N, int64_t I,
+                    int64_t O) {
+  matmul_wt_any(x, w, bias, y, N, I, O);
 }
 
 namespace {

@@ -34,6 +34,13 @@ void parallel_rows(int64_t n, const std::function<void(int64_t, int64_t)>& f);
 // weight first, a second pass over memory when N is small). Each y element
 // sums in the same order whatever N and the thread count.
 void matmul_wt(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t I, int64_t O);
+// The same product with w in bf16 (its raw bits, [O, I] row-major), each
+// weight widened exactly to fp32 as it is read: y equals matmul_wt's over
+// the widened weight bit for bit (same sums in the same order), while the
+// weight's bytes streamed are half. Decoding with bf16 weights on any CPU
+// (model/cpu_bf16_linear.h).
+void matmul_wt_bf16(const float* x, const uint16_t* w, const float* bias, float* y, int64_t N, int64_t I,
+                    int64_t O);
 // The same product with the weight packed into column panels (pack_panels):
 // y[n, o] = sum over i in order of x[n, i] * w[o, i] (one fused multiply-add
 // per term, from 0), then + bias[o]. The kernel keeps 8 input rows x 32

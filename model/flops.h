@@ -29,9 +29,12 @@ double forward_flops(const ModelConfig& c, double tokens, double mean_len, doubl
 // weight gradients), 2 with the base frozen (LoRA: input gradients only).
 double training_flops(const ModelConfig& c, double tokens, double mean_len, bool full, double classifier_rows = -1);
 
-// The best FLOP/s of a few square matmuls in `dtype` on the CPU with the
-// current thread count (about 20 ms): the peak MFU divides by. The same
-// LibTorch matmul the fallback paths use; rlf's own kernels may beat it.
+// The best FLOP/s of a few square products in `dtype` on the CPU with the
+// current thread count (about 20 ms): the peak MFU divides by. Through
+// linear_layer (model/cpu_bf16_linear.h), the route the module path's
+// linears take: LibTorch's matmul in fp32 (the fast path's fallback), and for
+// bf16 on a CPU without AVX-512 the widened fp32 product; rlf's own kernels
+// may beat it.
 double measure_matmul_peak(torch::ScalarType dtype, int64_t n = 512, int repeats = 5);
 
 }  // namespace rlf

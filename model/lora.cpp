@@ -5,6 +5,7 @@
 #include <map>
 #include <regex>
 
+#include "model/cpu_bf16_linear.h"
 #include "model/loader.h"
 #include "model/safetensors.h"
 #include "model/transformer.h"
@@ -111,10 +112,9 @@ bool is_lora_parameter(const std::string& name) {
 }
 
 torch::Tensor lora_project(const torch::nn::Linear& base, LoraSlot& slot, const torch::Tensor& x) {
-  namespace F = torch::nn::functional;
-  if (!slot.active()) return F::linear(x, base->weight, base->bias);
+  if (!slot.active()) return linear_layer(x, base->weight, base->bias);
   if (!torch::GradMode::is_enabled() && slot.runtime->merged_inference)
-    return F::linear(x, lora_inference_weight(base, slot), base->bias);
+    return linear_layer(x, lora_inference_weight(base, slot), base->bias);
   torch::Tensor in = x;
   const double p = slot.runtime->options.dropout;
   if (p > 0 && torch::GradMode::is_enabled()) {
@@ -124,8 +124,8 @@ torch::Tensor lora_project(const torch::nn::Linear& base, LoraSlot& slot, const 
     in = x * keep.to(x.device(), x.scalar_type()) * (1.0 / (1.0 - p));
   }
   // One GEMM adds s·(x Aᵀ) Bᵀ onto the base output (no separate scale and add passes).
-  const torch::Tensor y = F::linear(x, base->weight, base->bias);
-  const torch::Tensor h = F::linear(in, slot.A->weight);
+  const torch::Tensor y = linear_layer(x, base->weight, base->bias);
+  const torch::Tensor h = linear_layer(in, slot.A->weight);
   const int64_t out_f = y.size(-1), r = h.size(-1);
   return torch::addmm(y.reshape({-1, out_f}), h.reshape({-1, r}), slot.B->weight.t(), 1.0,
                       slot.runtime->options.scale())

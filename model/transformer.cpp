@@ -1,9 +1,8 @@
 #include "model/transformer.h"
 
-#include "model/grad_in_place.h"
-
 #include "algorithms/distill_divergence.h"
 #include "algorithms/entropy.h"
+#include "model/cpu_bf16_linear.h"
 #include "model/cpu_fast_forward.h"
 #include "model/cpu_kernels.h"
 #include "model/chunked_classifier.h"
@@ -146,7 +145,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   const int64_t S = keys.size(2);
   // Queries grouped by their kv head: [B, K, G*T, hd], so no key/value repetition.
   auto qg = q.view({B, T, K, G, hd}).permute({0, 2, 3, 1, 4}).reshape({B, K, G * T, hd});
-  auto scores = torch::matmul(qg, keys.transpose(2, 3)) * scale;  // [B, K, G*T, S]
+  auto scores = matmul_layer(qg, keys.transpose(2, 3)) * scale;  // [B, K, G*T, S]
   if (softcap > 0) scores = torch::tanh(scores / softcap) * softcap;
   // Softmax in fp32 (as transformers does), back to the compute dtype.
   const torch::Tensor& blocked = ctx.blocked.at(spec.window);
@@ -154,7 +153,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   // A query that sees no key (its softmax is NaN) attends to nothing: 0, as the fast path.
   if (auto e = ctx.empty.find(spec.window); e != ctx.empty.end()) probs = probs.masked_fill(e->second, 0.0);
   probs = probs.to(x.scalar_type());                                            // [B, K, G, T, S]
-  auto out = torch::matmul(probs.view({B, K, G * T, S}), values);               // [B, K, G*T, hd]
+  auto out = matmul_layer(probs.view({B, K, G * T, S}), values);                // [B, K, G*T, hd]
   out = out.view({B, K, G, T, hd}).permute({0, 3, 1, 2, 4}).reshape({B, T, n_heads * hd});
   if (packed) out = out.reshape({B * T, n_heads * hd}).index_select(0, ctx.tokens).unsqueeze(0);
   return lora_project(o_proj, o_lora, out);
@@ -437,7 +436,7 @@ torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
       return out.view(out_sizes);
     }
   }
-  return softcap_logits(torch::nn::functional::linear(hidden, w));
+  return softcap_logits(linear_layer(hidden, w));
 }
 
 torch::Tensor CausalLMImpl::softcap_logits(const torch::Tensor& z) const {

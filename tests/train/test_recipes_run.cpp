@@ -108,8 +108,8 @@ TEST(RecipesRun, Bf16RolloutsAgreeWithTheTrainer) {
   ASSERT_EQ(m.size(), 1u);
   // Within a few bf16 roundings of a logit (bf16 keeps 8 significant bits: 2^-8 = 0.004 relative): the decode
   // and the whole-sequence forward multiply other shapes, which the CPU's kernels block and round differently
-  // (under 1e-3 on the Sapphire Rapids Xeon, 2e-3 on an AMD EPYC with AVX2 only, whose bf16 matmuls take
-  // LibTorch's reference kernel).
+  // (under 1e-3 on the Sapphire Rapids Xeon, 2e-3 on an AMD EPYC with AVX2 only, whose bf16 products rlf
+  // sums in fp32, model/cpu_bf16_linear.h).
   EXPECT_LT(metric(m[0], "mismatch/logprob_diff_max"), 1e-2);
   EXPECT_NEAR(metric(m[0], "mismatch/tis_weight_mean"), 1.0, 5e-3);
 }
