@@ -50,9 +50,9 @@ struct Bf16LinearFn : public torch::autograd::Function<Bf16LinearFn> {
     const variable_list saved = ctx->get_saved_variables();
     const torch::Tensor x = saved[0], w = saved[1];
     const int64_t O = w.size(0);
-    const torch::Tensor g32 = grads[0].reshape({-1, O}).to(torch::kFloat32);
+    const torch::Tensor g32 = grads[0].reshape({-1, O}).to(torch::kFloat32);  // once for all three
     torch::Tensor dx, dw, db;
-    if (ctx->needs_input_grad(0)) dx = linear_layer_input_grad(grads[0], w).view(x.sizes());
+    if (ctx->needs_input_grad(0)) dx = g32.mm(w.to(torch::kFloat32)).to(torch::kBFloat16).view(x.sizes());
     if (ctx->needs_input_grad(1)) dw = g32.t().mm(bf16_rows_fp32(x)).to(torch::kBFloat16);
     if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) db = g32.sum(0).to(torch::kBFloat16);
     return {dx, dw, db, torch::Tensor()};
