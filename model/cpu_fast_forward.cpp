@@ -123,12 +123,14 @@ struct AttentionOptions {
   double softcap = 0;    // score soft-capping (0 = off)
   double scale = 1;      // scores multiplier
   bool rope = true;      // rotate q and k (false: SmolLM3's NoPE layers)
+  bool drop_invalid = false;  // the caller drops the outputs at invalid tokens (cpu::AttentionShape::drop_invalid_queries)
 };
 
 cpu::AttentionShape shape_of(const AttentionOptions& o, int64_t hd) {
   cpu::AttentionShape sh{o.B, o.T, o.H, o.K, hd, static_cast<float>(o.scale)};
   sh.window = o.window;
   sh.softcap = static_cast<float>(o.softcap);
+  sh.drop_invalid_queries = o.drop_invalid;
   return sh;
 }
 
@@ -139,8 +141,9 @@ struct AttentionFn : public torch::autograd::Function<AttentionFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q_in, const torch::Tensor& k_in,
                                const torch::Tensor& v_in, const torch::Tensor& pos, const torch::Tensor& valid,
                                const torch::Tensor& cos_table, const torch::Tensor& sin_table, int64_t B, int64_t T,
-                               int64_t H, int64_t K, int64_t window, double softcap, double scale, bool rope) {
-    const AttentionOptions o{B, T, H, K, window, softcap, scale, rope};
+                               int64_t H, int64_t K, int64_t window, double softcap, double scale, bool rope,
+                               bool drop_invalid) {
+    const AttentionOptions o{B, T, H, K, window, softcap, scale, rope, drop_invalid};
     const int64_t N = B * T, hd = q_in.size(1) / H, rd = cos_table.size(1);
     auto q = q_in.contiguous().clone(), k = k_in.contiguous().clone(), v = v_in.contiguous();
     const int64_t* pp = pos.data_ptr<int64_t>();
@@ -153,7 +156,7 @@ struct AttentionFn : public torch::autograd::Function<AttentionFn> {
     auto out = torch::empty({N, H * hd}, q.options());
     auto probs = torch::empty({B, H, T, T}, q.options());
     cpu::attention_forward(fp(q), kv, pp, valid.data_ptr<uint8_t>(), false, sh, fp(out), fp(probs));
-    ctx->save_for_backward({q, k, v, probs, pos, cos_table, sin_table});
+    ctx->save_for_backward({q, k, v, probs, pos, cos_table, sin_table, valid});
     ctx->saved_data["B"] = B;
     ctx->saved_data["T"] = T;
     ctx->saved_data["H"] = H;
@@ -162,25 +165,28 @@ struct AttentionFn : public torch::autograd::Function<AttentionFn> {
     ctx->saved_data["softcap"] = softcap;
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["rope"] = rope;
+    ctx->saved_data["drop_invalid"] = drop_invalid;
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const auto &q = saved[0], &k = saved[1], &v = saved[2], &probs = saved[3], &pos = saved[4];
-    const auto &cos_table = saved[5], &sin_table = saved[6];
+    const auto &cos_table = saved[5], &sin_table = saved[6], &valid = saved[7];
     auto& d = ctx->saved_data;
     const AttentionOptions o{d["B"].toInt(),    d["T"].toInt(),      d["H"].toInt(),     d["K"].toInt(),
-                             d["window"].toInt(), d["softcap"].toDouble(), d["scale"].toDouble(), d["rope"].toBool()};
+                             d["window"].toInt(), d["softcap"].toDouble(), d["scale"].toDouble(), d["rope"].toBool(),
+                             d["drop_invalid"].toBool()};
     const int64_t N = o.B * o.T, hd = q.size(1) / o.H, rd = cos_table.size(1);
     auto dout = grads[0].contiguous();
     auto dq = torch::empty_like(q), dk = torch::empty_like(k), dv = torch::empty_like(v);
     const int64_t* pp = pos.data_ptr<int64_t>();
-    cpu::attention_backward(fp(q), fp(k), fp(v), fp(probs), fp(dout), shape_of(o, hd), pp, fp(dq), fp(dk), fp(dv));
+    cpu::attention_backward(fp(q), fp(k), fp(v), fp(probs), fp(dout), shape_of(o, hd), pp, valid.data_ptr<uint8_t>(),
+                            fp(dq), fp(dk), fp(dv));
     if (o.rope) {
       cpu::rope_inplace(fp(dq), pp, fp(cos_table), fp(sin_table), N, o.H, hd, rd, true);
       cpu::rope_inplace(fp(dk), pp, fp(cos_table), fp(sin_table), N, o.K, hd, rd, true);
     }
-    variable_list out(15);
+    variable_list out(16);
     out[0] = dq, out[1] = dk, out[2] = dv;
     return out;
   }
@@ -308,7 +314,7 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
       }
       const auto& tab = rope[static_cast<size_t>(std::max(attn.spec.rope, 0))];
       auto a = AttentionFn::apply(q, k, v, pos, valid, tab.cos, tab.sin, B, T, H, K, attn.spec.window, attn.softcap,
-                                  attn.scale, attn.spec.rope >= 0);
+                                  attn.scale, attn.spec.rope >= 0, /*drop_invalid=*/packed);
       if (packed) a = a.index_select(0, tokens);
       auto o = lora_project(attn.o_proj, attn.o_lora, a);
       h = h + (layer.attn_out ? rms_norm(o, *layer.attn_out) : o);
@@ -418,6 +424,7 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     if (packed) {
       grid_q.index_copy_(0, tokens, q), grid_k.index_copy_(0, tokens, k), grid_v.index_copy_(0, tokens, v);
       const cpu::KeyLayout grid_kv{fp(grid_k), fp(grid_v), T * K * hd, hd, K * hd};
+      sh.drop_invalid_queries = vp != nullptr;  // only the real tokens' outputs are read back
       cpu::attention_forward(fp(grid_q), grid_kv, pp, vp, false, sh, fp(grid_att), nullptr);
       torch::index_select_out(buf.att, grid_att, 0, tokens);
     } else {

@@ -423,6 +423,13 @@ void attention_jobs(int64_t begin, int64_t end, const float* q, const KeyLayout&
   const int64_t T = sh.T, H = sh.H, hd = sh.hd, G = sh.H / sh.K, W = sh.window;
   for (int64_t job = begin; job < end; ++job) {
     const int64_t n = job / H, head = job % H, b = n / T, t = n % T, kh = head / G, p = pos[n];
+    float* o = out + (n * H + head) * hd;
+    float* pr = probs ? probs + ((b * H + head) * T + t) * T : nullptr;
+    if (sh.drop_invalid_queries && !cached && valid && !valid[n]) {  // dropped by the caller: not computed
+      std::fill(o, o + hd, 0.0f);
+      if (pr) std::fill(pr, pr + T, 0.0f);
+      continue;
+    }
     const float* qv = q + (n * H + head) * hd;
     const float* kb = kv.keys + b * kv.s0 + kh * kv.s1;
     const float* vb = kv.values + b * kv.s0 + kh * kv.s1;
@@ -446,8 +453,6 @@ void attention_jobs(int64_t begin, int64_t end, const float* q, const KeyLayout&
       w[s] = scaled_score(w[s], sh);
       mx = std::max(mx, w[s]);
     }
-    float* o = out + (n * H + head) * hd;
-    float* pr = probs ? probs + ((b * H + head) * T + t) * T : nullptr;
     if (pr) std::fill(pr, pr + lo, 0.0f), std::fill(pr + S, pr + T, 0.0f);
     if (mx == -INFINITY) {  // nothing visible (padding past a window): 0, as the module path
       std::fill(o, o + hd, 0.0f);
@@ -472,15 +477,20 @@ void attention_jobs(int64_t begin, int64_t end, const float* q, const KeyLayout&
 // P, then dk and dv column by column as weighted sums over the queries that
 // see each key (register accumulators, as the forward's output).
 void attention_backward_jobs(int64_t begin, int64_t end, const float* q, const float* k, const float* v,
-                             const float* probs, const float* dout, const AttentionShape& sh, bool ordered, float* dq,
-                             float* dk, float* dv, std::vector<float>& dp, std::vector<float>& ds_t,
-                             std::vector<float>& p_t, std::vector<float>& raw) {
+                             const float* probs, const float* dout, const AttentionShape& sh, bool ordered,
+                             const uint8_t* valid, float* dq, float* dk, float* dv, std::vector<float>& dp,
+                             std::vector<float>& ds_t, std::vector<float>& p_t, std::vector<float>& raw) {
   const int64_t T = sh.T, H = sh.H, K = sh.K, hd = sh.hd, G = H / K;
   for (int64_t job = begin; job < end; ++job) {
     const int64_t b = job / K, kh = job % K;
+    // Queries [0, T_end): dropped queries past the row's last valid token are
+    // skipped (their dout is 0: nothing they would add to dk, dv or dq).
+    int64_t T_end = T;
+    if (sh.drop_invalid_queries && valid)
+      while (T_end > 0 && !valid[b * T + T_end - 1]) --T_end;
     for (int64_t g = 0; g < G; ++g) {
       const int64_t head = kh * G + g;
-      for (int64_t t = 0; t < T; ++t) {
+      for (int64_t t = 0; t < T_end; ++t) {
         const int64_t n = b * T + t, S = ordered ? t + 1 : T;
         const float* pr = probs + ((b * H + head) * T + t) * T;
         const float* dov = dout + (n * H + head) * hd;
@@ -510,9 +520,10 @@ void attention_backward_jobs(int64_t begin, int64_t end, const float* q, const f
       // dk_s += sum_t dS_ts q_t ; dv_s += sum_t P_ts dO_t over the queries t that see s
       for (int64_t s = 0; s < T; ++s) {
         const int64_t t0 = ordered ? s : 0, m = (b * T + s) * K + kh;
+        if (t0 >= T_end) break;
         const int64_t first = (b * T + t0) * H + head;
-        weighted_rows(ds_t.data() + s * T + t0, q + first * hd, H * hd, T - t0, hd, dk + m * hd, true);
-        weighted_rows(p_t.data() + s * T + t0, dout + first * hd, H * hd, T - t0, hd, dv + m * hd, true);
+        weighted_rows(ds_t.data() + s * T + t0, q + first * hd, H * hd, T_end - t0, hd, dk + m * hd, true);
+        weighted_rows(p_t.data() + s * T + t0, dout + first * hd, H * hd, T_end - t0, hd, dv + m * hd, true);
       }
     }
   }
@@ -1001,7 +1012,8 @@ void attention_forward(const float* q, const KeyLayout& kv, const int64_t* pos, 
 }
 
 void attention_backward(const float* q, const float* k, const float* v, const float* probs, const float* dout,
-                        const AttentionShape& sh, const int64_t* pos, float* dq, float* dk, float* dv) {
+                        const AttentionShape& sh, const int64_t* pos, const uint8_t* valid, float* dq, float* dk,
+                        float* dv) {
   const int64_t B = sh.B, T = sh.T, H = sh.H, K = sh.K, hd = sh.hd;
   std::fill(dq, dq + B * T * H * hd, 0.0f);
   std::fill(dk, dk + B * T * K * hd, 0.0f);
@@ -1014,7 +1026,7 @@ void attention_backward(const float* q, const float* k, const float* v, const fl
     ds_t.resize(static_cast<size_t>(T * T));
     p_t.resize(static_cast<size_t>(T * T));
     if (sh.softcap > 0) raw.resize(static_cast<size_t>(T));
-    attention_backward_jobs(begin, end, q, k, v, probs, dout, sh, ordered, dq, dk, dv, dp, ds_t, p_t, raw);
+    attention_backward_jobs(begin, end, q, k, v, probs, dout, sh, ordered, valid, dq, dk, dv, dp, ds_t, p_t, raw);
   });
 }
 

@@ -152,6 +152,11 @@ struct AttentionShape {
   float scale = 1.0f;   // scores multiplier: 1/sqrt(hd), or Gemma's query_pre_attn_scalar^-1/2
   int64_t window = 0;   // > 0: a query at position p sees keys at positions p - window < s <= p
   float softcap = 0;    // > 0: scores become softcap·tanh(scores / softcap) (Gemma 2)
+  // Uncached only: true = a query at an invalid token (valid[n] == 0) is not
+  // computed (zeros out, a zero probs row), and the backward does not read
+  // its dout, which must be 0 (a padding-free forward drops those outputs).
+  // false = every query attends, padding included (the module path's grid).
+  bool drop_invalid_queries = false;
 };
 
 // Causal attention. With `cached` the query at position p attends positions
@@ -165,9 +170,12 @@ void attention_forward(const float* q, const KeyLayout& kv, const int64_t* pos, 
                        const AttentionShape& s, float* out, float* probs);
 
 // Backward of uncached attention given the saved probs: dq [N, H*hd], dk and
-// dv [N, K*hd] (all overwritten).
+// dv [N, K*hd] (all overwritten). `valid` (may be null) is the forward's;
+// with s.drop_invalid_queries a row's queries past its last valid token are
+// skipped (their dq is 0).
 void attention_backward(const float* q, const float* k, const float* v, const float* probs, const float* dout,
-                        const AttentionShape& s, const int64_t* pos, float* dq, float* dk, float* dv);
+                        const AttentionShape& s, const int64_t* pos, const uint8_t* valid, float* dq, float* dk,
+                        float* dv);
 
 // a = silu(g) * u, elementwise over n values; in place into g when a == g.
 void swiglu_forward(const float* g, const float* u, float* a, int64_t n);

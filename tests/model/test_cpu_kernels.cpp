@@ -1,12 +1,14 @@
 // rlf's own CPU pieces below the transformer: the matrix-vector kernel
 // (cpu::matmul_wt) and the panel kernel (cpu::matmul_panels) against
 // LibTorch's matmul, the sampler's normalisers
-// (cpu::softmax_rows) against LibTorch's, the thread team that runs the
-// kernels, and weights moved into huge pages.
+// (cpu::softmax_rows) against LibTorch's, attention's dropped padding
+// queries, the thread team that runs the kernels, and weights moved into
+// huge pages.
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -187,6 +189,56 @@ TEST(SoftmaxRows, MatchLibTorchAndFlagNonFiniteRows) {
   EXPECT_TRUE(std::isnan(lse[1].item<float>()));
   EXPECT_TRUE(std::isnan(lse[2].item<float>()));
   EXPECT_TRUE(std::isfinite(lse[0].item<float>()));
+}
+
+// Attention with drop_invalid_queries (what a padding-free forward asks):
+// the valid queries' outputs, probabilities and every gradient are exactly
+// those of the full grid's attention (padding queries included) when the
+// dropped queries' output gradients are 0; the dropped queries get zeros.
+// Right padding and a hole, grouped heads, with and without a window.
+TEST(Attention, DroppedPaddingQueriesChangeNothingElse) {
+  ThreadsGuard g;
+  cpu::set_kernel_threads(2);
+  torch::manual_seed(6);
+  const int64_t B = 3, T = 9, H = 4, K = 2, hd = 12, N = B * T;
+  auto q = torch::randn({N, H * hd}), k = torch::randn({N, K * hd}), v = torch::randn({N, K * hd});
+  auto pos = torch::arange(T, torch::kInt64).repeat({B});
+  auto valid = torch::ones({B, T}, torch::kUInt8);
+  valid[0].narrow(0, 4, 5).fill_(0);  // lengths 4, 9, and 7 with a hole at 2
+  valid[2].narrow(0, 7, 2).fill_(0);
+  valid[2][2] = 0;
+  const auto query_valid = valid.view({N, 1}).to(torch::kBool);
+  auto dout = torch::randn({N, H * hd}).masked_fill(query_valid.logical_not(), 0.0f);
+  for (int64_t window : {0, 3}) {
+    std::array<torch::Tensor, 2> out, probs, dq, dk, dv;
+    for (int drop = 0; drop < 2; ++drop) {
+      cpu::AttentionShape sh{B, T, H, K, hd, 0.3f};
+      sh.window = window;
+      sh.drop_invalid_queries = drop == 1;
+      const cpu::KeyLayout kv{k.data_ptr<float>(), v.data_ptr<float>(), T * K * hd, hd, K * hd};
+      out[drop] = torch::empty({N, H * hd});
+      probs[drop] = torch::empty({B, H, T, T});
+      cpu::attention_forward(q.data_ptr<float>(), kv, pos.data_ptr<int64_t>(), valid.data_ptr<uint8_t>(), false, sh,
+                             out[drop].data_ptr<float>(), probs[drop].data_ptr<float>());
+      dq[drop] = torch::empty_like(q), dk[drop] = torch::empty_like(k), dv[drop] = torch::empty_like(v);
+      cpu::attention_backward(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
+                              probs[drop].data_ptr<float>(), dout.data_ptr<float>(), sh, pos.data_ptr<int64_t>(),
+                              valid.data_ptr<uint8_t>(), dq[drop].data_ptr<float>(), dk[drop].data_ptr<float>(),
+                              dv[drop].data_ptr<float>());
+    }
+    const auto kept = query_valid.expand({N, H * hd});
+    EXPECT_TRUE(torch::equal(out[1].masked_select(kept), out[0].masked_select(kept))) << window;
+    EXPECT_EQ(out[1].masked_select(kept.logical_not()).abs().max().item<float>(), 0.0f) << window;
+    const auto kept_probs = valid.view({B, 1, T, 1}).to(torch::kBool).expand({B, H, T, T});
+    EXPECT_TRUE(torch::equal(probs[1].masked_select(kept_probs), probs[0].masked_select(kept_probs))) << window;
+    EXPECT_EQ(probs[1].masked_select(kept_probs.logical_not()).abs().max().item<float>(), 0.0f) << window;
+    EXPECT_GT(probs[0].masked_select(kept_probs.logical_not()).abs().max().item<float>(), 0.0f)
+        << "the full grid attends from padding too";
+    EXPECT_TRUE(torch::equal(dq[1], dq[0])) << window;
+    EXPECT_TRUE(torch::equal(dk[1], dk[0])) << window;
+    EXPECT_TRUE(torch::equal(dv[1], dv[0])) << window;
+    EXPECT_GT(dk[1].abs().max().item<float>(), 0.0f);
+  }
 }
 
 TEST(ThreadTeam, RunsEveryTaskOnceAndNestedCallsSerially) {
