@@ -9,12 +9,15 @@ build="${RLF_BUILD_DIR:-$root/build}"
 jobs="$(nproc 2>/dev/null || echo 2)"
 # ccache (when installed) keeps compiled objects across builds and clones:
 # paths are hashed relative to the clone, so a fresh clone at another path
-# reuses what an earlier one compiled. RLF_CCACHE=0 builds without it.
+# reuses what an earlier one compiled. The settings travel in the compiler
+# launcher itself, so a later `cmake --build build` (without this script)
+# hashes the same way and fills the cache for the next clone.
+# RLF_CCACHE=0 builds without it.
 launcher=()
 if [ "${RLF_CCACHE:-1}" = 1 ] && command -v ccache > /dev/null; then
-  export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
-  export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  sloppiness="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
+  ccache_cmd="env;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=1;CCACHE_SLOPPINESS=$sloppiness;ccache"
+  launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=$ccache_cmd" "-DCMAKE_CUDA_COMPILER_LAUNCHER=$ccache_cmd")
 fi
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" > "$build.configure.log" 2>&1 \
   || { cat "$build.configure.log"; exit 1; }
