@@ -16,7 +16,9 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 launcher=()
 if [ "${RLF_CCACHE:-1}" = 1 ] && command -v ccache > /dev/null; then
   sloppiness="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
-  ccache_cmd="env;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=1;CCACHE_SLOPPINESS=$sloppiness;ccache"
+  # (-fmacro-prefix-map=<this clone>/= maps every clone's paths to the same
+  # text: left out of the hash, whose preprocessed text then matches)
+  ccache_cmd="env;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=1;CCACHE_SLOPPINESS=$sloppiness;CCACHE_IGNOREOPTIONS=-fmacro-prefix-map=*;ccache"
   launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=$ccache_cmd" "-DCMAKE_CUDA_COMPILER_LAUNCHER=$ccache_cmd")
 fi
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" > "$build.configure.log" 2>&1 \
