@@ -13,7 +13,7 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 # launcher itself, so a later `cmake --build build` (without this script)
 # hashes the same way and fills the cache for the next clone.
 # RLF_CCACHE=0 builds without it.
-launcher=()
+launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER= -DCMAKE_CUDA_COMPILER_LAUNCHER=)  # (clears one an earlier configure cached)
 if [ "${RLF_CCACHE:-1}" = 1 ] && command -v ccache > /dev/null; then
   sloppiness="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
   # (-fmacro-prefix-map=<this clone>/= maps every clone's paths to the same
