@@ -163,8 +163,9 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   }
   j["fast_cpu_path"] = model->fast_cpu_path();
   {
-    torch::NoGradGuard no_grad;  // as during generation
-    j["fast_cpu_path_used"] = model->fast_cpu_path_applies();
+    torch::NoGradGuard no_grad;  // as during generation, with a cache like the engine's
+    KVCache probe(model->config(), 1, 1, model->kv_cache_dtype(), model->device());
+    j["fast_cpu_path_used"] = model->fast_cpu_path_applies(&probe);
   }
   return j;
 }

@@ -42,7 +42,16 @@ float* fp(const torch::Tensor& t) { return t.data_ptr<float>(); }
 void matmul_wt_into(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias, torch::Tensor& out,
                     const float* panels) {
   const int64_t N = x.size(0);
-  if (panels) {
+  if (w.scalar_type() == torch::kBFloat16) {  // bf16 weights (and bias), fp32 x and out
+    const torch::Tensor b32 = bias.defined() ? bias.to(torch::kFloat32).contiguous() : torch::Tensor();
+    if (N <= cpu::kMatmulWtMaxRows) {
+      const torch::Tensor xc = x.contiguous();
+      cpu::matmul_wt_bf16(fp(xc), reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>()),
+                          b32.defined() ? fp(b32) : nullptr, fp(out), N, w.size(1), w.size(0));
+    } else {  // prefill: the weight widened once for this product
+      matmul_wt_into(x, w.to(torch::kFloat32), b32, out);
+    }
+  } else if (panels) {
     const torch::Tensor xc = x.contiguous();
     cpu::matmul_panels(fp(xc), panels, bias.defined() ? fp(bias) : nullptr, fp(out), N, w.size(1), w.size(0));
   } else if (N <= cpu::kMatmulWtMaxRows) {
@@ -231,8 +240,9 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> train_qkv(AttentionImpl&
   return {q, k, v};
 }
 
-// The scale an RMSNorm multiplies by, as a plain fp32 buffer (inference path).
-torch::Tensor norm_scale(RMSNormImpl& norm) { return norm.scale().contiguous(); }
+// The scale an RMSNorm multiplies by, as a plain fp32 buffer (inference path;
+// widened from bf16 weights).
+torch::Tensor norm_scale(RMSNormImpl& norm) { return norm.scale().to(torch::kFloat32).contiguous(); }
 
 // In-place RMSNorm of rows [N, D] of `x` (inference path).
 void rms_inplace(const torch::Tensor& x, RMSNormImpl& norm, int64_t N, int64_t D) {
@@ -247,14 +257,28 @@ struct Buffers {
 
 }  // namespace
 
+bool CausalLMImpl::parameters_are(torch::ScalarType t) const {
+  for (const auto& p : parameters())
+    if (!p.is_contiguous() || p.scalar_type() != t) return false;
+  return true;
+}
+
+torch::ScalarType CausalLMImpl::kv_cache_dtype() const {
+  const bool bf16_decoding = fast_cpu_path_ && device().is_cpu() && dtype() == torch::kBFloat16 &&
+                             !config_.is_classifier() && parameters_are(torch::kBFloat16);
+  return bf16_decoding ? torch::kFloat32 : dtype();
+}
+
 bool CausalLMImpl::fast_cpu_path_applies(KVCache* cache) const {
-  if (!fast_cpu_path_) return false;
-  if (!device().is_cpu() || dtype() != torch::kFloat32) return false;
+  if (!fast_cpu_path_ || !device().is_cpu()) return false;
+  if (dtype() == torch::kBFloat16) {  // decoding only, into an fp32 cache (kv_cache_dtype)
+    if (!cache || kv_cache_dtype() != torch::kFloat32) return false;
+  } else if (dtype() != torch::kFloat32 || !parameters_are(torch::kFloat32)) {
+    return false;
+  }
   if (cache && (!cache->reserved() || cache->keys(0).scalar_type() != torch::kFloat32 || cache->keys(0).stride(3) != 1))
     return false;
   if (cache && torch::GradMode::is_enabled()) return false;  // cached decoding is inference only
-  for (const auto& p : parameters())
-    if (!p.is_contiguous() || p.scalar_type() != torch::kFloat32) return false;
   return true;
 }
 
@@ -344,7 +368,7 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     grid_q = torch::zeros({B * T, H * hd}, f32), grid_att = torch::zeros({B * T, H * hd}, f32);
     grid_k = torch::zeros({B * T, K * hd}, f32), grid_v = torch::zeros({B * T, K * hd}, f32);
   }
-  buf.h = embed(ids).contiguous();  // [N, D]
+  buf.h = embed(ids, torch::kFloat32).contiguous();  // [N, D] (bf16 weights: widened, then Gemma's scale)
   torch::Tensor &h = buf.h, &xn = buf.xn, &tmp = buf.tmp, &q = buf.q, &k = buf.k, &v = buf.v;
   // Rows' shared prefixes (len 0 = none); forward_hidden checked every
   // position fed is past its row's prefix and within the row's own slots.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "model/cpu_features.h"
 #include "model/cpu_kernels.h"
 #include "util/error.h"
 
@@ -35,8 +36,11 @@ CpuThreadPlan plan_cpu_threads(int threads, const std::string& dtype, const std:
   check(threads >= 0, "threads must be >= 0 (0 = all cores), got ", threads);
   const int n = threads == 0 ? available_cores() : threads;
   const bool fp32 = dtype.empty() || dtype == "fp32" || dtype == "float32";
+  const bool bf16 = dtype == "bf16" || dtype == "bfloat16";
   const bool cpu = device.empty() || device == "cpu";
-  if (fp32 && cpu && openblas_present()) return {.torch_threads = 1, .blas_threads = n, .kernel_threads = n};
+  // bf16 without oneDNN's bf16 path: its products are rlf's kernels and OpenBLAS's sgemm (model/cpu_bf16_linear.h)
+  const bool blas_matmuls = fp32 || (bf16 && !cpu_bf16_matmul_fast());
+  if (blas_matmuls && cpu && openblas_present()) return {.torch_threads = 1, .blas_threads = n, .kernel_threads = n};
   return {.torch_threads = n, .blas_threads = 1, .kernel_threads = n};
 }
 

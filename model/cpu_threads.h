@@ -4,11 +4,17 @@
 // so with both sized to the core count they steal each other's cores: fp32
 // decoding of stories110M at batch 64 on 2 cores took 508 ms/step that way,
 // 173 ms with the plan below (`rlf bench generate --shape stories110M --batch
-// 64 --dtype fp32 --new-tokens 128`; bf16 is unaffected). The plan gives the cores
-// to the pool that does the dtype's matmuls:
-//   fp32 on CPU, OpenBLAS present:  OpenBLAS = n, LibTorch = 1
-//   otherwise (bf16/fp16, CUDA, a LibTorch without OpenBLAS, e.g. MKL):
-//                                   LibTorch = n, OpenBLAS = 1
+// 64 --dtype fp32 --new-tokens 128`). The plan gives the cores to the pool
+// that does the dtype's matmuls:
+//   fp32 on CPU, and bf16 on a CPU without oneDNN's bf16 path
+//   (cpu_bf16_matmul_fast() false: rlf's kernels and OpenBLAS multiply it,
+//   model/cpu_bf16_linear.h), OpenBLAS present:
+//                                   OpenBLAS = n, LibTorch = 1
+//   otherwise (bf16 with oneDNN, fp16, CUDA, a LibTorch without OpenBLAS,
+//   e.g. MKL):                      LibTorch = n, OpenBLAS = 1
+// (bf16 on the 2-core AVX2 Zen 3, 2026-11-29, with the second plan: training
+// stories110M 4x256 85 against 122 tokens/s, decoding batch 64 150 against
+// 247 tokens/s; `rlf bench train|generate ... --dtype bf16`.)
 // rlf's own fp32 kernels (model/cpu_kernels.h: decoding's matrix-vector
 // products, attention, RMSNorm, SwiGLU) get n threads in every plan; they run
 // between the BLAS calls, never beside them.

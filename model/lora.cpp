@@ -148,7 +148,11 @@ const torch::Tensor& lora_inference_weight(const torch::nn::Linear& base, LoraSl
 
 void lora_add_into(LoraSlot& slot, const torch::Tensor& x, torch::Tensor& out) {
   if (!slot.active() || slot.runtime->merged_inference) return;
-  at::addmm_out(out, out, torch::mm(x, slot.A->weight.t()), slot.B->weight.t(), 1.0, slot.runtime->options.scale());
+  // (bf16 adapters on the fast path's fp32 decoding: widened, they are small)
+  const torch::Tensor& a = slot.A->weight;
+  const torch::Tensor& b = slot.B->weight;
+  const auto t = x.scalar_type();
+  at::addmm_out(out, out, torch::mm(x, a.to(t).t()), b.to(t).t(), 1.0, slot.runtime->options.scale());
 }
 
 void add_lora(CausalLMImpl& model, const LoraOptions& options, uint64_t seed) {

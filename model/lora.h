@@ -76,7 +76,8 @@ torch::Tensor lora_project(const torch::nn::Linear& base, LoraSlot& slot, const 
 // Without autograd: the weight to multiply by (W, or W + s·B·A when merged
 // inference is on), and the unmerged adapter's term added into `out`
 // (nothing when merged or without an adapter). out = x·weightᵀ (+ b), then
-// lora_add_into(slot, x, out) equals lora_project(base, slot, x).
+// lora_add_into(slot, x, out) equals lora_project(base, slot, x) (bf16
+// adapters with an fp32 x, the fast path's bf16 decoding: widened to fp32).
 const torch::Tensor& lora_inference_weight(const torch::nn::Linear& base, LoraSlot& slot);
 void lora_add_into(LoraSlot& slot, const torch::Tensor& x, torch::Tensor& out);
 

@@ -24,7 +24,9 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps, bool unit_offset, bool scale_f
   weight = register_parameter("weight", unit_offset ? torch::zeros({dim}) : torch::ones({dim}));
 }
 
-torch::Tensor RMSNormImpl::scale() const { return unit_offset_ ? weight + 1.0 : weight; }
+torch::Tensor RMSNormImpl::scale() const {
+  return unit_offset_ ? weight.to(torch::kFloat32) + 1.0 : weight;  // (as forward: 1 + w not rounded to bf16)
+}
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   // As in transformers: normalise in fp32; Llama casts back, then scales;
@@ -269,8 +271,9 @@ void CausalLMImpl::refresh_rope() {
     ropes_.emplace_back(config_.rope(r), config_.rotary_dim(), config_.max_position_embeddings, device());
 }
 
-torch::Tensor CausalLMImpl::embed(const torch::Tensor& ids) {
+torch::Tensor CausalLMImpl::embed(const torch::Tensor& ids, c10::optional<torch::ScalarType> as) {
   auto h = embedding_lookup(model->embed_tokens->weight, ids);  // a large table's gradient straight into .grad
+  if (as && *as != h.scalar_type()) h = h.to(*as);
   if (!config_.family().embed_scaled) return h;
   // transformers: a float32 scalar sqrt(hidden_size), cast to the weights' dtype.
   const float s = static_cast<float>(std::sqrt(static_cast<double>(config_.hidden_size)));
@@ -315,6 +318,10 @@ torch::Tensor CausalLMImpl::forward_hidden(const torch::Tensor& input_ids, const
   }
   if (fast_cpu_path_applies(cache))
     return forward_hidden_cpu_fast(input_ids, positions, cache, key_mask, max_pos, tokens);
+  if (cache)
+    check(cache->keys(0).scalar_type() == dtype(), "CausalLM::forward_hidden: the KV cache holds ",
+          dtype_name(cache->keys(0).scalar_type()), " but the model is ", dtype_name(dtype()),
+          ", outside the CPU fast path's decoding (grad mode on, or the fast path off after the cache was made)");
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
   AttentionContext ctx;
   for (const RotaryEmbedding& r : ropes_) ctx.rope.push_back(RotaryEmbedding::lookup(r.tables(max_pos), positions, dtype()));
@@ -422,12 +429,17 @@ torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
   const torch::Tensor& w = classifier_weight();
   const int64_t rows = hidden.numel() / std::max<int64_t>(1, hidden.size(-1));
   const double cap = config_.final_logit_softcapping;
-  if (hidden.is_cpu() && hidden.scalar_type() == torch::kFloat32 && !torch::GradMode::is_enabled() &&
-      fast_cpu_path_applies()) {
+  const bool fp32_decoding = hidden.is_cpu() && hidden.scalar_type() == torch::kFloat32 &&
+                             !torch::GradMode::is_enabled() && fast_cpu_path_applies();
+  // bf16 weights on the fast path's decoding (fp32 hidden states): fp32 logits
+  // from the widened weight, whatever the rows.
+  const bool bf16_decoding = hidden.is_cpu() && hidden.scalar_type() == torch::kFloat32 &&
+                             w.scalar_type() == torch::kBFloat16 && !torch::GradMode::is_enabled();
+  if (fp32_decoding || bf16_decoding) {
     // Decoding: the packed classifier (pack_for_decoding), else for a few
     // rows the matrix-vector kernel, which reads the vocabulary's weights once.
     const float* panels = packed_.find(w);
-    if (panels || rows <= cpu::kMatmulWtMaxRows) {
+    if (panels || rows <= cpu::kMatmulWtMaxRows || bf16_decoding) {
       auto out_sizes = hidden.sizes().vec();
       out_sizes.back() = w.size(0);
       auto out = torch::empty({rows, w.size(0)}, hidden.options());

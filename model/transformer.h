@@ -42,7 +42,7 @@ class RMSNormImpl : public torch::nn::Module {
   // the cast back (Gemma, OLMo 2); otherwise after it (Llama).
   RMSNormImpl(int64_t dim, double eps, bool unit_offset = false, bool scale_fp32 = false);
   torch::Tensor forward(const torch::Tensor& x);  // computed in fp32, returned in x's dtype
-  // What the normalised values are multiplied by: weight, or 1 + weight (with autograd).
+  // What the normalised values are multiplied by: weight, or 1 + weight in fp32 (with autograd).
   torch::Tensor scale() const;
   double eps() const { return eps_; }
   torch::Tensor weight;
@@ -284,13 +284,23 @@ class CausalLMImpl : public torch::nn::Module {
   // update, no cache) the kernels are autograd functions with hand-written
   // backward passes. Sums run in another order, so results agree with the
   // module path to float rounding (tested, outputs and gradients, every
-  // family). bf16/fp16 and CUDA always take the module path; off: every
-  // forward does.
+  // family). A bf16 CPU model decodes on it too (a forward with a KV cache
+  // of kv_cache_dtype(), grad mode off): its weights are read as bf16 (half
+  // the bytes) and widened in registers, everything else is fp32, so it
+  // computes what the fp32 model holding the widened weights computes (to
+  // summation order; tested); its other forwards (training, scoring, log-
+  // probs without a cache) stay on the module path's bf16 arithmetic. fp16
+  // and CUDA always take the module path; off: every forward does.
   void set_fast_cpu_path(bool on) { fast_cpu_path_ = on; }
   bool fast_cpu_path() const { return fast_cpu_path_; }
   // True when a forward_hidden call now (grad mode as it is, with `cache`)
   // would take the fast path (never with a cache while grad mode is on).
   bool fast_cpu_path_applies(KVCache* cache = nullptr) const;
+  // The dtype of the KV caches this model decodes with (RolloutEngine's):
+  // fp32 for a bf16 model whose decoding takes the fast path (above; twice
+  // a bf16 cache's bytes), otherwise the model's dtype. A cache of another
+  // dtype than the model's takes the fast path or is an error.
+  torch::ScalarType kv_cache_dtype() const;
 
   // Decoding's packed weights (model/packed_weights.h). pack_for_decoding()
   // packs, afresh, the weight every projection multiplies by (with merged
@@ -355,8 +365,11 @@ class CausalLMImpl : public torch::nn::Module {
   int64_t checkpoint_segment(const torch::Tensor& h, int64_t seq_len, int64_t grid_cells, bool fused) const;
   torch::Tensor forward_hidden_cpu_fast(const torch::Tensor& input_ids, const torch::Tensor& positions, KVCache* cache,
                                         const torch::Tensor& key_mask, int64_t max_pos, const torch::Tensor& tokens);
-  // The embeddings of ids (Gemma: times sqrt(hidden_size) in the model's dtype).
-  torch::Tensor embed(const torch::Tensor& ids);
+  // The embeddings of ids (Gemma: times sqrt(hidden_size) in the model's
+  // dtype), or, given `as`, widened to it first and scaled in it.
+  torch::Tensor embed(const torch::Tensor& ids, c10::optional<torch::ScalarType> as = c10::nullopt);
+  // The parameters are all contiguous and of dtype `t` (the fast path's precondition).
+  bool parameters_are(torch::ScalarType t) const;
   bool fast_cpu_path_ = true;
   MemoryLevers levers_ = [] {  // set_memory_levers; off by default
     MemoryLevers m;

@@ -35,9 +35,12 @@ RolloutEngine::RolloutEngine(CausalLM model, std::shared_ptr<const Tokenizer> to
 }
 
 void RolloutEngine::reserve_cache(int64_t n_rows, int64_t max_len) {
-  if (cache_.reserved() && cache_.n_rows() >= n_rows && cache_.max_len() >= max_len) return;
+  const torch::ScalarType dtype = model_->kv_cache_dtype();
+  if (cache_.reserved() && cache_.n_rows() >= n_rows && cache_.max_len() >= max_len &&
+      cache_.keys(0).scalar_type() == dtype)
+    return;
   cache_.release();
-  cache_ = KVCache(model_->config(), n_rows, max_len, model_->dtype(), model_->device());
+  cache_ = KVCache(model_->config(), n_rows, max_len, dtype, model_->device());
 }
 
 void RolloutEngine::release_cache() { cache_.release(); }

@@ -14,7 +14,7 @@ torch::Tensor prefill_prompt(CausalLMImpl& model, KVCache& cache, const std::vec
   auto positions = torch::arange(P, torch::TensorOptions().dtype(torch::kInt64).device(device)).view({1, P});
   torch::Tensor hidden;
   if (share) {
-    auto prefix = std::make_shared<KVCache>(model.config(), 1, P, model.dtype(), device);
+    auto prefix = std::make_shared<KVCache>(model.config(), 1, P, model.kv_cache_dtype(), device);
     hidden = model.forward_hidden(input, positions, prefix.get());
     cache.set_prefix(row0, n, std::move(prefix));
   } else {

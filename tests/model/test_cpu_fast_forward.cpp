@@ -12,6 +12,7 @@
 #include "model/cpu_fast_forward.h"
 #include "model/cpu_kernels.h"
 #include "model/loader.h"
+#include "util/error.h"
 #include "tests/support/tensors.h"
 
 namespace rlf {
@@ -318,10 +319,75 @@ TEST(FastPathSelection, WhichPathRunsWhen) {
   auto slow = m->forward_hidden(ids, pos);
   EXPECT_LT(max_diff(fast, slow), 2e-5);
   EXPECT_LT(max_diff(fast, h.detach()), 2e-5);
-  // bf16 models run the module path (the fast path is fp32 only).
+  // A bf16 model decodes on the fast path, into an fp32 cache (kv_cache_dtype); every other forward
+  // (no cache, or a bf16 cache) runs the module path in bf16.
   CausalLM b = make_random_model(ModelConfig::preset("stories260K"), 9, torch::kBFloat16, torch::kCPU);
+  EXPECT_EQ(b->kv_cache_dtype(), torch::kFloat32);
   EXPECT_FALSE(b->fast_cpu_path_applies());
   EXPECT_EQ(b->forward_hidden(ids, pos).scalar_type(), torch::kBFloat16);
+  KVCache b32(b->config(), 1, 8, b->kv_cache_dtype(), torch::kCPU);
+  EXPECT_TRUE(b->fast_cpu_path_applies(&b32));
+  EXPECT_EQ(b->forward_hidden(ids, pos, &b32).scalar_type(), torch::kFloat32);
+  KVCache b16(b->config(), 1, 8, torch::kBFloat16, torch::kCPU);
+  EXPECT_FALSE(b->fast_cpu_path_applies(&b16));
+  EXPECT_EQ(b->forward_hidden(ids, pos, &b16).scalar_type(), torch::kBFloat16);
+  {
+    torch::AutoGradMode grad(true);  // cached decoding is inference only
+    EXPECT_FALSE(b->fast_cpu_path_applies(&b32));
+    try {
+      b->forward_hidden(ids, pos, &b32);
+      ADD_FAILURE() << "an fp32 cache outside the fast path ran";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("the KV cache holds fp32 but the model is bf16"), std::string::npos) << e.what();
+    }
+  }
+  b->set_fast_cpu_path(false);
+  EXPECT_EQ(b->kv_cache_dtype(), torch::kBFloat16);
+  EXPECT_FALSE(b->fast_cpu_path_applies(&b32));
+}
+
+// A bf16 model's decoding on the fast path computes what the fp32 model
+// holding the widened weights computes: prefill of six rows at once (72
+// rows, past cpu::kMatmulWtMaxRows: the weights widened for OpenBLAS), then
+// decoding (rlf's kernel reading the bf16 weights), the logits of every
+// position fed, with unmerged LoRA adapters on every projection (widened
+// too). Sums may run in another order, hence the relative tolerance.
+TEST_P(FastPath, Bf16WeightsDecodeAsTheFp32ModelOfTheirWidening) {
+  CausalLM b = model(), w = model();
+  const ModelConfig& c = b->config();
+  LoraOptions o;
+  o.rank = 4;
+  o.alpha = 8;
+  o.targets.clear();
+  for (const Projection& p : b->layer(0).projections()) o.targets.push_back(p.name);
+  add_lora(*b, o, 3);
+  add_lora(*w, o, 3);
+  torch::NoGradGuard ng;
+  for (auto& p : b->named_parameters())
+    if (p.key().find(".lora_B.") != std::string::npos) p.value().normal_(0.0, 0.05);
+  b->to(torch::kBFloat16);
+  b->refresh_rope();
+  const auto widened = b->named_parameters();
+  for (auto& p : w->named_parameters()) p.value().copy_(widened[p.key()].to(torch::kFloat32));
+  ASSERT_EQ(b->kv_cache_dtype(), torch::kFloat32);
+  auto ids = torch::randint(0, c.vocab_size, {6, 16}, torch::kInt64);
+  std::vector<torch::Tensor> out[2];
+  for (int k = 0; k < 2; ++k) {
+    CausalLMImpl& m = k == 0 ? *w : *b;
+    KVCache cache(c, 6, 32, m.kv_cache_dtype(), torch::kCPU);
+    ASSERT_TRUE(m.fast_cpu_path_applies(&cache));
+    auto pos = torch::arange(12, torch::kInt64).unsqueeze(0).expand({6, 12}).contiguous();
+    out[k].push_back(m.logits(m.forward_hidden(ids.narrow(1, 0, 12), pos, &cache)));
+    for (int64_t step = 12; step < 16; ++step)
+      out[k].push_back(m.logits(m.forward_hidden(ids.narrow(1, step, 1), torch::full({6, 1}, step, torch::kInt64),
+                                                 &cache)));
+  }
+  for (size_t i = 0; i < out[0].size(); ++i) {
+    ASSERT_EQ(out[1][i].scalar_type(), torch::kFloat32);
+    const double scale = std::max(1.0, out[0][i].abs().max().item<double>());
+    EXPECT_LT(max_diff(out[0][i], out[1][i]) / scale, 1e-4) << "call " << i;  // bf16 rounding: 2e-3
+  }
+  EXPECT_GT(out[0][0].abs().max().item<double>(), 1e-3);  // not a comparison of zeros
 }
 
 // The training path's gradients: a weighted log-prob loss over a padded batch,

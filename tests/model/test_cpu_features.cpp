@@ -75,19 +75,29 @@ TEST(CpuFeatures, AutoDtypeIsTheFastOneHere) {
 
 TEST(CpuThreads, PlanGivesCoresToThePoolThatDoesTheMatmuls) {
   const CpuThreadPlan bf16 = plan_cpu_threads(3, "bf16", "cpu");
-  EXPECT_EQ(bf16.torch_threads, 3);
-  EXPECT_EQ(bf16.blas_threads, 1);
   const CpuThreadPlan fp32 = plan_cpu_threads(3, "fp32", "cpu");
+  const CpuThreadPlan fp16 = plan_cpu_threads(3, "fp16", "cpu");
   if (openblas_present()) {
     EXPECT_EQ(fp32.torch_threads, 1);
     EXPECT_EQ(fp32.blas_threads, 3);
   } else {
     EXPECT_EQ(fp32.torch_threads, 3);
   }
+  // bf16: oneDNN's pool where LibTorch multiplies bf16 natively, else OpenBLAS's (rlf widens for it)
+  if (cpu_bf16_matmul_fast() || !openblas_present()) {
+    EXPECT_EQ(bf16.torch_threads, 3);
+    EXPECT_EQ(bf16.blas_threads, 1);
+  } else {
+    EXPECT_EQ(bf16.torch_threads, 1);
+    EXPECT_EQ(bf16.blas_threads, 3);
+  }
+  EXPECT_EQ(fp16.torch_threads, 3);
+  EXPECT_EQ(fp16.blas_threads, 1);
   EXPECT_EQ(bf16.kernel_threads, 3);
   EXPECT_EQ(fp32.kernel_threads, 3);
   EXPECT_EQ(plan_cpu_threads(3, "fp32", "cuda").torch_threads, 3);
-  EXPECT_EQ(plan_cpu_threads(0, "bf16", "cpu").torch_threads, available_cores());
+  EXPECT_EQ(plan_cpu_threads(3, "bf16", "cuda").torch_threads, 3);
+  EXPECT_EQ(plan_cpu_threads(0, "fp16", "cpu").torch_threads, available_cores());
   EXPECT_THROW(plan_cpu_threads(-1, "fp32", "cpu"), std::exception);
 }
 
