@@ -42,10 +42,10 @@ enum class DtypeUse {
 // fp32 vs 50-57 bf16 tokens/s, batch 64 794-801 vs 752-847; Xeon batch 1
 // 69.7 vs 52.5), small models several times faster (the fp32 fast path runs
 // ~12 calls per layer, LibTorch's bf16 path ~60), and their tokens are
-// llama2.c's. "fp32" everywhere else: on AVX2 CPUs bf16 trains at ~0.8x
+// llama2.c's. "fp32" everywhere else: on AVX2 CPUs bf16 trains at ~0.9x
 // fp32's speed (its products go through fp32, model/cpu_bf16_linear.h) and
-// decodes batches of 32 as fast as fp32 and of 64 at ~0.8x; only one
-// stream (~2x) and small batches (8: ~1.3x) decode faster, reading half the
+// decodes batches of 32 as fast as fp32 and of 64 at ~0.9x; only one
+// stream (~2x) and small batches (8: ~1.45x) decode faster, reading half the
 // bytes (AMD EPYC Zen 3, 2026-11-29), and fp32 keeps llama2.c's tokens.
 // AVX-512 without AVX512_BF16 emulates it.
 std::string fast_dtype(const std::string& device, DtypeUse use = DtypeUse::Batched);

@@ -12,9 +12,9 @@
 //                                   OpenBLAS = n, LibTorch = 1
 //   otherwise (bf16 with oneDNN, fp16, CUDA, a LibTorch without OpenBLAS,
 //   e.g. MKL):                      LibTorch = n, OpenBLAS = 1
-// (bf16 on the 2-core AVX2 Zen 3, 2026-11-29, with the second plan: training
-// stories110M 4x256 85 against 122 tokens/s, decoding batch 64 150 against
-// 247 tokens/s; `rlf bench train|generate ... --dtype bf16`.)
+// (bf16 on the 2-core AVX2 Zen 3, 2026-11-29, the second plan against the
+// first: training stories110M 4x256 122-125 against 85 tokens/s, decoding
+// batch 64 247-253 against 150; `rlf bench train|generate ... --dtype bf16`.)
 // rlf's own fp32 kernels (model/cpu_kernels.h: decoding's matrix-vector
 // products, attention, RMSNorm, SwiGLU) get n threads in every plan; they run
 // between the BLAS calls, never beside them.
