@@ -112,6 +112,21 @@ std::map<std::string, torch::Tensor> gradients_of(CausalLMImpl& m, const torch::
   return out;
 }
 
+// Rank-4 adapters (seed 3) on every projection the family has (Phi-3's fused
+// qkv_proj and gate_up_proj included), B drawn non-zero; returns their options.
+LoraOptions add_lora_everywhere(CausalLMImpl& m) {
+  LoraOptions o;
+  o.rank = 4;
+  o.alpha = 8;
+  o.targets.clear();
+  for (const Projection& p : m.layer(0).projections()) o.targets.push_back(p.name);
+  add_lora(m, o, 3);
+  torch::NoGradGuard ng;
+  for (auto& p : m.named_parameters())
+    if (p.key().find(".lora_B.") != std::string::npos) p.value().normal_(0.0, 0.05);
+  return o;
+}
+
 class FastPath : public ::testing::TestWithParam<std::string> {
  protected:
   CausalLM model() {
@@ -355,16 +370,9 @@ TEST(FastPathSelection, WhichPathRunsWhen) {
 TEST_P(FastPath, Bf16WeightsDecodeAsTheFp32ModelOfTheirWidening) {
   CausalLM b = model(), w = model();
   const ModelConfig& c = b->config();
-  LoraOptions o;
-  o.rank = 4;
-  o.alpha = 8;
-  o.targets.clear();
-  for (const Projection& p : b->layer(0).projections()) o.targets.push_back(p.name);
-  add_lora(*b, o, 3);
-  add_lora(*w, o, 3);
+  add_lora_everywhere(*b);
+  add_lora_everywhere(*w);  // (its values are b's, widened, below)
   torch::NoGradGuard ng;
-  for (auto& p : b->named_parameters())
-    if (p.key().find(".lora_B.") != std::string::npos) p.value().normal_(0.0, 0.05);
   b->to(torch::kBFloat16);
   b->refresh_rope();
   const auto widened = b->named_parameters();
@@ -426,17 +434,7 @@ TEST_P(FastPath, TrainingGradientsMatchModulePath) {
 TEST_P(FastPath, LoraGradientsOnEveryProjectionMatchModulePath) {
   CausalLM m = model();
   const ModelConfig& c = m->config();
-  LoraOptions o;
-  o.rank = 4;
-  o.alpha = 8;
-  o.targets.clear();
-  for (const Projection& p : m->layer(0).projections()) o.targets.push_back(p.name);
-  add_lora(*m, o, 3);
-  {
-    torch::NoGradGuard ng;
-    for (auto& p : m->named_parameters())
-      if (p.key().find(".lora_B.") != std::string::npos) p.value().normal_(0.0, 0.05);
-  }
+  const LoraOptions o = add_lora_everywhere(*m);
   auto ids = torch::randint(0, c.vocab_size, {2, 11}, torch::kInt64);
   auto pos = torch::arange(11, torch::kInt64).unsqueeze(0).expand({2, 11}).contiguous();
   auto targets = torch::randint(0, c.vocab_size, {2, 11}, torch::kInt64);
