@@ -141,6 +141,13 @@ const CommandSpec& parse_command_line(const std::vector<std::string>& argv, Args
     }
     if (match && i > used) cmd = &c, used = i;
   }
+  if (!cmd && !argv.empty() && !subcommands_of(argv[0]).empty()) {
+    std::string names;
+    for (const CommandSpec* c : subcommands_of(argv[0])) names += (names.empty() ? "" : ", ") + c->name.substr(argv[0].size() + 1);
+    const bool sub_given = argv.size() > 1 && argv[1].rfind("-", 0) != 0;
+    fail(sub_given ? "unknown command 'rlf " + argv[0] + " " + argv[1] + "'" : "'rlf " + argv[0] + "' needs a subcommand",
+         "; 'rlf ", argv[0], "' takes: ", names, " (run 'rlf ", argv[0], " SUBCOMMAND --help')");
+  }
   if (!cmd) {
     std::string got = argv.empty() ? std::string("nothing") : "'" + argv[0] + "'";
     fail("unknown command ", got, "; run 'rlf --help' for the list of commands");
@@ -204,6 +211,24 @@ std::string command_help(const CommandSpec& cmd) {
     if (o.kind == OptKind::List) out << " (repeatable)";
     out << "\n";
   }
+  return out.str();
+}
+
+std::vector<const CommandSpec*> subcommands_of(const std::string& word) {
+  std::vector<const CommandSpec*> out;
+  for (const auto& c : command_table())
+    if (c.name.size() > word.size() && c.name.compare(0, word.size() + 1, word + " ") == 0) out.push_back(&c);
+  return out;
+}
+
+std::string group_help(const std::string& word) {
+  std::ostringstream out;
+  out << "usage: rlf " << word << " SUBCOMMAND [options]\n\nsubcommands:\n";
+  for (const CommandSpec* c : subcommands_of(word)) {
+    std::string left = "  " + c->name;
+    out << left << std::string(left.size() < 22 ? 22 - left.size() : 1, ' ') << c->summary << "\n";
+  }
+  out << "\nrun 'rlf " << word << " SUBCOMMAND --help' for a subcommand's options.\n";
   return out.str();
 }
 

@@ -84,6 +84,12 @@ const CommandSpec& parse_command_line(const std::vector<std::string>& argv, Args
 // Help text for one command / for the whole binary.
 std::string command_help(const CommandSpec& cmd);
 std::string global_help();
+// The commands named "WORD SUB" (e.g. "bench generate" for "bench"), in
+// table order; empty when WORD groups none.
+std::vector<const CommandSpec*> subcommands_of(const std::string& word);
+// `rlf WORD --help` for a word that only groups subcommands ("bench",
+// "verify", "chat-template"): their names and summaries.
+std::string group_help(const std::string& word);
 
 // Checks the table: unique command and option names, every default parses as
 // its kind. Throws rlf::Error naming the offending entry.

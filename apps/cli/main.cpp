@@ -16,6 +16,15 @@ int main(int argc, char** argv) {
     std::cout << rlf::cli::global_help();
     return args.empty() ? 2 : 0;
   }
+  // A word that only groups subcommands (bench, verify, chat-template): list them.
+  const bool group_only = args.size() <= 2 && !rlf::cli::subcommands_of(args[0]).empty() &&
+                          (args.size() == 1 || args[1] == "--help" || args[1] == "-h");
+  bool is_command = false;
+  for (const auto& c : rlf::cli::command_table()) is_command |= c.name == args[0];
+  if (group_only && !is_command) {
+    std::cout << rlf::cli::group_help(args[0]);
+    return args.size() == 1 ? 2 : 0;
+  }
   try {
     rlf::cli::Args parsed;
     const rlf::cli::CommandSpec& cmd = rlf::cli::parse_command_line(args, parsed);

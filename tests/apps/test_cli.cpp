@@ -67,6 +67,10 @@ TEST(CommandTable, ParsesTypedValuesAndRejectsBadOnes) {
   expect_error({"generate", "--max-new-tokens", "ten"}, "--max-new-tokens expects an integer, got 'ten'");
   expect_error({"generate", "--bogus"}, "unknown option --bogus");
   expect_error({"frobnicate"}, "unknown command 'frobnicate'");
+  expect_error({"bench"}, "'rlf bench' needs a subcommand; 'rlf bench' takes: generate, train, tokenize, exec");
+  expect_error({"bench", "--threads", "2"}, "'rlf bench' needs a subcommand");
+  expect_error({"bench", "frobnicate"}, "unknown command 'rlf bench frobnicate'; 'rlf bench' takes: generate");
+  expect_error({"verify"}, "'rlf verify' takes: math, code");
   expect_error({"generate", "--model"}, "--model needs a value");
   expect_error({"info"}, "missing argument MODEL");
 }
@@ -478,6 +482,30 @@ TEST(Cli, TheAgentExampleTrainsThroughItsAgentProgram) {
   const Json& last = j.at("last_metrics");
   EXPECT_EQ(last.at("episode/ended_by_env"), 2 * 4);
   EXPECT_EQ(last.at("reward/env/missing"), 0.0);
+}
+
+TEST(Cli, AWordThatGroupsSubcommandsListsThem) {
+  for (const std::string word : {"bench", "verify", "chat-template"}) {
+    auto help = rlf(word + " --help");
+    EXPECT_EQ(help.exit_code, 0) << help.output;
+    EXPECT_NE(help.output.find("usage: rlf " + word + " SUBCOMMAND"), std::string::npos) << help.output;
+    for (const cli::CommandSpec* c : cli::subcommands_of(word))
+      EXPECT_NE(help.output.find(c->summary), std::string::npos) << c->name << "\n" << help.output;
+    auto bare = rlf(word);
+    EXPECT_EQ(bare.exit_code, 2) << bare.output;
+    EXPECT_EQ(bare.output, help.output);
+  }
+  EXPECT_EQ(cli::subcommands_of("bench").size(), 5u);
+  EXPECT_TRUE(cli::subcommands_of("generate").empty());
+  // "eval" is a command of its own and groups "eval rm": its own help, not the list
+  auto eval = rlf("eval --help");
+  EXPECT_EQ(eval.exit_code, 0);
+  EXPECT_NE(eval.output.find("usage: rlf eval [options]"), std::string::npos) << eval.output;
+  auto typo = rlf("bench generat --shape stories15M");
+  EXPECT_EQ(typo.exit_code, 1);
+  EXPECT_NE(typo.output.find("unknown command 'rlf bench generat'; 'rlf bench' takes: generate, train"),
+            std::string::npos)
+      << typo.output;
 }
 
 TEST(Cli, BadInputIsOneClearLineAndExitCodeOne) {
