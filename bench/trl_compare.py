@@ -22,7 +22,13 @@ It runs TRL first (time per step from a TrainerCallback: on_step_begin to
 on_step_end, generation included), then `rlf train OUT/rlf.toml` (skipped with a
 message when the binary has no `train` command), then prints wall time per
 step for both, their ratio and both reward curves, and writes
-OUT/summary.json and OUT/summary.html (inline SVG).
+OUT/summary.json and OUT/summary.html (inline SVG). Each side's step is split
+into generation, log-probs (the passes without gradients: the reference's,
+and the old policy's where it recomputes them) and the update (forward,
+backward, optimizer): rlf's time/rollout_s, time/logprobs_s, time/update_s;
+for TRL, its model's generate, its log-prob function called without
+gradients, and the step less its input preparation (_prepare_inputs:
+generation, rewards, log-probs).
 
 TRL: with --trl peer (the default) the TRL users install today, from the
 peers' virtual environment that scripts/peer_venv.sh creates once per machine
@@ -400,9 +406,12 @@ def run_trl(out, model_dir, job):
     class StepTimer(TrainerCallback):
         def __init__(self):
             self.step_s, self.t0, self.logs = [], None, []
+            self.logprobs_s, self.prepare_s = [], []  # per step: no-grad log-prob passes, input preparation
 
         def on_step_begin(self, args, state, control, **kw):
             self.t0 = time.perf_counter()
+            self.logprobs_s.append(0.0)
+            self.prepare_s.append(0.0)
 
         def on_step_end(self, args, state, control, **kw):
             self.step_s.append(time.perf_counter() - self.t0)
@@ -435,6 +444,27 @@ def run_trl(out, model_dir, job):
         seed=job["seed"], dataloader_num_workers=0, disable_tqdm=True, **extra)
     trainer = GRPOTrainer(model=model, reward_funcs=[keywords], args=args, train_dataset=dataset,
                           processing_class=tokenizer, callbacks=[timer])
+    # The split of a step: log-probs = the no-grad passes of the log-prob
+    # function (the reference's, and the old policy's when TRL computes them);
+    # input preparation = generation + rewards + those passes; the update is
+    # the step less the preparation (forward, backward, optimizer, bookkeeping).
+    def timed_into(name, bucket, only_without_grad):
+        original = getattr(trainer, name)
+
+        def timed(*a, **kw):
+            t0 = time.perf_counter()
+            result = original(*a, **kw)
+            if bucket and not (only_without_grad and torch.is_grad_enabled()):
+                bucket[-1] += time.perf_counter() - t0
+            return result
+
+        setattr(trainer, name, timed)
+
+    for name in ("_get_per_token_logps_and_entropies", "_get_per_token_logps"):  # TRL 1.x, 0.x
+        if hasattr(trainer, name):
+            timed_into(name, timer.logprobs_s, True)
+            break
+    timed_into("_prepare_inputs", timer.prepare_s, False)
     if hasattr(trainer, "generation_config"):  # TRL 0.x; 1.x takes top_k / top_p in GRPOConfig
         trainer.generation_config.top_k = job["top_k"]
         trainer.generation_config.top_p = job["top_p"]
@@ -443,7 +473,10 @@ def run_trl(out, model_dir, job):
     wall = time.perf_counter() - t0
     steps = []
     for i, (s, log) in enumerate(zip(timer.step_s, timer.logs)):
+        prepare = timer.prepare_s[i] if i < len(timer.prepare_s) else None
         steps.append({"step": i + 1, "time/step_s": s, "time/generate_s": gen_times[i] if i < len(gen_times) else None,
+                      "time/logprobs_s": timer.logprobs_s[i] if i < len(timer.logprobs_s) else None,
+                      "time/update_s": s - prepare if prepare else None,
                       "reward/mean": log["reward"], "reward/std": log.get("reward_std"), "kl": log.get("kl"),
                       "completion_length": log.get("completion_length"), "loss": log.get("loss")})
     with open(out / "trl_metrics.jsonl", "w") as f:
@@ -527,7 +560,7 @@ def step_stats(run):
     times = [s["time/step_s"] for s in run["steps"] if s.get("time/step_s") is not None]
     after_first = times[1:] or times
     phases = {}
-    for key in ("time/generate_s", "time/rollout_s", "time/update_s"):
+    for key in ("time/generate_s", "time/rollout_s", "time/logprobs_s", "time/update_s"):
         vals = [s[key] for s in run["steps"][1:] if s.get(key) is not None]
         if vals:
             phases[key.replace("time/", "") + "_median"] = statistics.median(vals)
@@ -598,6 +631,9 @@ def report(out, job, runs):
             s = summary[n]
             gen = s.get("generate_s_median", s.get("rollout_s_median"))
             gen_text = f", generation {gen:.3f} s" if gen is not None else ""
+            for phase in ("logprobs", "update"):
+                if s.get(phase + "_s_median") is not None:
+                    gen_text += f", {'log-probs' if phase == 'logprobs' else phase} {s[phase + '_s_median']:.3f} s"
             print(f"{n:4s} {s['step_s_median']:7.3f} s/step (median, steps 2..{s['n_steps']}{gen_text}; first "
                   f"{s['step_s_first']:.2f} s)  reward {text_curve(s['reward_curve'])}")
     if "speedup_rlf_over_trl" in summary:

@@ -606,9 +606,11 @@ std::vector<Episode> RlSteps::next(int64_t step, int32_t version, Json& metrics)
   auto groups = collect_and_score(step, version, metrics);
   if (phases) peak.write(metrics, "rollout"), peak.begin();
   if (fcp_) metrics.update(fcp_->relabel(groups, accuracy_component_).metrics(reducer_));
+  const auto t_logprobs = Clock::now();  // the no-grad scoring passes: reference, old policy, teacher
   add_reference_logprobs(groups);
   if (options_.recompute_old_logprobs) recompute_old_logprobs(groups, metrics);
   if (teacher_) metrics.update(teacher_->add_teacher_logprobs(groups).metrics(reducer_));
+  metrics["time/logprobs_s"] = seconds_since(t_logprobs);
   if (phases) peak.write(metrics, "reference");
   assign_credit(groups, metrics);
   if (span_credit_) metrics.update(span_credit_->apply(groups, reducer_));

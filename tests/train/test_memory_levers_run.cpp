@@ -48,6 +48,12 @@ TEST(MemoryLeversRun, EachLeverTrainsAsWithoutItAndSaysWhatItDid) {
       EXPECT_GT(off[s].value(phase, 0.0), 10.0) << phase;
     for (const char* perf : {"perf/peak_gflops", "perf/mfu_fwd_bwd", "perf/mfu_wall", "perf/update_tokens_per_s"})
       EXPECT_GT(off[s].value(perf, 0.0), 0.0) << perf;
+    // The step's phases, each timed on its own: they fit in the step.
+    ASSERT_TRUE(off[s].contains("time/logprobs_s"));
+    const double phases = off[s]["time/rollout_s"].get<double>() + off[s]["time/logprobs_s"].get<double>() +
+                          off[s]["time/update_s"].get<double>();
+    EXPECT_GE(off[s]["time/logprobs_s"].get<double>(), 0.0);
+    EXPECT_LE(phases, off[s]["time/step_s"].get<double>());
     // Checkpointing recomputes the same kernels on the same shapes: the same numbers.
     EXPECT_EQ(ckpt[s]["loss/policy"], off[s]["loss/policy"]) << "step " << s + 1;
     EXPECT_EQ(ckpt[s]["reward/mean"], off[s]["reward/mean"]) << "step " << s + 1;
@@ -55,6 +61,19 @@ TEST(MemoryLeversRun, EachLeverTrainsAsWithoutItAndSaysWhatItDid) {
     EXPECT_NEAR(rec[s]["loss/policy"].get<double>(), off[s]["loss/policy"].get<double>(), 1e-5) << "step " << s + 1;
   }
   test::expect_same_parameters(dir / "off/checkpoints/step-2/model", dir / "ckpt/checkpoints/step-2/model");
+}
+
+// The reference model's pass is timed as the step's log-prob phase.
+TEST(MemoryLeversRun, TheReferencePassIsTimedAsTheLogprobPhase) {
+  test::TempDir dir;
+  const auto model = test::make_tiny_model(dir);
+  Json j = test::grpo_run_config(model, dir / "kl", 1);
+  j["algorithm"]["kl_beta"] = 0.1;
+  run_training(train_config_from_json(j, "kl"), test::quiet_run());
+  const auto m = read_jsonl(dir / "kl" / "metrics.jsonl");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_GT(m[0].value("time/logprobs_s", 0.0), 0.0);
+  EXPECT_LT(m[0].value("time/logprobs_s", 0.0), m[0].value("time/step_s", 0.0));
 }
 
 TEST(MemoryLeversRun, ABadValueNamesItsKey) {
