@@ -89,25 +89,33 @@ void RolloutEngine::step(Scheduler& sched, TurnHandler* handler, rollout::ServeS
 
 void RolloutEngine::admit(Scheduler& sched, TurnHandler* handler) {
   torch::NoGradGuard no_grad;
+  // Every group that fits now, their prompts prefilled together (rollout::prefill_prompts).
+  auto& rows = sched.running();
+  const int64_t first = static_cast<int64_t>(rows.size());
+  std::vector<rollout::PromptPrefill> prompts;
+  std::vector<int64_t> prompt_of_row;  // for each admitted row, its prompt's index
   while (const auto a = sched.next_admission()) {
     const GenerationRequest& req = *a->group.req;
+    prompts.push_back({&req.prompt_ids, a->row0, a->n, shares_prompt(req)});
+    for (int64_t j = 0; j < a->n; ++j) {
+      rows.push_back(Sequence::start(a->group.request, a->group.first + j, req, context_limit(), tokenizer_.get()));
+      prompt_of_row.push_back(static_cast<int64_t>(prompts.size()) - 1);
+    }
+    sched.admitted(a->n);
     const int64_t P = static_cast<int64_t>(req.prompt_ids.size());
-    const auto t0 = EngineClock::now();
-    const auto logits = rollout::prefill_prompt(*model_, cache_, req.prompt_ids, a->row0, a->n, shares_prompt(req));
-    stats_.prefill_s += seconds_since(t0);
     stats_.n_prefill_tokens += P;
     stats_.n_fed_tokens += P;
-
-    auto& rows = sched.running();
-    for (int64_t j = 0; j < a->n; ++j)
-      rows.push_back(Sequence::start(a->group.request, a->group.first + j, req, context_limit(), tokenizer_.get()));
-    // Every sample of the group draws its first token from the prompt's logits.
-    take_tokens(logits.expand({a->n, -1}).contiguous(), rows, a->row0);
-    end_turns(rows, a->row0, handler);
-    stats_.n_decode_tokens += a->n;
-    sched.admitted(a->n);
-    sched.compact();
   }
+  if (prompts.empty()) return;
+  const auto t0 = EngineClock::now();
+  const auto logits = rollout::prefill_prompts(*model_, cache_, prompts);
+  stats_.prefill_s += seconds_since(t0);
+  // Every sample of a group draws its first token from its prompt's logits.
+  const auto index = torch::tensor(prompt_of_row, torch::kInt64).to(logits.device());
+  take_tokens(logits.index_select(0, index).contiguous(), rows, first);
+  end_turns(rows, first, handler);
+  stats_.n_decode_tokens += static_cast<int64_t>(prompt_of_row.size());
+  sched.compact();
 }
 
 void RolloutEngine::decode(std::vector<Sequence>& rows) {

@@ -23,9 +23,11 @@
 // prefilled once into a shared prefix that the group's n rows read (one copy
 // of the prompt's keys and values, not n; KVCache::set_prefix), and each
 // row's own cache holds only its tokens after the prompt; rows that finish
-// are refilled from the queue. The samples' log-probs are those with sharing
-// off (EngineOptions::share_prompt_cache) to the last bits (bit for bit on most
-// CPUs; 6e-8 apart in the logits for two architectures on a Sapphire Rapids Xeon).
+// are refilled from the queue; the groups admitted in one step have their
+// prompts prefilled in one forward (rollout::prefill_prompts). The samples'
+// log-probs are those with sharing off (EngineOptions::share_prompt_cache) to
+// the last bits (bit for bit on most CPUs; 6e-8 apart in the logits for two
+// architectures on a Sapphire Rapids Xeon).
 //
 // Every finished sequence returns its prompt ids, completion ids, the policy's
 // per-token log-probs at temperature 1 (from the same forward code the trainer
@@ -138,8 +140,9 @@ class RolloutEngine {
   // One step (nano-vllm's schedule -> run -> postprocess) over `sched`'s
   // batch; with `session` (serve) it also streams and reports.
   void step(rollout::Scheduler& sched, TurnHandler* handler, rollout::ServeSession* session);
-  // Schedule: admits waiting groups into free rows while any fit (prefill,
-  // then every sample of the group draws its first token).
+  // Schedule: admits waiting groups into free rows while any fit (their
+  // prompts prefilled together, then every sample of a group draws its first
+  // token from its prompt's logits).
   void admit(rollout::Scheduler& sched, TurnHandler* handler);
   // Run: feeds every running row its last token and takes the next.
   void decode(std::vector<rollout::Sequence>& rows);

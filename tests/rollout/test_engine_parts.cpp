@@ -8,14 +8,19 @@
 //    the sequence flagged, an id outside the vocabulary is a clear error;
 //  - the sampler dispatch pushes a queued appended token without drawing,
 //    draws the same tokens on the host and tensor paths, and pushes each
-//    drawn token with its temperature-1 log-prob.
+//    drawn token with its temperature-1 log-prob;
+//  - the model runner's batched prefill leaves each prompt's logits and
+//    keys/values where one prompt at a time leaves them.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "model/kv_cache.h"
 #include "model/transformer.h"
+#include "model/loader.h"
 #include "rollout/batch_sampler.h"
+#include "rollout/decoding_weights.h"
+#include "rollout/model_runner.h"
 #include "rollout/scheduler.h"
 #include "rollout/turns.h"
 #include "util/error.h"
@@ -233,6 +238,76 @@ TEST(EngineParts, SamplerDispatchNamesTheSequenceWithNonFiniteLogits) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("non-finite logits (NaN or Inf) for sequence 0/2"), std::string::npos)
         << e.what();
+  }
+}
+
+// Prompts of different lengths (groups shared and copied, single rows),
+// more than one forward's kPrefillBatchTokens, prefilled together and one at a
+// time: the same logits, the same keys and values where each row reads them,
+// and the same next decode step; on the fp32 kernels (with and without packed
+// weights) and on LibTorch's module path.
+TEST(EngineParts, BatchedPrefillLeavesWhatOnePromptAtATimeLeaves) {
+  ModelConfig c = ModelConfig::preset("stories260K");
+  c.num_hidden_layers = 2;
+  c.max_position_embeddings = 1024;
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<rollout::PromptPrefill> prompts;
+  const int64_t lengths[] = {7, 1, 30, 12, 300, 5, 900, 64, 3};  // 900 and 300 overflow one batch
+  int64_t row = 0;
+  for (size_t i = 0; i < std::size(lengths); ++i) {
+    ids.emplace_back();
+    for (int64_t t = 0; t < lengths[i]; ++t) ids.back().push_back(static_cast<int32_t>((31 * i + 7 * t) % 500 + 3));
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t n = i % 3 == 0 ? 3 : 1;
+    prompts.push_back({&ids[i], row, n, i % 2 == 0});
+    row += n;
+  }
+  for (const char* path : {"panels", "kernels", "module"}) {
+    auto model = make_random_model(c, 5, torch::kFloat32, torch::kCPU);
+    model->set_fast_cpu_path(std::string(path) != "module");
+    model->set_pack_weights(std::string(path) == "panels");
+    double pack_s = 0;
+    const rollout::DecodingWeights packed(*model, pack_s);
+    KVCache together(c, row, 1000, torch::kFloat32, torch::kCPU), alone(c, row, 1000, torch::kFloat32, torch::kCPU);
+    const torch::Tensor batched = rollout::prefill_prompts(*model, together, prompts);
+    ASSERT_EQ(batched.sizes(), (std::vector<int64_t>{static_cast<int64_t>(prompts.size()), c.vocab_size}));
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const auto& p = prompts[i];
+      const torch::Tensor one = rollout::prefill_prompt(*model, alone, *p.prompt_ids, p.row0, p.n, p.share);
+      EXPECT_TRUE(torch::allclose(batched[static_cast<int64_t>(i)], one[0], 1e-5, 1e-5)) << path << " prompt " << i;
+      if (std::string(path) == "panels") EXPECT_TRUE(torch::equal(batched[static_cast<int64_t>(i)], one[0])) << i;
+      for (int64_t j = 0; j < p.n; ++j) {
+        const int64_t r = p.row0 + j;
+        EXPECT_EQ(together.prefix_len(r), alone.prefix_len(r)) << path << " row " << r;
+        const KVCache* tp = together.prefix(r);
+        const KVCache* ap = alone.prefix(r);
+        for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+          const int64_t P = static_cast<int64_t>(p.prompt_ids->size());
+          const torch::Tensor tk = tp ? tp->keys(l)[0] : together.keys(l)[r].narrow(1, 0, P);
+          const torch::Tensor ak = ap ? ap->keys(l)[0] : alone.keys(l)[r].narrow(1, 0, P);
+          const torch::Tensor tv = tp ? tp->values(l)[0] : together.values(l)[r].narrow(1, 0, P);
+          const torch::Tensor av = ap ? ap->values(l)[0] : alone.values(l)[r].narrow(1, 0, P);
+          EXPECT_TRUE(torch::allclose(tk, ak, 1e-5, 1e-5)) << path << " row " << r << " layer " << l;
+          EXPECT_TRUE(torch::allclose(tv, av, 1e-5, 1e-5)) << path << " row " << r << " layer " << l;
+        }
+      }
+    }
+    // One decode step on every row from each cache: the same logits.
+    std::vector<rollout::Sequence> rows;
+    std::vector<GenerationRequest> reqs(static_cast<size_t>(row));
+    for (size_t i = 0, r = 0; i < prompts.size(); ++i)
+      for (int64_t j = 0; j < prompts[i].n; ++j, ++r) {
+        reqs[r].prompt_ids = *prompts[i].prompt_ids;
+        reqs[r].params.max_new_tokens = 4;
+        reqs[r].params.seed = 1;
+        rows.push_back(Sequence::start(0, j, reqs[r], 1000, nullptr));
+        rows.back().completion.push_back(static_cast<int32_t>(40 + r));
+      }
+    const torch::Tensor a = rollout::decode_logits(*model, together, rows);
+    const torch::Tensor b = rollout::decode_logits(*model, alone, rows);
+    EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-5)) << path << ": " << (a - b).abs().max().item<float>();
+    if (std::string(path) == "panels") EXPECT_TRUE(torch::equal(a, b)) << "the panel kernel's sums do not depend on N";
   }
 }
 
