@@ -278,10 +278,10 @@ void first_alternative_commands(std::vector<std::string>& argv) {
 }
 
 // `rlf bench` alone names a group of commands ("bench generate", "bench train", ...).
+// `rlf bench` or `rlf bench --help`: a word that groups subcommands, which lists them.
 bool names_a_command_group(const std::vector<std::string>& argv) {
-  if (argv.empty() || argv.size() >= 2) return false;
-  return std::any_of(cli::command_table().begin(), cli::command_table().end(),
-                     [&](const cli::CommandSpec& c) { return c.name.rfind(argv[0] + " ", 0) == 0; });
+  if (argv.empty() || argv.size() > 2 || (argv.size() == 2 && argv[1] != "--help" && argv[1] != "-h")) return false;
+  return !cli::subcommands_of(argv[0]).empty();
 }
 
 const cli::CommandSpec* find_command(const std::vector<std::string>& argv, size_t& used) {

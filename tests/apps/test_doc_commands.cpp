@@ -95,7 +95,8 @@ TEST(DocCommands, UsageLinesWithPlaceholdersParse) {
 TEST(DocCommands, WhatWouldNotRunIsReported) {
   const std::map<std::string, std::string> bad = {
       {"rlf trian x.toml", "unknown command 'trian'"},
-      {"rlf bench tokenise --json", "unknown command 'bench'"},
+      {"rlf bench tokenise --json", "unknown command 'rlf bench tokenise'"},
+      {"rlf bench --threads 2", "'rlf bench' needs a subcommand"},
       {"rlf train x.toml --sett a=b", "unknown option --sett"},
       {"rlf generate --model m --max-new-tokens many", "--max-new-tokens expects an integer"},
       {"rlf generate --model m --max-new-tokens 0", "must be in"},
