@@ -1,5 +1,7 @@
 #include "rollout/model_runner.h"
 
+#include "util/error.h"
+
 #include <algorithm>
 #include <memory>
 
@@ -62,9 +64,10 @@ torch::Tensor prefill_batch(CausalLMImpl& model, KVCache& cache, const std::vect
       auto prefix = std::make_shared<KVCache>(model.config(), 1, P, model.kv_cache_dtype(), device);
       copy_into(*prefix, 0);
       cache.set_prefix(pp.row0, pp.n, std::move(prefix));
-    } else {
+    } else {  // into the group's first row, then to the rest, as prefill_prompt does
       cache.set_prefix(pp.row0, pp.n, nullptr);
-      for (int64_t j = 0; j < pp.n; ++j) copy_into(cache, pp.row0 + j);
+      copy_into(cache, pp.row0);
+      cache.broadcast_prefix(pp.row0, pp.row0 + 1, pp.n - 1, P);
     }
   }
   const auto at_last = torch::tensor(last, torch::kInt64).to(device);
@@ -75,6 +78,7 @@ torch::Tensor prefill_batch(CausalLMImpl& model, KVCache& cache, const std::vect
 }  // namespace
 
 torch::Tensor prefill_prompts(CausalLMImpl& model, KVCache& cache, const std::vector<PromptPrefill>& prompts) {
+  check(!prompts.empty(), "prefill_prompts: no prompts");
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> parts;
   size_t begin = 0;

@@ -141,9 +141,10 @@ const CommandSpec& parse_command_line(const std::vector<std::string>& argv, Args
     }
     if (match && i > used) cmd = &c, used = i;
   }
-  if (!cmd && !argv.empty() && !subcommands_of(argv[0]).empty()) {
+  const std::vector<const CommandSpec*> subs = argv.empty() ? std::vector<const CommandSpec*>{} : subcommands_of(argv[0]);
+  if (!cmd && !subs.empty()) {
     std::string names;
-    for (const CommandSpec* c : subcommands_of(argv[0])) names += (names.empty() ? "" : ", ") + c->name.substr(argv[0].size() + 1);
+    for (const CommandSpec* c : subs) names += (names.empty() ? "" : ", ") + c->name.substr(argv[0].size() + 1);
     const bool sub_given = argv.size() > 1 && argv[1].rfind("-", 0) != 0;
     fail(sub_given ? "unknown command 'rlf " + argv[0] + " " + argv[1] + "'" : "'rlf " + argv[0] + "' needs a subcommand",
          "; 'rlf ", argv[0], "' takes: ", names, " (run 'rlf ", argv[0], " SUBCOMMAND --help')");

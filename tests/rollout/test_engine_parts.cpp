@@ -17,6 +17,7 @@
 
 #include "model/kv_cache.h"
 #include "model/transformer.h"
+#include "model/cpu_kernels.h"
 #include "model/loader.h"
 #include "rollout/batch_sampler.h"
 #include "rollout/decoding_weights.h"
@@ -269,6 +270,8 @@ TEST(EngineParts, BatchedPrefillLeavesWhatOnePromptAtATimeLeaves) {
     model->set_pack_weights(std::string(path) == "panels");
     double pack_s = 0;
     const rollout::DecodingWeights packed(*model, pack_s);
+    // Bit for bit where the panels are packed (a vector build; a portable one decodes without them).
+    const bool exact = std::string(path) == "panels" && cpu::vector_kernels();
     KVCache together(c, row, 1000, torch::kFloat32, torch::kCPU), alone(c, row, 1000, torch::kFloat32, torch::kCPU);
     const torch::Tensor batched = rollout::prefill_prompts(*model, together, prompts);
     ASSERT_EQ(batched.sizes(), (std::vector<int64_t>{static_cast<int64_t>(prompts.size()), c.vocab_size}));
@@ -276,7 +279,7 @@ TEST(EngineParts, BatchedPrefillLeavesWhatOnePromptAtATimeLeaves) {
       const auto& p = prompts[i];
       const torch::Tensor one = rollout::prefill_prompt(*model, alone, *p.prompt_ids, p.row0, p.n, p.share);
       EXPECT_TRUE(torch::allclose(batched[static_cast<int64_t>(i)], one[0], 1e-5, 1e-5)) << path << " prompt " << i;
-      if (std::string(path) == "panels") EXPECT_TRUE(torch::equal(batched[static_cast<int64_t>(i)], one[0])) << i;
+      if (exact) EXPECT_TRUE(torch::equal(batched[static_cast<int64_t>(i)], one[0])) << i;
       for (int64_t j = 0; j < p.n; ++j) {
         const int64_t r = p.row0 + j;
         EXPECT_EQ(together.prefix_len(r), alone.prefix_len(r)) << path << " row " << r;
@@ -307,7 +310,7 @@ TEST(EngineParts, BatchedPrefillLeavesWhatOnePromptAtATimeLeaves) {
     const torch::Tensor a = rollout::decode_logits(*model, together, rows);
     const torch::Tensor b = rollout::decode_logits(*model, alone, rows);
     EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-5)) << path << ": " << (a - b).abs().max().item<float>();
-    if (std::string(path) == "panels") EXPECT_TRUE(torch::equal(a, b)) << "the panel kernel's sums do not depend on N";
+    if (exact) EXPECT_TRUE(torch::equal(a, b)) << "the panel kernel's sums do not depend on N";
   }
 }
 
