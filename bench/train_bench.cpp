@@ -225,7 +225,7 @@ Json run_train_bench(const TrainBenchOptions& o) {
   j["checkpoint_every"] = lv.checkpoint_every;
   // Model FLOP utilisation against a matmul peak measured now, in the model's dtype (model/flops.h).
   if (device.is_cpu()) {
-    const double peak = measure_matmul_peak(dtype, 1024, 5);
+    const double peak = measure_matmul_peak(dtype, 2048, 5);
     // (mixed lengths: the mean step's real tokens, rows of their mean length)
     const double mean_len = tokens_per_step / static_cast<double>(o.batch);
     const double flops = training_flops(c, tokens_per_step, mean_len, o.lora_rank == 0);

@@ -49,7 +49,7 @@ struct TrainBenchOptions {
 // part of forward_ms spent in the output head, log-softmax and loss), batch,
 // seq, dtype, params, threads, loss_first/loss_last, peak_rss_mb (the
 // process's), peak_rss_mb_update (the timed steps' own peak), the levers'
-// settings and whether they applied, peak_gflops (a 1024³ matmul now, the
+// settings and whether they applied, peak_gflops (the best of five 2048³ matmuls now, the
 // model's dtype, CPU), mfu_fwd_bwd and mfu_step (model/flops.h),
 // real_tokens_per_step and padding_free (mixed lengths: tokens_per_s counts
 // real tokens), ...

@@ -29,12 +29,19 @@ double forward_flops(const ModelConfig& c, double tokens, double mean_len, doubl
 // weight gradients), 2 with the base frozen (LoRA: input gradients only).
 double training_flops(const ModelConfig& c, double tokens, double mean_len, bool full, double classifier_rows = -1);
 
-// The best FLOP/s of a few square products in `dtype` on the CPU with the
-// current thread count (about 20 ms): the peak MFU divides by. Through
+// The best FLOP/s of `repeats` square n x n products in `dtype` on the CPU
+// with the current thread count, after one more as a warm-up: the peak MFU
+// divides by. At n = 2048 that is ~0.45 s on 2 AVX2 cores. Smaller products
+// read low, and a low peak shows an MFU above 1: on the 2-core AMD EPYC Zen 3
+// (2026-11-30, OpenBLAS, 2 threads) 1024³ read 130-142 GFLOP/s, 1536³
+// 148-159 and 2048³ 152-168, while a stories110M update's own products ran
+// at 146-168. A probe is one moment of the machine: inside one training run
+// on that (virtual) machine 2048³ read 145, 93-96, 148-165 and 161-175
+// GFLOP/s at the start and after steps 1, 2 and 3. Through
 // linear_layer (model/cpu_bf16_linear.h), the route the module path's
 // linears take: LibTorch's matmul in fp32 (the fast path's fallback), and for
 // bf16 on a CPU without AVX-512 the widened fp32 product; rlf's own kernels
 // may beat it.
-double measure_matmul_peak(torch::ScalarType dtype, int64_t n = 512, int repeats = 5);
+double measure_matmul_peak(torch::ScalarType dtype, int64_t n = 2048, int repeats = 3);
 
 }  // namespace rlf

@@ -167,9 +167,9 @@ struct StepLoop {
         failed_steps(kind.counts_failed_steps() ? r.cfg.run.max_failed_steps : 0) {
     const TrainConfig& cfg = r.cfg;
     CausalLMImpl& policy = *r.policy.model();
-    // The peak as rlf bench train measures it (1024³, best of 5, ~0.1 s): 512³ read 111-138 GFLOP/s on the
-    // 2-core AMD EPYC Zen 3 where 1024³ read 137-146, and a low peak shows an MFU above 1.
-    perf = StepPerf{policy.config(), policy.device().is_cpu() ? measure_matmul_peak(policy.dtype(), 1024) : 0.0,
+    // The peak at 2048³ (model/flops.h): 1024³ read 127 GFLOP/s in a stories110M GRPO run on the 2-core
+    // AMD EPYC Zen 3 whose update then showed perf/mfu_fwd_bwd 1.03.
+    perf = StepPerf{policy.config(), policy.device().is_cpu() ? measure_matmul_peak(policy.dtype()) : 0.0,
                     !cfg.lora.enabled, kind.needs_reference(), cfg.trainer.epochs,
                     kind.trainer().logprobs_over_kept_sets()};
     if (r.writer()) {
