@@ -11,10 +11,12 @@
 //   perf/update_tokens_per_s the update's tokens (every epoch) per second
 //
 // FLOPs count the episodes' real tokens, not padding or checkpointing's
-// recomputation, as MFU conventionally does. Where the update's log-probs run
-// over kept sets (sampling-mask replay, `kept_set_logprobs`), its classifier
-// counts the kept ids and the target per token that has a set, not the
-// vocabulary: that is the arithmetic the loss needs (model/kept_logits.h).
+// recomputation, as MFU conventionally does. The classifier counts the rows
+// each pass computes: none for the tokens before an episode's first
+// loss-weighted one (the prompt, whose logits no pass needs), the vocabulary
+// after it; where the update's log-probs run over kept sets (sampling-mask
+// replay, `kept_set_logprobs`), the kept ids and the target per token that
+// has a set: that is the arithmetic the loss needs (model/kept_logits.h).
 #pragma once
 
 #include <vector>

@@ -14,6 +14,7 @@
 #include "model/lora.h"
 #include "train/memory_plan.h"
 #include "train/metrics.h"
+#include "train/perf_metrics.h"
 #include "train/train_run.h"
 
 namespace rlf {
@@ -182,6 +183,47 @@ TEST(ModelFlops, TwoPerWeightPerTokenPlusAttention) {
   EXPECT_NEAR(training_flops(c, 7, 100, true, 51), 3 * forward_flops(c, 7, 100, 51), 1e-6);
   const double peak = measure_matmul_peak(torch::kFloat32, 128, 2);  // a rate: only its sign is machine-independent
   EXPECT_TRUE(std::isfinite(peak) && peak > 0) << peak;
+}
+
+// The step's MFU counts the classifier rows each pass computes: none before
+// an episode's first loss-weighted token (the prompt), the vocabulary after
+// it, and over kept sets the kept ids and the target where a token has a set.
+TEST(StepPerfMetrics, CountTheClassifierRowsEachPassComputes) {
+  const ModelConfig c = ModelConfig::from_hf_json(
+      {{"vocab_size", 1000}, {"hidden_size", 64}, {"intermediate_size", 160}, {"num_hidden_layers", 3},
+       {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"max_position_embeddings", 512},
+       {"tie_word_embeddings", false}, {"architectures", {"LlamaForCausalLM"}}},
+      "perf");
+  // A 4-token prompt and 6 policy tokens, 5 of them with a kept set of 3 ids
+  // (the last id of the sixth's set is -1 only: no set); and an episode no
+  // loss reads.
+  Episode a, b;
+  a.tokens.assign(10, 1);
+  a.loss_weight = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1};
+  a.sampling_mask_id.assign(30, -1);
+  for (int t = 4; t < 9; ++t)
+    for (int j = 0; j < 3; ++j) a.sampling_mask_id[t * 3 + j] = 7 + j;
+  b.tokens.assign(5, 1);
+  b.loss_weight.assign(5, 0.0f);
+  const std::vector<Episode> episodes{a, b};
+  // Per token: the projections (every weight but the embedding table, the
+  // norms and the 1,000 x 64 classifier) and attention over 3.75 keys on
+  // average (mean length 7.5); the classifier's rows counted apart.
+  const double body = static_cast<double>(count_parameters(c)) - 2 * 1000.0 * 64 - (2 * 3 + 1) * 64;
+  const double attention = 3 * 4.0 * 64 * 3.75;
+  auto forward = [&](double classifier_rows) { return 15 * (2 * body + attention) + 2 * classifier_rows * 64; };
+  const double update_kept = 3 * forward(5 * 4 + 1000), update_all = 3 * forward(6 * 1000);
+  const double sampled = forward(6 * 1000), reference = forward(6 * 1000);
+  for (const bool kept : {true, false}) {
+    StepPerf perf{c, 1e9, true, true, 1, kept};
+    Json m = {{"time/update_s", 2.0}, {"time/step_s", 4.0}, {"rollout/generated_tokens", 6}};
+    perf.add_metrics(episodes, m);
+    const double update = kept ? update_kept : update_all;
+    EXPECT_NEAR(m["perf/mfu_fwd_bwd"].get<double>(), update / 2e9, 1e-12) << kept;
+    EXPECT_NEAR(m["perf/mfu_wall"].get<double>(), (update + sampled + reference) / 4e9, 1e-12) << kept;
+    EXPECT_DOUBLE_EQ(m["perf/peak_gflops"].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(m["perf/update_tokens_per_s"].get<double>(), 7.5);
+  }
 }
 
 }  // namespace
