@@ -164,14 +164,20 @@ TEST(MemoryPlan, CountsMatchTheModelsAndEachLeverLowersItsPart) {
   EXPECT_NE(more[2].find("model.dtype=bf16"), std::string::npos) << more[2];
 }
 
-// Model FLOPs: 2 per weight per token forward (the 6·N·T rule for training)
-// plus attention's 4·D_q·L per token per key, counted independently here.
-TEST(ModelFlops, TwoPerWeightPerTokenPlusAttention) {
-  const ModelConfig c = ModelConfig::from_hf_json(
+// A small Llama shape (vocabulary 1,000, hidden 64, 3 layers, untied
+// classifier) whose FLOPs the tests below write out by hand.
+ModelConfig flops_config() {
+  return ModelConfig::from_hf_json(
       {{"vocab_size", 1000}, {"hidden_size", 64}, {"intermediate_size", 160}, {"num_hidden_layers", 3},
        {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"max_position_embeddings", 512},
        {"tie_word_embeddings", false}, {"architectures", {"LlamaForCausalLM"}}},
       "flops");
+}
+
+// Model FLOPs: 2 per weight per token forward (the 6·N·T rule for training)
+// plus attention's 4·D_q·L per token per key, counted independently here.
+TEST(ModelFlops, TwoPerWeightPerTokenPlusAttention) {
+  const ModelConfig c = flops_config();
   // Weights that multiply every token: all but the embedding table and the norms.
   const double matmul_weights = static_cast<double>(count_parameters(c)) - 1000.0 * 64 - (2 * 3 + 1) * 64;
   const double attention = 3 * 4.0 * 64 * 50;  // mean length 100: 50 keys on average
@@ -189,14 +195,9 @@ TEST(ModelFlops, TwoPerWeightPerTokenPlusAttention) {
 // an episode's first loss-weighted token (the prompt), the vocabulary after
 // it, and over kept sets the kept ids and the target where a token has a set.
 TEST(StepPerfMetrics, CountTheClassifierRowsEachPassComputes) {
-  const ModelConfig c = ModelConfig::from_hf_json(
-      {{"vocab_size", 1000}, {"hidden_size", 64}, {"intermediate_size", 160}, {"num_hidden_layers", 3},
-       {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"max_position_embeddings", 512},
-       {"tie_word_embeddings", false}, {"architectures", {"LlamaForCausalLM"}}},
-      "perf");
-  // A 4-token prompt and 6 policy tokens, 5 of them with a kept set of 3 ids
-  // (the last id of the sixth's set is -1 only: no set); and an episode no
-  // loss reads.
+  const ModelConfig c = flops_config();
+  // A 4-token prompt and 6 policy tokens, the first 5 with a kept set of 3
+  // ids and the sixth with none (its ids all -1); and an episode no loss reads.
   Episode a, b;
   a.tokens.assign(10, 1);
   a.loss_weight = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1};
