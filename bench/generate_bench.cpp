@@ -70,6 +70,33 @@ std::pair<double, double> linear_bound(CausalLMImpl& model, int64_t rows, int64_
   return {ms[ms.size() / 2], bytes};
 }
 
+// One timed generate call and, right after it, its step's matmul bound
+// through the decoding path and through LibTorch's linear.
+struct RunFigures {
+  double wall_s = 0, decode_rate = 0, step_ms = 0, prefill_s = 0, pack_s = 0;
+  double bound_ms = 0, blas_ms = 0, fraction = 0, weight_bytes = 0;
+  int64_t generated = 0;
+};
+
+RunFigures time_run(RolloutEngine& engine, const std::vector<GenerationRequest>& requests, CausalLMImpl& model,
+                    const GenerateBenchOptions& o) {
+  RunFigures f;
+  engine.reset_stats();
+  auto t0 = std::chrono::steady_clock::now();
+  auto out = engine.generate(requests);
+  f.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& s : out) f.generated += static_cast<int64_t>(s.completion_ids.size());
+  const auto& st = engine.stats();
+  f.decode_rate = st.decode_s > 0 ? (st.n_decode_tokens - o.batch) / st.decode_s : 0;
+  f.step_ms = st.n_steps > 0 ? 1e3 * st.decode_s / st.n_steps : 0;
+  f.prefill_s = st.prefill_s;
+  f.pack_s = st.pack_s;
+  std::tie(f.bound_ms, f.weight_bytes) = linear_bound(model, o.batch, 3, false, o.pack_weights);
+  f.blas_ms = linear_bound(model, o.batch, 3, true, false).first;
+  f.fraction = f.step_ms > 0 ? f.bound_ms / f.step_ms : 0.0;
+  return f;
+}
+
 }  // namespace
 
 Json run_generate_bench(const GenerateBenchOptions& o) {
@@ -102,22 +129,22 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   RolloutEngine engine(model, nullptr, eo);
   engine.generate(requests);  // warm-up (allocates the cache, primes kernels)
 
-  std::vector<double> walls, decode_rates, step_ms, prefill_s, pack_s;
-  int64_t generated = 0;
-  for (int64_t r = 0; r < o.repeats; ++r) {
-    engine.reset_stats();
-    auto t0 = std::chrono::steady_clock::now();
-    auto out = engine.generate(requests);
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    generated = 0;
-    for (const auto& s : out) generated += static_cast<int64_t>(s.completion_ids.size());
-    const auto& st = engine.stats();
-    walls.push_back(wall);
-    decode_rates.push_back(st.decode_s > 0 ? (st.n_decode_tokens - o.batch) / st.decode_s : 0);
-    step_ms.push_back(st.n_steps > 0 ? 1e3 * st.decode_s / st.n_steps : 0);
-    prefill_s.push_back(st.prefill_s);
-    pack_s.push_back(st.pack_s);
-  }
+  // Each timed run is followed by its own matmul bound, so the fraction
+  // compares two timings taken moments apart: on a shared machine the bound
+  // alone moves by 15 % between runs.
+  std::vector<RunFigures> runs;
+  for (int64_t r = 0; r < o.repeats; ++r) runs.push_back(time_run(engine, requests, *model, o));
+  auto pick = [&](double RunFigures::*field) {
+    std::vector<double> v;
+    for (const auto& r : runs) v.push_back(r.*field);
+    return v;
+  };
+  const std::vector<double> walls = pick(&RunFigures::wall_s), decode_rates = pick(&RunFigures::decode_rate),
+                            step_ms = pick(&RunFigures::step_ms), prefill_s = pick(&RunFigures::prefill_s),
+                            pack_s = pick(&RunFigures::pack_s), bound_ms = pick(&RunFigures::bound_ms),
+                            blas_ms = pick(&RunFigures::blas_ms), fractions = pick(&RunFigures::fraction);
+  const int64_t generated = runs.back().generated;
+  const double weight_bytes = runs.back().weight_bytes;
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -148,18 +175,20 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   j["pack_weights"] = o.pack_weights;
   j["kv_cache_mb"] = engine.cache_peak_bytes() / 1e6;
   {
-    // The same step's matmuls alone: the bound batched decoding approaches.
-    const auto [ms, bytes] = linear_bound(*model, o.batch, o.repeats, false, o.pack_weights);
-    const double step = median(step_ms);
-    // ... and through LibTorch's linear (OpenBLAS), the bound without rlf's kernels
-    const double blas_ms = linear_bound(*model, o.batch, o.repeats, true, false).first;
-    j["linear_ms_per_step_libtorch"] = blas_ms;
-    j["fraction_of_libtorch_linear_bound"] = step > 0 ? blas_ms / step : 0.0;
+    // The same step's matmuls alone, the bound batched decoding approaches,
+    // through the path decoding takes and through LibTorch's linear
+    // (OpenBLAS): medians over the runs, and the median of each run's own
+    // fraction.
+    const double step = median(step_ms), ms = median(bound_ms);
+    j["linear_ms_per_step_libtorch"] = median(blas_ms);
+    j["fraction_of_libtorch_linear_bound"] = step > 0 ? median(blas_ms) / step : 0.0;
     j["linear_ms_per_step"] = ms;
+    j["linear_ms_per_step_runs"] = bound_ms;
     j["linear_bound_tokens_per_s"] = 1e3 * o.batch / ms;
-    j["fraction_of_linear_bound"] = step > 0 ? ms / step : 0.0;
-    j["weight_bytes_per_step"] = bytes;
-    j["weight_gb_per_s"] = step > 0 ? bytes / (step * 1e6) : 0.0;
+    j["fraction_of_linear_bound"] = median(fractions);
+    j["fraction_of_linear_bound_runs"] = fractions;
+    j["weight_bytes_per_step"] = weight_bytes;
+    j["weight_gb_per_s"] = step > 0 ? weight_bytes / (step * 1e6) : 0.0;
   }
   j["fast_cpu_path"] = model->fast_cpu_path();
   {

@@ -30,10 +30,12 @@ struct GenerateBenchOptions {
 // Runs one warm-up generation, then `repeats` timed ones; returns a JSON
 // object with tokens_per_s (generated tokens / wall time, prefill included),
 // decode_tokens_per_s, ms_per_step, batch, dtype, params, ...; and the step's
-// matmul bound measured in the same run: linear_ms_per_step (every
+// matmul bound, timed right after each timed run: linear_ms_per_step (every
 // projection and the classifier at `batch` rows, through the path decoding
-// takes), linear_bound_tokens_per_s, fraction_of_linear_bound (linear ms /
-// decode ms per step), weight_bytes_per_step and weight_gb_per_s (weights
+// takes; median over the runs, each run's in linear_ms_per_step_runs),
+// linear_bound_tokens_per_s, fraction_of_linear_bound (the median of each
+// run's linear ms / decode ms per step; each run's in
+// fraction_of_linear_bound_runs), weight_bytes_per_step and weight_gb_per_s (weights
 // read per decode step / its time: the bandwidth batch 1 achieves);
 // linear_ms_per_step_libtorch and fraction_of_libtorch_linear_bound: the
 // same matmuls through LibTorch's linear (OpenBLAS), the bound without

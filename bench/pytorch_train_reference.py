@@ -9,6 +9,12 @@ random token batches [batch, seq]:
   forward  : logits + token-mean next-token cross entropy
   backward : loss.backward()
   optimizer: clip_grad_norm_(1.0) + torch.optim.AdamW.step() + zero_grad
+             (--adamw auto: the fused kernel where this PyTorch has it, the
+             CPU from 2.4 on; TRL's default optimizer is the same)
+
+PyTorch at its best on the CPU: by default glibc keeps freed blocks up to
+1 GiB for reuse (--malloc reuse, what rlf's main does), the fused AdamW, and
+with --attention sdpa F.scaled_dot_product_attention.
 
 Modes (--dtype, repeatable):
   fp32       everything in fp32
@@ -31,6 +37,7 @@ F.scaled_dot_product_attention (flash / memory-efficient kernels), PyTorch at
 its best without compilation.
 """
 import argparse
+import ctypes
 import json
 import math
 import resource
@@ -159,6 +166,38 @@ class Transformer(nn.Module):
         return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1))
 
 
+def reuse_large_allocations():
+    """What rlf's main does (model/huge_pages.h): glibc serves blocks up to
+    1 GiB from its heap and keeps them once freed, instead of a fresh mmap,
+    page faults and page clearing per large tensor. mallopt applies to every
+    later allocation (GLIBC_TUNABLES set before Python starts does the
+    same). Returns whether glibc accepted both settings."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    return bool(libc.mallopt(m_mmap_threshold, 1 << 30)) and bool(libc.mallopt(m_trim_threshold, 1 << 30))
+
+
+def cpu_fused_adamw():
+    """torch.optim.AdamW(fused=True) runs on the CPU from PyTorch 2.4."""
+    major, minor = (int(x) for x in torch.__version__.split(".")[:2])
+    return (major, minor) >= (2, 4)
+
+
+def adamw_kwargs(choice, dev):
+    """--adamw: fused (one kernel over all parameters), foreach (per-op
+    multi-tensor), single (a loop per parameter), or auto: fused where this
+    PyTorch has it for the device (CUDA, and the CPU from 2.4), else
+    PyTorch's own default."""
+    if choice == "auto":
+        return {"fused": True} if dev.type == "cuda" or cpu_fused_adamw() else {}
+    if choice == "fused" and dev.type == "cpu" and not cpu_fused_adamw():
+        raise SystemExit("--adamw fused: PyTorch %s has no fused AdamW on the CPU (2.4 and later do)" % torch.__version__)
+    return {"fused": {"fused": True}, "foreach": {"foreach": True}, "single": {"foreach": False}}[choice]
+
+
 def bench(mode, args):
     torch.manual_seed(args.seed)
     dev = torch.device(args.device)
@@ -168,7 +207,7 @@ def bench(mode, args):
             prm.data = prm.data.to(torch.bfloat16)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                            **({"fused": True} if dev.type == "cuda" else {}))
+                            **adamw_kwargs(args.adamw, dev))
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     vocab = SHAPES[args.shape]["vocab_size"]
     autocast = mode == "bf16"
@@ -199,6 +238,7 @@ def bench(mode, args):
     step_ms = med("step_ms")
     return {
         "impl": "pytorch " + torch.__version__ + " eager (llama2.c model.py)",
+        "adamw": args.adamw, "adamw_kwargs": adamw_kwargs(args.adamw, dev), "malloc": args.malloc,
         "shape": args.shape, "batch": args.batch, "seq": args.seq, "tokens_per_step": args.batch * args.seq,
         "dtype": mode, "threads": torch.get_num_threads(), "device": args.device, "attention": args.attention,
         "params": sum(p.numel() for p in model.parameters()),
@@ -224,9 +264,15 @@ def main():
     p.add_argument("--lr", type=float, default=1e-5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--adamw", default="auto", choices=["auto", "fused", "foreach", "single"],
+                   help="AdamW implementation (auto: fused where this PyTorch has it for the device)")
     p.add_argument("--attention", default="manual", choices=["manual", "sdpa"],
                    help="manual (model.py's fallback, as rlf) or F.scaled_dot_product_attention")
+    p.add_argument("--malloc", default="reuse", choices=["reuse", "default"],
+                   help="reuse: glibc keeps freed blocks up to 1 GiB, as rlf's main does; default: glibc's thresholds")
     args = p.parse_args()
+    if args.malloc == "reuse" and not reuse_large_allocations():
+        raise SystemExit("--malloc reuse: glibc's mallopt is not available here (use --malloc default)")
     torch.set_num_threads(args.threads)
     for mode in args.dtype or ["fp32", "bf16"]:
         print(json.dumps(bench(mode, args)), flush=True)
