@@ -1,6 +1,7 @@
 // The `rlf` command line: the declarative table is consistent, the forms that
 // outside acceptance checks call keep working, and bad input fails with one
 // clear line and a non-zero exit.
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -383,13 +384,23 @@ TEST(Cli, MergeAveragesWeightsAndAddsTaskVectors) {
 }
 
 TEST(Cli, BenchGenerateReportsTheFields) {
-  auto r = rlf("bench generate --shape stories260K --batch 4 --dtype fp32 --new-tokens 8 --repeats 1 --json");
+  auto r = rlf("bench generate --shape stories260K --batch 4 --dtype fp32 --new-tokens 8 --repeats 3 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   Json j = parse_json(r.output, "rlf bench generate");
   for (const char* k : {"tokens_per_s", "batch", "dtype", "params"}) EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_EQ(j["batch"], 4);
   EXPECT_EQ(j["generated_tokens"], 32);
   EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
+  // Each run's own bound and fraction; the reported ones are their medians.
+  ASSERT_EQ(j["linear_ms_per_step_runs"].size(), 3u);
+  ASSERT_EQ(j["fraction_of_linear_bound_runs"].size(), 3u);
+  std::vector<double> bounds = j["linear_ms_per_step_runs"].get<std::vector<double>>();
+  std::vector<double> fractions = j["fraction_of_linear_bound_runs"].get<std::vector<double>>();
+  for (double b : bounds) EXPECT_GT(b, 0);
+  std::sort(bounds.begin(), bounds.end());
+  std::sort(fractions.begin(), fractions.end());
+  EXPECT_EQ(j["linear_ms_per_step"].get<double>(), bounds[1]);
+  EXPECT_EQ(j["fraction_of_linear_bound"].get<double>(), fractions[1]);
 }
 
 // rlf reflexion on stories260K (converted) over 6 arithmetic tasks: three
