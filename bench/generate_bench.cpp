@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <tuple>
+#include <vector>
 
 #include "bench/bench_model.h"
 #include "model/cpu_bf16_linear.h"
