@@ -18,10 +18,19 @@
  * of the best kernel. A blocked product can at most reach its kernel's
  * rate; where the kernel is well below the fma peak, the broadcasts and
  * loads it needs per multiply-add bound every library alike.
+ * Also clock_ghz: dependent integer adds per second on one thread (one per
+ * cycle), the clock the fma peak divides by (flops per cycle = peak / clock).
+ * bench/sgemm_peak.py times the same sgemm through torch.mm, without the
+ * layers beneath it.
  * Built without LibTorch:
  *   g++ -std=c++20 -O3 -march=native -pthread bench/fp32_ceiling.cpp \
  *       /usr/lib/x86_64-linux-gnu/libopenblas.so.0 -o fp32_ceiling
- *   OPENBLAS_NUM_THREADS=2 ./fp32_ceiling [threads=all cores] [sgemm N=2048] */
+ *   OPENBLAS_NUM_THREADS=2 ./fp32_ceiling [threads=all cores] [sgemm N=2048, at most 16384]
+ * BLIS's sgemm instead (Debian's libblis4-pthread, unpacked, not installed):
+ *   apt-get download libblis4-pthread && dpkg -x libblis4-pthread_*.deb blis
+ *   B=$PWD/blis/usr/lib/x86_64-linux-gnu/blis-pthread
+ *   g++ -std=c++20 -O3 -march=native -pthread bench/fp32_ceiling.cpp $B/libblis.so.4 \
+ *       -Wl,-rpath,$B -o fp32_ceiling_blis && BLIS_NUM_THREADS=2 ./fp32_ceiling_blis */
 #include <immintrin.h>
 #include <sched.h>
 
@@ -161,6 +170,23 @@ double sgemm_rate(int n) {
   return rate(1, flops, body);
 }
 
+// Dependent adds per second (GHz): each waits for the one before, one per cycle.
+double clock_ghz() {
+  const long n = 500'000'000;
+  std::vector<double> r;
+  for (int rep = 0; rep < 3; ++rep) {
+    long x = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < n; i += 10)
+      asm volatile(
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
+          : "+r"(x));
+    r.push_back(static_cast<double>(x) / seconds_since(t0) / 1e9);
+  }
+  return median(r);
+}
+
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
   for (std::string line; std::getline(f, line);)
@@ -178,11 +204,13 @@ int cores() {
 int main(int argc, char** argv) {
   const int all = argc > 1 ? std::atoi(argv[1]) : cores();
   const int n = argc > 2 ? std::atoi(argv[2]) : 2048;
-  if (all < 1 || n < 1) {
-    std::fprintf(stderr, "usage: fp32_ceiling [threads >= 1] [sgemm N >= 1]\n");
+  if (all < 1 || n < 1 || n > 16384) {
+    std::fprintf(stderr, "usage: fp32_ceiling [threads >= 1] [sgemm N in 1..16384] (got %s %s)\n",
+                 argc > 1 ? argv[1] : "-", argc > 2 ? argv[2] : "-");
     return 2;
   }
-  std::printf("{\"cpu\":\"%s\",\"vector_bits\":%d,\"sgemm_n\":%d", cpu_model().c_str(), 32 * kLanes, n);
+  std::printf("{\"cpu\":\"%s\",\"vector_bits\":%d,\"sgemm_n\":%d,\"clock_ghz\":%.2f", cpu_model().c_str(),
+              32 * kLanes, n, clock_ghz());
   for (int threads : {1, all}) {
     const double fma = fma_rate(threads);
     const double k6 = kernel_rate<6, 2>(threads), k4 = kernel_rate<4, 3>(threads), k8 = kernel_rate<8, 1>(threads);
