@@ -7,6 +7,11 @@
  *   cache_gb_s        keys + values read per step / that time
  *   ms_per_step_hot   the same with every row reading row 0's cache (it stays
  *                     in L2: the compute floor)
+ *   ms_per_layer_first, ms_per_layer_again
+ *                     one layer's attention, then the same layer's again at
+ *                     once (medians over 5 passes of the 12 layers): the
+ *                     second reads what the caches kept of the first (a
+ *                     layer's cache is 1/12 of the step's bytes)
  * Built without LibTorch, against the kernels themselves:
  *   g++ -std=c++20 -O3 -march=native -fno-math-errno -fno-trapping-math -I. \
  *       bench/decode_attention.cpp model/cpu_kernels.cpp model/cpu_team.cpp -lpthread -o decode_attention
@@ -67,8 +72,21 @@ int main(int argc, char** argv) {
   const rlf::cpu::AttentionShape sh{B, 1, H, H, hd, 0.125f};
   const double ms = median_ms(ck, cv, q, out, pos, sh, H * ML * hd, ML);
   const double hot = median_ms(ck, cv, q, out, pos, sh, 0, ML);
+  std::vector<double> first, again;
+  for (int r = 0; r < 5; ++r)
+    for (long l = 0; l < L; ++l) {
+      const rlf::cpu::KeyLayout kv{ck[l].data(), cv[l].data(), H * ML * hd, ML * hd, hd};
+      for (auto* into : {&first, &again}) {
+        const auto t0 = std::chrono::steady_clock::now();
+        rlf::cpu::attention_forward(q.data(), kv, pos.data(), nullptr, true, sh, out.data(), nullptr);
+        into->push_back(1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+    }
+  std::sort(first.begin(), first.end());
+  std::sort(again.begin(), again.end());
   const double bytes = 2.0 * L * B * H * P * hd * sizeof(float);
   std::printf("{\"batch\": %ld, \"positions\": %ld, \"threads\": %d, \"ms_per_step\": %.3f, \"cache_gb_s\": %.2f, "
-              "\"ms_per_step_hot\": %.3f}\n", B, P, threads, ms, bytes / ms / 1e6, hot);
+              "\"ms_per_step_hot\": %.3f, \"ms_per_layer_first\": %.3f, \"ms_per_layer_again\": %.3f}\n",
+              B, P, threads, ms, bytes / ms / 1e6, hot, first[first.size() / 2], again[again.size() / 2]);
   return 0;
 }

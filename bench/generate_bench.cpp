@@ -12,6 +12,7 @@
 #include "model/cpu_bf16_linear.h"
 #include "model/cpu_fast_forward.h"
 #include "model/loader.h"
+#include "model/step_clock.h"
 #include "rollout/engine.h"
 #include "util/error.h"
 
@@ -77,6 +78,9 @@ std::pair<double, double> linear_bound(CausalLMImpl& model, int64_t rows, int64_
 struct RunFigures {
   double wall_s = 0, decode_rate = 0, step_ms = 0, prefill_s = 0, pack_s = 0;
   double bound_ms = 0, blas_ms = 0, fraction = 0, weight_bytes = 0;
+  // A decoding step's parts, ms (StepClock, EngineStats); `rest` is the
+  // step less the others (the engine's bookkeeping between them).
+  double projections_ms = 0, attention_ms = 0, layers_other_ms = 0, classifier_ms = 0, sampling_ms = 0, rest_ms = 0;
   int64_t generated = 0;
 };
 
@@ -84,15 +88,27 @@ RunFigures time_run(RolloutEngine& engine, const std::vector<GenerationRequest>&
                     const GenerateBenchOptions& o) {
   RunFigures f;
   engine.reset_stats();
+  StepClock clock;
+  model.set_step_clock(&clock);
   auto t0 = std::chrono::steady_clock::now();
   auto out = engine.generate(requests);
   f.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  model.set_step_clock(nullptr);
   for (const auto& s : out) f.generated += static_cast<int64_t>(s.completion_ids.size());
   const auto& st = engine.stats();
   f.decode_rate = st.decode_s > 0 ? (st.n_decode_tokens - o.batch) / st.decode_s : 0;
   f.step_ms = st.n_steps > 0 ? 1e3 * st.decode_s / st.n_steps : 0;
   f.prefill_s = st.prefill_s;
   f.pack_s = st.pack_s;
+  if (st.n_steps > 0) {
+    const double per_step = 1e3 / static_cast<double>(st.n_steps);
+    f.projections_ms = clock.projections_s * per_step;
+    f.attention_ms = clock.attention_s * per_step;
+    f.layers_other_ms = (clock.forward_s - clock.projections_s - clock.attention_s) * per_step;
+    f.classifier_ms = st.classifier_s * per_step;
+    f.sampling_ms = st.sample_s * per_step;
+    f.rest_ms = f.step_ms - (clock.forward_s + st.classifier_s + st.sample_s) * per_step;
+  }
   std::tie(f.bound_ms, f.weight_bytes) = linear_bound(model, o.batch, 3, false, o.pack_weights);
   f.blas_ms = linear_bound(model, o.batch, 3, true, false).first;
   f.fraction = f.step_ms > 0 ? f.bound_ms / f.step_ms : 0.0;
@@ -190,6 +206,23 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
     j["fraction_of_linear_bound"] = median(fractions);
     j["fraction_of_linear_bound_runs"] = fractions;
     j["weight_bytes_per_step"] = weight_bytes;
+    // Where the step's time goes (medians over the runs, ms per step; zeros
+    // for the parts a path does not time: the clock times the fp32 CPU fast
+    // path) and the products' share of the step timed inside it, free of the
+    // bound's drift between timings.
+    Json split;
+    split["projections"] = median(pick(&RunFigures::projections_ms));
+    split["attention"] = median(pick(&RunFigures::attention_ms));
+    split["layers_other"] = median(pick(&RunFigures::layers_other_ms));
+    split["classifier"] = median(pick(&RunFigures::classifier_ms));
+    split["sampling"] = median(pick(&RunFigures::sampling_ms));
+    split["rest"] = median(pick(&RunFigures::rest_ms));
+    j["step_split_ms"] = split;
+    std::vector<double> in_step;
+    for (const auto& r : runs)
+      in_step.push_back(r.step_ms > 0 ? (r.projections_ms + r.classifier_ms) / r.step_ms : 0.0);
+    j["products_fraction_of_step_runs"] = in_step;
+    j["products_fraction_of_step"] = median(in_step);
     j["weight_gb_per_s"] = step > 0 ? weight_bytes / (step * 1e6) : 0.0;
   }
   j["fast_cpu_path"] = model->fast_cpu_path();

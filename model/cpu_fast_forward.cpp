@@ -22,6 +22,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <optional>
 
 #include "model/cpu_fast_forward.h"
 #include "model/cpu_kernels.h"
@@ -69,7 +70,8 @@ namespace {
 // out = x @ W^T (+ b) for a torch::nn::Linear with its adapter (model/lora.h),
 // written into `out` [N, out_features].
 void linear_into(const torch::Tensor& x, const torch::nn::Linear& lin, LoraSlot& lora, torch::Tensor& out,
-                 const PackedWeights& packed) {
+                 const PackedWeights& packed, double* seconds) {
+  const StepClock::Span span(seconds);
   const torch::Tensor& w = lora_inference_weight(lin, lora);
   matmul_wt_into(x, w, lin->bias, out, packed.find(w));
   lora_add_into(lora, x, out);
@@ -300,6 +302,12 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
   const int64_t D = c.hidden_size, H = c.num_attention_heads, K = c.num_key_value_heads;
   const int64_t hd = c.resolved_head_dim(), V = c.vocab_size, I = c.intermediate_size;
   const bool train = torch::GradMode::is_enabled();
+  // A decoding step's parts, when a clock is attached (model/step_clock.h).
+  StepClock* clock = cache && T == 1 && !train ? step_clock_ : nullptr;
+  if (clock) ++clock->steps;
+  const StepClock::Span whole(clock ? &clock->forward_s : nullptr);
+  double* const projections_s = clock ? &clock->projections_s : nullptr;
+  double* const attention_s = clock ? &clock->attention_s : nullptr;
 
   const torch::Tensor grid_ids = input_ids.to(torch::kInt64).contiguous().view({B * T});
   const torch::Tensor ids = packed ? grid_ids.index_select(0, tokens) : grid_ids;
@@ -386,11 +394,11 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
       xa = &xn;
     }
     if (attn.qkv_proj.is_empty()) {
-      linear_into(*xa, attn.q_proj, attn.q_lora, q, packed_);
-      linear_into(*xa, attn.k_proj, attn.k_lora, k, packed_);
-      linear_into(*xa, attn.v_proj, attn.v_lora, v, packed_);
+      linear_into(*xa, attn.q_proj, attn.q_lora, q, packed_, projections_s);
+      linear_into(*xa, attn.k_proj, attn.k_lora, k, packed_, projections_s);
+      linear_into(*xa, attn.v_proj, attn.v_lora, v, packed_, projections_s);
     } else {  // Phi-3: one product, then the three blocks of columns
-      linear_into(*xa, attn.qkv_proj, attn.qkv_lora, buf.qkv, packed_);
+      linear_into(*xa, attn.qkv_proj, attn.qkv_lora, buf.qkv, packed_, projections_s);
       q.copy_(buf.qkv.narrow(1, 0, H * hd));
       k.copy_(buf.qkv.narrow(1, H * hd, K * hd));
       v.copy_(buf.qkv.narrow(1, (H + K) * hd, K * hd));
@@ -411,6 +419,7 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     // Keys/values: with a cache, written at the tokens' own slots and read
     // back from [0, position] (a row's shared prefix first, then its own
     // slots from position - prefix length); without one, this call's tokens.
+    std::optional<StepClock::Span> attending(attention_s);
     cpu::KeyLayout kv{fp(k), fp(v), T * K * hd, hd, K * hd};
     if (cache) {
       torch::Tensor& ck = cache->keys(l);
@@ -454,7 +463,8 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     } else {
       cpu::attention_forward(fp(q), kv, pp, vp, cache != nullptr, sh, fp(buf.att), nullptr);
     }
-    linear_into(buf.att, attn.o_proj, attn.o_lora, tmp, packed_);
+    attending.reset();
+    linear_into(buf.att, attn.o_proj, attn.o_lora, tmp, packed_, projections_s);
     if (layer.attn_out) rms_inplace(tmp, *layer.attn_out, N, D);
     h.add_(tmp);
 
@@ -466,15 +476,15 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
       xm = &xn;
     }
     if (mlp.gate_up_proj.is_empty()) {
-      linear_into(*xm, mlp.gate_proj, mlp.gate_lora, buf.gate, packed_);
-      linear_into(*xm, mlp.up_proj, mlp.up_lora, buf.up, packed_);
+      linear_into(*xm, mlp.gate_proj, mlp.gate_lora, buf.gate, packed_, projections_s);
+      linear_into(*xm, mlp.up_proj, mlp.up_lora, buf.up, packed_, projections_s);
     } else {  // Phi-3: one product, then the gate and up halves
-      linear_into(*xm, mlp.gate_up_proj, mlp.gate_up_lora, buf.gate_up, packed_);
+      linear_into(*xm, mlp.gate_up_proj, mlp.gate_up_lora, buf.gate_up, packed_, projections_s);
       buf.gate.copy_(buf.gate_up.narrow(1, 0, I));
       buf.up.copy_(buf.gate_up.narrow(1, I, I));
     }
     cpu::glu_forward(mlp.act, fp(buf.gate), fp(buf.up), fp(buf.gate), N * I);
-    linear_into(buf.gate, mlp.down_proj, mlp.down_lora, tmp, packed_);
+    linear_into(buf.gate, mlp.down_proj, mlp.down_lora, tmp, packed_, projections_s);
     if (layer.mlp_out) rms_inplace(tmp, *layer.mlp_out, N, D);
     h.add_(tmp);
   }

@@ -28,6 +28,7 @@
 #include "model/config.h"
 #include "model/cpu_kernels.h"
 #include "model/kv_cache.h"
+#include "model/step_clock.h"
 #include "model/memory_levers.h"
 #include "model/lora.h"
 #include "model/packed_weights.h"
@@ -318,6 +319,10 @@ class CausalLMImpl : public torch::nn::Module {
   void release_decoding_weights() { packed_.clear(); }
   const PackedWeights& packed_weights() const { return packed_; }
 
+  // Times the parts of decoding steps into `clock` (model/step_clock.h);
+  // null detaches it. The caller keeps the clock alive while attached.
+  void set_step_clock(StepClock* clock) { step_clock_ = clock; }
+
   DecoderStack model{nullptr};
   torch::nn::Linear lm_head{nullptr};  // null when tie_word_embeddings or a classifier
   torch::nn::Linear score{nullptr};    // classifiers only: [num_labels, D], no bias ("score.weight")
@@ -381,6 +386,7 @@ class CausalLMImpl : public torch::nn::Module {
   LeverUses lever_uses_;
   bool pack_weights_ = true;  // set_pack_weights
   PackedWeights packed_;      // pack_for_decoding
+  StepClock* step_clock_ = nullptr;  // set_step_clock; not owned
   ModelConfig config_;
   std::vector<RotaryEmbedding> ropes_;  // per RoPE table (ModelConfig::n_rope_tables)
 };

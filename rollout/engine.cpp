@@ -121,8 +121,10 @@ void RolloutEngine::admit(Scheduler& sched, TurnHandler* handler) {
 void RolloutEngine::decode(std::vector<Sequence>& rows) {
   torch::NoGradGuard no_grad;
   const auto t0 = EngineClock::now();
-  const auto logits = rollout::decode_logits(*model_, cache_, rows);  // [n, V], on the model's device
+  const auto logits = rollout::decode_logits(*model_, cache_, rows, &stats_.classifier_s);  // [n, V], model's device
+  const auto t1 = EngineClock::now();
   take_tokens(logits, rows, 0);
+  stats_.sample_s += seconds_since(t1);
   for (const Sequence& r : rows) stats_.n_decode_tokens += !r.just_forced;
   stats_.n_fed_tokens += static_cast<int64_t>(rows.size());
   stats_.n_steps += 1;

@@ -91,6 +91,8 @@ struct EngineStats {
   int64_t n_steps = 0;            // decode forward passes
   double prefill_s = 0;
   double decode_s = 0;
+  double classifier_s = 0;        // of decode_s: the classifier's product (decode_logits)
+  double sample_s = 0;            // of decode_s: drawing the tokens from the logits
   double pack_s = 0;              // packing the weights for decoding (once per generate / serve call)
 };
 

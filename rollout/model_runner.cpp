@@ -102,7 +102,8 @@ torch::Tensor prefill_prompts(CausalLMImpl& model, KVCache& cache, const std::ve
   return parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
 }
 
-torch::Tensor decode_logits(CausalLMImpl& model, KVCache& cache, const std::vector<Sequence>& rows) {
+torch::Tensor decode_logits(CausalLMImpl& model, KVCache& cache, const std::vector<Sequence>& rows,
+                            double* classifier_s) {
   torch::NoGradGuard no_grad;
   const auto device = model.device();
   const int64_t n = static_cast<int64_t>(rows.size());
@@ -115,6 +116,7 @@ torch::Tensor decode_logits(CausalLMImpl& model, KVCache& cache, const std::vect
   auto positions = torch::tensor(pos, torch::kInt64).view({n, 1}).to(device);
   KVCache view = cache.rows(0, n);
   auto hidden = model.forward_hidden(input, positions, &view);
+  const StepClock::Span span(classifier_s);
   return model.logits(hidden).to(torch::kFloat32).contiguous().view({n, -1});
 }
 

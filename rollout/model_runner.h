@@ -48,6 +48,9 @@ torch::Tensor prefill_prompts(CausalLMImpl& model, KVCache& cache, const std::ve
 constexpr int64_t kPrefillBatchTokens = 1024;
 
 // The logits [n, V] of every running row's next token (n = rows.size()).
-torch::Tensor decode_logits(CausalLMImpl& model, KVCache& cache, const std::vector<Sequence>& rows);
+// With `classifier_s`, adds the seconds the classifier took (wall-clock; on
+// a GPU, without a synchronise, the time to queue it).
+torch::Tensor decode_logits(CausalLMImpl& model, KVCache& cache, const std::vector<Sequence>& rows,
+                            double* classifier_s = nullptr);
 
 }  // namespace rlf::rollout

@@ -401,6 +401,17 @@ TEST(Cli, BenchGenerateReportsTheFields) {
   std::sort(fractions.begin(), fractions.end());
   EXPECT_EQ(j["linear_ms_per_step"].get<double>(), bounds[1]);
   EXPECT_EQ(j["fraction_of_linear_bound"].get<double>(), fractions[1]);
+  // The step's parts, timed inside it: each >= 0 (the products and attention
+  // nest in the forward, and it, the classifier and sampling in the step),
+  // and the products' share of each run's step in (0, 1].
+  for (const char* k : {"projections", "attention", "layers_other", "classifier", "sampling", "rest"})
+    EXPECT_GE(j["step_split_ms"][k].get<double>(), 0.0) << k;
+  EXPECT_GT(j["step_split_ms"]["projections"].get<double>(), 0.0);
+  std::vector<double> shares = j["products_fraction_of_step_runs"].get<std::vector<double>>();
+  ASSERT_EQ(shares.size(), 3u);
+  for (double s : shares) EXPECT_TRUE(s > 0.0 && s <= 1.0) << s;
+  std::sort(shares.begin(), shares.end());
+  EXPECT_EQ(j["products_fraction_of_step"].get<double>(), shares[1]);
 }
 
 // rlf reflexion on stories260K (converted) over 6 arithmetic tasks: three

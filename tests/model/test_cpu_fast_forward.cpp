@@ -361,6 +361,37 @@ TEST(FastPathSelection, WhichPathRunsWhen) {
   EXPECT_FALSE(b->fast_cpu_path_applies(&b32));
 }
 
+// A step clock (model/step_clock.h) times cached one-token forwards only:
+// not a prefill, not a training forward, nothing once detached; its parts
+// nest inside the forward, and the results are the same with it attached.
+TEST(StepClockTiming, CountsDecodingStepsOnly) {
+  CausalLM m = make_random_model(ModelConfig::preset("stories260K"), 9, torch::kFloat32, torch::kCPU);
+  StepClock clock;
+  m->set_step_clock(&clock);
+  auto ids = torch::randint(0, 512, {2, 5}, torch::kInt64);
+  auto pos = torch::arange(5, torch::kInt64).repeat({2, 1});
+  (void)m->forward_hidden(ids, pos);  // training forward (grad mode on)
+  torch::NoGradGuard ng;
+  KVCache cache(m->config(), 2, 8, torch::kFloat32, torch::kCPU);
+  (void)m->forward_hidden(ids, pos, &cache);  // prefill: 5 tokens per row
+  EXPECT_EQ(clock.steps, 0);
+  EXPECT_EQ(clock.forward_s, 0.0);
+  auto next = torch::tensor({{7}, {9}}, torch::kInt64);
+  auto at5 = torch::full({2, 1}, 5, torch::kInt64);
+  const torch::Tensor timed = m->forward_hidden(next, at5, &cache);
+  EXPECT_EQ(clock.steps, 1);
+  EXPECT_GT(clock.projections_s, 0.0);
+  EXPECT_GT(clock.attention_s, 0.0);
+  EXPECT_GE(clock.forward_s, clock.projections_s + clock.attention_s);
+  m->set_step_clock(nullptr);
+  const StepClock before = clock;
+  KVCache again(m->config(), 2, 8, torch::kFloat32, torch::kCPU);
+  (void)m->forward_hidden(ids, pos, &again);
+  EXPECT_TRUE(torch::equal(m->forward_hidden(next, at5, &again), timed));
+  EXPECT_EQ(clock.steps, before.steps);
+  EXPECT_EQ(clock.forward_s, before.forward_s);
+}
+
 // A bf16 model's decoding on the fast path computes what the fp32 model
 // holding the widened weights computes: prefill of six rows at once (72
 // rows, past cpu::kMatmulWtMaxRows: the weights widened for OpenBLAS), then
