@@ -771,8 +771,20 @@ inline void panel_block(const float* x, const float* pw, const float* bias, floa
     const int64_t first = (pf.lines + 1) / 2, n = h == 0 ? first : pf.lines - first;
     const PanelPrefetch half = spread(pf.next ? pf.next + (h == 0 ? 0 : first * 64) : nullptr, n, I);
     panel_columns<Lanes8, M>(xr, pw + h * 16, I, a0, a1, half);
+    if (cols == P) {  // a whole panel: straight to y (the same sums and bias add as below)
+      const int64_t o = o0 + h * 16;
+      const __m256 b0 = bias ? _mm256_loadu_ps(bias + o) : _mm256_setzero_ps();
+      const __m256 b1 = bias ? _mm256_loadu_ps(bias + o + 8) : _mm256_setzero_ps();
+      for (int m = 0; m < M; ++m) {
+        float* yr = y + (n0 + m) * O + o;
+        _mm256_storeu_ps(yr, bias ? _mm256_add_ps(a0[m], b0) : a0[m]);
+        _mm256_storeu_ps(yr + 8, bias ? _mm256_add_ps(a1[m], b1) : a1[m]);
+      }
+      continue;
+    }
     for (int m = 0; m < M; ++m) _mm256_store_ps(out[m] + h * 16, a0[m]), _mm256_store_ps(out[m] + h * 16 + 8, a1[m]);
   }
+  if (cols == P) return;
 #else
   (void)pf;
   for (int m = 0; m < M; ++m)
