@@ -20,21 +20,16 @@ torch::Tensor empty_in_huge_pages(at::IntArrayRef sizes, const torch::TensorOpti
   const size_t bytes = static_cast<size_t>(numel) * c10::elementSize(c10::typeMetaToScalarType(options.dtype()));
   if (bytes < kHuge) return torch::empty(sizes, options);
   const size_t len = (bytes + kHuge - 1) / kHuge * kHuge;
-#if defined(__linux__)
-  // A mapping of its own, never touched before (heap memory may already sit
-  // in 4 KiB pages), aligned to 2 MiB inside it and advised before the first touch.
-  const size_t map_len = len + kHuge;
-  void* base = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base == MAP_FAILED) return torch::empty(sizes, options);
-  const uintptr_t b = reinterpret_cast<uintptr_t>(base);
-  void* mem = reinterpret_cast<void*>((b + kHuge - 1) / kHuge * kHuge);
-  madvise(mem, len, MADV_HUGEPAGE);  // failure leaves ordinary pages
-  auto release = [base, map_len](void*) { munmap(base, map_len); };
-#else
+  // From the C allocator, so a freed block goes back to the process's heap
+  // (reuse_large_allocations) and the next request of its size gets it
+  // without page faults: decoding's panels are packed afresh into the same
+  // memory every rollout. Advised before its first touch where it is fresh.
   void* mem = nullptr;
   if (posix_memalign(&mem, kHuge, len) != 0) return torch::empty(sizes, options);
-  auto release = [](void* q) { std::free(q); };
+#if defined(__linux__)
+  madvise(mem, len, MADV_HUGEPAGE);  // failure leaves ordinary pages
 #endif
+  auto release = [](void* q) { std::free(q); };
   return torch::from_blob(mem, sizes, release, options.device(torch::kCPU));
 }
 

@@ -49,6 +49,24 @@ void reduce_episode_stats(EpisodeStats& s, Reducer& reducer) {
   s.rollout_s = t.rollout_s, s.env_s = t.env_s;
 }
 
+// The policy engine's seconds between two readings of its stats: prefill,
+// decoding (sampling part of it) and packing the weights for decoding.
+struct EngineTimes {
+  double prefill_s = 0, decode_s = 0, sample_s = 0, pack_s = 0;
+};
+EngineTimes engine_times(const EngineStats& before, const EngineStats& after) {
+  return {.prefill_s = after.prefill_s - before.prefill_s,
+          .decode_s = after.decode_s - before.decode_s,
+          .sample_s = after.sample_s - before.sample_s,
+          .pack_s = after.pack_s - before.pack_s};
+}
+void write_engine_times(const EngineTimes& t, Json& metrics) {
+  metrics["time/rollout_prefill_s"] = t.prefill_s;
+  metrics["time/rollout_decode_s"] = t.decode_s;
+  metrics["time/rollout_sample_s"] = t.sample_s;
+  metrics["time/rollout_pack_s"] = t.pack_s;
+}
+
 // Mean and sample std of values over every rank (two passes through the reducer).
 struct GlobalMoments {
   double n = 0, mean = 0, std = 0;
@@ -193,6 +211,7 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
   LessonStats lesson_stats;
   PoolDrawStats draw_stats;
   int64_t n_disagreements = 0;
+  const EngineStats engine_before = producer_.engine().stats();
   shown_.clear();
   while (static_cast<int64_t>(kept.size()) < n_prompts && rounds < options_.dynamic_sampling_max_rounds) {
     // 1. collect
@@ -268,14 +287,17 @@ std::vector<ScoredGroup> RlSteps::collect_and_score(int64_t step, int32_t versio
   for (size_t k = 0; k < kept.size(); ++k) kept[k].slot = rank + world * static_cast<int64_t>(k);
   producer_.engine().release_cache();  // training reclaims the cache memory
   double groups_dropped = static_cast<double>(n_dropped), max_rounds = static_cast<double>(rounds);
+  EngineTimes engine = engine_times(engine_before, producer_.engine().stats());
   if (world > 1) {
     reduce_episode_stats(stats, reducer_);
     reducer_.sum(std::span<double>(&groups_dropped, 1));
     reducer_.max(std::span<double>(&max_rounds, 1));
+    reducer_.max_fields(engine);  // the slowest rank's
   }
   metrics.update(stats.to_metrics());
   metrics["time/rollout_s"] = stats.rollout_s;
   metrics["time/reward_s"] = reward_s;
+  write_engine_times(engine, metrics);
   metrics["rollout/generated_tokens"] = stats.n_policy_tokens;
   metrics["rollout/tokens_per_s"] = stats.rollout_s > 0 ? stats.n_policy_tokens / stats.rollout_s : 0.0;
   metrics["rollout/rounds"] = max_rounds;

@@ -55,6 +55,17 @@ TEST(MemoryLeversRun, EachLeverTrainsAsWithoutItAndSaysWhatItDid) {
                           off[s]["time/update_s"].get<double>();
     EXPECT_GE(off[s]["time/logprobs_s"].get<double>(), 0.0);
     EXPECT_LE(phases, off[s]["time/step_s"].get<double>());
+    // The rollout's engine parts fit in the rollout (sampling inside decoding).
+    const double prefill = off[s]["time/rollout_prefill_s"].get<double>(),
+                 decode = off[s]["time/rollout_decode_s"].get<double>(),
+                 sample = off[s]["time/rollout_sample_s"].get<double>(),
+                 pack = off[s]["time/rollout_pack_s"].get<double>();
+    EXPECT_GT(prefill, 0.0);
+    EXPECT_GT(decode, 0.0);
+    EXPECT_GT(sample, 0.0);
+    EXPECT_GE(pack, 0.0);
+    EXPECT_LE(sample, decode);
+    EXPECT_LE(prefill + decode + pack, off[s]["time/rollout_s"].get<double>());
     // Checkpointing recomputes the same kernels on the same shapes: the same numbers.
     EXPECT_EQ(ckpt[s]["loss/policy"], off[s]["loss/policy"]) << "step " << s + 1;
     EXPECT_EQ(ckpt[s]["reward/mean"], off[s]["reward/mean"]) << "step " << s + 1;
