@@ -268,6 +268,7 @@ struct Lanes16 {
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
 };
 #endif
 struct Lanes8 {
@@ -278,6 +279,7 @@ struct Lanes8 {
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
 };
 
 // One pass of weighted_rows over NV vectors of columns starting at o.
@@ -742,6 +744,21 @@ inline void panel_columns(const float* xr, const float* p, int64_t I, typename L
 }
 #endif
 
+#ifdef RLF_KERNELS_AVX2
+// Rows [n0, n0 + M) of y, columns [o, o + 2W) (W = L's lanes, all real):
+// the accumulators plus bias[o...] when there is one.
+template <class L, int M>
+inline void store_columns(const typename L::V (&a0)[M], const typename L::V (&a1)[M], const float* bias, float* y,
+                          int64_t O, int64_t n0, int64_t o) {
+  const typename L::V b0 = bias ? L::load(bias + o) : L::zero(), b1 = bias ? L::load(bias + o + L::kWidth) : L::zero();
+  for (int m = 0; m < M; ++m) {
+    float* yr = y + (n0 + m) * O + o;
+    L::store(yr, bias ? L::add(a0[m], b0) : a0[m]);
+    L::store(yr + L::kWidth, bias ? L::add(a1[m], b1) : a1[m]);
+  }
+}
+#endif
+
 // y rows [n0, n0 + M) x panel p's 32 columns (cols of them real).
 template <int M>
 inline void panel_block(const float* x, const float* pw, const float* bias, float* y, int64_t I, int64_t O,
@@ -752,16 +769,7 @@ inline void panel_block(const float* x, const float* pw, const float* bias, floa
 #if defined(__AVX512F__) && defined(RLF_KERNELS_AVX2)
   __m512 a0[M], a1[M];
   panel_columns<Lanes16, M>(xr, pw, I, a0, a1, pf);
-  if (cols == P) {  // a whole panel: straight to y
-    const __m512 b0 = bias ? _mm512_loadu_ps(bias + o0) : _mm512_setzero_ps();
-    const __m512 b1 = bias ? _mm512_loadu_ps(bias + o0 + 16) : _mm512_setzero_ps();
-    for (int m = 0; m < M; ++m) {
-      float* yr = y + (n0 + m) * O + o0;
-      _mm512_storeu_ps(yr, bias ? _mm512_add_ps(a0[m], b0) : a0[m]);
-      _mm512_storeu_ps(yr + 16, bias ? _mm512_add_ps(a1[m], b1) : a1[m]);
-    }
-    return;
-  }
+  if (cols == P) return store_columns<Lanes16, M>(a0, a1, bias, y, O, n0, o0);  // a whole panel: straight to y
   for (int m = 0; m < M; ++m) _mm512_store_ps(out[m], a0[m]), _mm512_store_ps(out[m] + 16, a1[m]);
 #elif defined(RLF_KERNELS_AVX2)
   // 16 ymm registers: the panel in two halves of 2 vectors, M rows each
@@ -772,14 +780,7 @@ inline void panel_block(const float* x, const float* pw, const float* bias, floa
     const PanelPrefetch half = spread(pf.next ? pf.next + (h == 0 ? 0 : first * 64) : nullptr, n, I);
     panel_columns<Lanes8, M>(xr, pw + h * 16, I, a0, a1, half);
     if (cols == P) {  // a whole panel: straight to y (the same sums and bias add as below)
-      const int64_t o = o0 + h * 16;
-      const __m256 b0 = bias ? _mm256_loadu_ps(bias + o) : _mm256_setzero_ps();
-      const __m256 b1 = bias ? _mm256_loadu_ps(bias + o + 8) : _mm256_setzero_ps();
-      for (int m = 0; m < M; ++m) {
-        float* yr = y + (n0 + m) * O + o;
-        _mm256_storeu_ps(yr, bias ? _mm256_add_ps(a0[m], b0) : a0[m]);
-        _mm256_storeu_ps(yr + 8, bias ? _mm256_add_ps(a1[m], b1) : a1[m]);
-      }
+      store_columns<Lanes8, M>(a0, a1, bias, y, O, n0, o0 + h * 16);
       continue;
     }
     for (int m = 0; m < M; ++m) _mm256_store_ps(out[m] + h * 16, a0[m]), _mm256_store_ps(out[m] + h * 16 + 8, a1[m]);
