@@ -24,6 +24,7 @@ void GenerateBenchOptions::validate() const {
   check(prompt_len > 0, "bench: --prompt-len must be > 0");
   check(repeats > 0, "bench: --repeats must be > 0");
   check(group > 0 && batch % group == 0, "bench: --group (", group, ") must divide --batch (", batch, ")");
+  check(top_k >= 0, "bench: --top-k must be >= 0 (0 = the whole vocabulary), got ", top_k);
 }
 
 namespace {
@@ -136,6 +137,7 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
     r.n = o.group;
     for (int64_t t = 0; t < o.prompt_len; ++t) r.prompt_ids.push_back(static_cast<int32_t>(rng.next() % c.vocab_size));
     r.params.temperature = 1.0;
+    r.params.top_k = o.top_k;
     r.params.max_new_tokens = o.new_tokens;
     r.params.ignore_eos = true;
     r.params.seed = static_cast<uint64_t>(b);
@@ -189,6 +191,7 @@ Json run_generate_bench(const GenerateBenchOptions& o) {
   j["pack_s"] = median(pack_s);  // packing the weights for decoding, once per generate call (in wall_s)
   j["repeats"] = o.repeats;
   j["group"] = o.group;
+  j["top_k"] = o.top_k;
   j["share_prompt"] = o.share_prompt;
   j["pack_weights"] = o.pack_weights;
   j["kv_cache_mb"] = engine.cache_peak_bytes() / 1e6;

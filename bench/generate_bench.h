@@ -18,6 +18,7 @@ struct GenerateBenchOptions {
   int64_t new_tokens = 128;           // tokens generated per sequence (EOS ignored)
   int64_t prompt_len = 16;            // random prompt tokens per sequence
   int64_t group = 1;                  // samples per prompt (batch / group prompts; must divide batch)
+  int64_t top_k = 0;                  // sample from the k most likely tokens (0 = the whole vocabulary)
   bool share_prompt = true;           // a group's rows read one copy of its prompt's KV cache (EngineOptions)
   int64_t repeats = 1;                // timed runs; the median is reported
   uint64_t seed = 0;

@@ -442,14 +442,16 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
       float* cvp = fp(cv);
       const float* kp = fp(k);
       const float* vvp = fp(v);
-      for (int64_t n = 0; n < N; ++n) {
-        const int64_t b = n / T;
-        for (int64_t kh = 0; kh < K; ++kh) {
-          const int64_t off = b * kv.s0 + kh * kv.s1 + (pp[n] - prefixes[b].len) * kv.s2;
-          std::copy(kp + (n * K + kh) * hd, kp + (n * K + kh + 1) * hd, ckp + off);
-          std::copy(vvp + (n * K + kh) * hd, vvp + (n * K + kh + 1) * hd, cvp + off);
+      cpu::parallel_rows(N, [&](int64_t n0, int64_t n1) {
+        for (int64_t n = n0; n < n1; ++n) {
+          const int64_t b = n / T;
+          for (int64_t kh = 0; kh < K; ++kh) {
+            const int64_t off = b * kv.s0 + kh * kv.s1 + (pp[n] - prefixes[b].len) * kv.s2;
+            std::copy(kp + (n * K + kh) * hd, kp + (n * K + kh + 1) * hd, ckp + off);
+            std::copy(vvp + (n * K + kh) * hd, vvp + (n * K + kh + 1) * hd, cvp + off);
+          }
         }
-      }
+      });
     }
     cpu::AttentionShape sh{B, T, H, K, hd, static_cast<float>(attn.scale)};
     sh.window = attn.spec.window;
@@ -466,7 +468,7 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     attending.reset();
     linear_into(buf.att, attn.o_proj, attn.o_lora, tmp, packed_, projections_s);
     if (layer.attn_out) rms_inplace(tmp, *layer.attn_out, N, D);
-    h.add_(tmp);
+    cpu::add_inplace(fp(h), fp(tmp), N * D);
 
     MLPImpl& mlp = *layer.mlp;
     const torch::Tensor* xm = &h;
@@ -486,7 +488,7 @@ torch::Tensor CausalLMImpl::forward_hidden_cpu_fast(const torch::Tensor& input_i
     cpu::glu_forward(mlp.act, fp(buf.gate), fp(buf.up), fp(buf.gate), N * I);
     linear_into(buf.gate, mlp.down_proj, mlp.down_lora, tmp, packed_, projections_s);
     if (layer.mlp_out) rms_inplace(tmp, *layer.mlp_out, N, D);
-    h.add_(tmp);
+    cpu::add_inplace(fp(h), fp(tmp), N * D);
   }
   const torch::Tensor w = norm_scale(*model->norm);
   cpu::rms_norm_forward(fp(h), fp(w), fp(xn), nullptr, N, D, static_cast<float>(model->norm->eps()));

@@ -953,6 +953,12 @@ void gathered_dots_backward_weight(const float* g, const float* x, const int64_t
   });
 }
 
+void add_inplace(float* y, const float* x, int64_t n) {
+  parallel_for(0, n, 8192, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] += x[i];
+  });
+}
+
 void rms_norm_forward(const float* x, const float* w, float* y, float* r, int64_t N, int64_t D, float eps) {
   parallel_for(0, N, 16, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {
@@ -994,7 +1000,8 @@ void rope_inplace(float* x, const int64_t* pos, const float* cos_table, const fl
   // Forward: y1 = x1 c1 - x2 s1, y2 = x2 c2 + x1 s2 (halves of the first rd dimensions).
   // Transpose: x1 = y1 c1 + y2 s2, x2 = y2 c2 - y1 s1.
   const int64_t half = rd / 2;
-  parallel_for(0, N, 64, [&](int64_t b, int64_t e) {
+  // Blocks of ~8K rotated floats: a decoding step's 64 rows are several.
+  parallel_for(0, N, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, heads * rd)), [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {
       const float* c = cos_table + pos[n] * rd;
       const float* s = sin_table + pos[n] * rd;

@@ -113,6 +113,8 @@ void gathered_dots_backward_input(const float* g, const float* w, const int64_t*
 void gathered_dots_backward_weight(const float* g, const float* x, const int64_t* ids, int64_t N, int64_t M, int64_t D,
                                    int64_t V, float* dw);
 
+// y[i] += x[i] for i < n (a residual add; exact, whatever the threads).
+void add_inplace(float* y, const float* x, int64_t n);
 // y[n] = w * x[n] * r[n], r[n] = 1/sqrt(mean(x[n]^2) + eps); r may be null.
 void rms_norm_forward(const float* x, const float* w, float* y, float* r, int64_t N, int64_t D, float eps);
 // Gradients of rms_norm_forward: dx [N, D] (overwritten) and dw [D] (added to).

@@ -79,9 +79,10 @@ void check_finite_normalisers(const float* lse, int64_t n, const std::vector<Seq
           ": its weights are probably corrupt or diverged (check the checkpoint)");
 }
 
-// CPU logits: one kernel over the batch (cpu::softmax_rows, rows in
-// parallel) gives the temperature-1 normaliser and the tempered
-// probabilities; rows then draw in parallel, each from its own generator.
+// CPU logits: one kernel over the batch (rows in parallel) gives the
+// temperature-1 normaliser, and the tempered probabilities when a row draws
+// from them (cpu::softmax_rows; else cpu::logsumexp_rows); rows then draw in
+// parallel, each from its own generator.
 std::vector<Draw> draw_on_host(const torch::Tensor& logits, std::vector<Sequence>& rows, int64_t row0,
                                const std::vector<char>& drawn) {
   const int64_t n = logits.size(0), V = logits.size(1);
@@ -90,12 +91,22 @@ std::vector<Draw> draw_on_host(const torch::Tensor& logits, std::vector<Sequence
     const double t = rows[row0 + i].req->params.temperature;
     inv_t[i] = t > 0 ? static_cast<float>(1.0 / t) : 1.0f;
   }
+  // The tempered probabilities serve only rows drawn from the whole
+  // vocabulary; filtered and greedy rows read the logits and the normaliser,
+  // which logsumexp_rows gives alone (the same value softmax_rows gives).
+  bool need_probs = false;
+  for (int64_t i = 0; i < n; ++i) need_probs |= drawn[i] && !draws_sorted(rows[row0 + i].req->params, V);
   auto lse = torch::empty({n}, torch::kFloat32);
-  auto probs = torch::empty({n, V}, torch::kFloat32);
-  cpu::softmax_rows(logits.data_ptr<float>(), inv_t.data(), n, V, lse.data_ptr<float>(), probs.data_ptr<float>());
+  torch::Tensor probs;
+  if (need_probs) {
+    probs = torch::empty({n, V}, torch::kFloat32);
+    cpu::softmax_rows(logits.data_ptr<float>(), inv_t.data(), n, V, lse.data_ptr<float>(), probs.data_ptr<float>());
+  } else {
+    cpu::logsumexp_rows(logits.data_ptr<float>(), n, V, lse.data_ptr<float>(), nullptr);
+  }
   check_finite_normalisers(lse.data_ptr<float>(), n, rows, row0);
   const float* lg = logits.data_ptr<float>();
-  const float* pr = probs.data_ptr<float>();
+  const float* pr = need_probs ? probs.data_ptr<float>() : nullptr;
   const float* ls = lse.data_ptr<float>();
   std::vector<Draw> draws(static_cast<size_t>(n));
   cpu::parallel_rows(n, [&](int64_t begin, int64_t end) {

@@ -19,6 +19,7 @@ CommandSpec make_bench_generate_command() {
       {"new-tokens", OptKind::Int, "128", "tokens generated per sequence", "N", 1, 1e6},
       {"prompt-len", OptKind::Int, "16", "random prompt tokens per sequence", "N", 1, 1e6},
       {"group", OptKind::Int, "1", "samples per prompt (the batch is batch/group prompts; must divide --batch)", "N", 1, 4096},
+      {"top-k", OptKind::Int, "0", "sample from the k most likely tokens (0: the whole vocabulary; GRPO jobs often use 50)", "K", 0, 1e9},
       {"share-prompt", OptKind::String, "on", "on|off: a group's samples read one copy of its prompt's KV cache (off: a copy per sample)", "ON|OFF"},
       {"repeats", OptKind::Int, "3", "timed runs (median reported) after one warm-up", "N", 1, 1000},
       {"seed", OptKind::Int, "0", "seed for weights, prompts and sampling", "N", 0, 9.2e18},
@@ -35,6 +36,7 @@ CommandSpec make_bench_generate_command() {
     o.new_tokens = a.integer("new-tokens");
     o.prompt_len = a.integer("prompt-len");
     o.group = a.integer("group");
+    o.top_k = a.integer("top-k");
     o.share_prompt = on_off_option(a, "share-prompt");
     o.repeats = a.integer("repeats");
     o.seed = static_cast<uint64_t>(a.integer("seed"));

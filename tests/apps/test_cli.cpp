@@ -414,6 +414,20 @@ TEST(Cli, BenchGenerateReportsTheFields) {
   EXPECT_EQ(j["products_fraction_of_step"].get<double>(), shares[1]);
 }
 
+// --top-k samples as a GRPO job does (the k most likely tokens) and is
+// reported; a negative k is refused by name.
+TEST(Cli, BenchGenerateTakesTopK) {
+  auto r = rlf("bench generate --shape stories260K --batch 4 --group 2 --dtype fp32 --new-tokens 8 --repeats 1 "
+               "--top-k 5 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Json j = parse_json(r.output, "rlf bench generate --top-k");
+  EXPECT_EQ(j["top_k"], 5);
+  EXPECT_EQ(j["generated_tokens"], 32);
+  auto bad = rlf("bench generate --shape stories260K --batch 4 --new-tokens 8 --top-k -1 --json");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("top-k"), std::string::npos) << bad.output;
+}
+
 // rlf reflexion on stories260K (converted) over 6 arithmetic tasks: three
 // attempts, accuracy per attempt, a memory file written and read back; a
 // random_init config without a trained model is one clear line. Its rewards

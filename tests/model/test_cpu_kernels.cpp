@@ -183,6 +183,11 @@ TEST(SoftmaxRows, MatchLibTorchAndFlagNonFiniteRows) {
     EXPECT_LT((probs[n].to(torch::kFloat64) - ref).abs().max().item<double>(), 1e-6) << n;
     EXPECT_NEAR(probs[n].sum().item<double>(), 1.0, 1e-5) << n;
   }
+  // The sampler's filtered rows take the normaliser alone from
+  // logsumexp_rows: the same bits as softmax_rows'.
+  auto lse_alone = torch::empty({N});
+  cpu::logsumexp_rows(logits.data_ptr<float>(), N, V, lse_alone.data_ptr<float>(), nullptr);
+  EXPECT_TRUE(torch::equal(lse_alone, lse));
   logits[1][100] = NAN;
   logits[2][5] = INFINITY;
   cpu::softmax_rows(logits.data_ptr<float>(), inv_t.data(), N, V, lse.data_ptr<float>(), probs.data_ptr<float>());
