@@ -1,9 +1,9 @@
 /* What a kernel call costs when the team's workers have gone to sleep
  * (model/cpu_team.h): each worker spins `spin_us` after a job, then sleeps on
  * a futex, and the next call has to wake it. A decoding step calls the team
- * ~10 times a layer, with work on the calling thread alone in between (the
- * cache write, LibTorch's residual add, sampling); any gap longer than the
- * spin puts the workers to sleep.
+ * ~10 times a layer; any work on the calling thread alone in between that
+ * lasts longer than the spin puts the workers to sleep (the KV-cache write,
+ * RoPE and the residual adds did, until they moved onto the team).
  *
  * Times one small job (an RMSNorm's worth: 64 rows of 768 floats, split over
  * the team) right after another (gap 0) and after G microseconds of busy work
